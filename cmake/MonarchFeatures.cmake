@@ -1,0 +1,43 @@
+# monarch_feature(NAME "description" "debian packages")
+#   Declares MONARCH_WITH_<NAME> as AUTO (default), ON or OFF. After the probe,
+#   monarch_feature_found(NAME found) sets MONARCH_WITH_<NAME> to ON/OFF, and fails configure
+#   when the feature was asked for explicitly (ON) but is missing, naming the packages.
+set(MONARCH_FEATURES "")
+
+function(monarch_feature name description packages)
+  set(MONARCH_WITH_${name} AUTO CACHE STRING "${description}: AUTO, ON or OFF")
+  set_property(CACHE MONARCH_WITH_${name} PROPERTY STRINGS AUTO ON OFF)
+  set(MONARCH_${name}_DESCRIPTION "${description}" PARENT_SCOPE)
+  set(MONARCH_${name}_PACKAGES "${packages}" PARENT_SCOPE)
+  set(MONARCH_${name}_WANTED "${MONARCH_WITH_${name}}" PARENT_SCOPE)
+  if(MONARCH_WITH_${name} STREQUAL "OFF")
+    set(MONARCH_WITH_${name}_REQUESTED FALSE PARENT_SCOPE)
+  else()
+    set(MONARCH_WITH_${name}_REQUESTED TRUE PARENT_SCOPE)
+  endif()
+  set(MONARCH_WITH_${name} OFF PARENT_SCOPE)
+  set(MONARCH_FEATURES ${MONARCH_FEATURES} ${name} PARENT_SCOPE)
+endfunction()
+
+function(monarch_feature_found name found)
+  if(found)
+    set(MONARCH_WITH_${name} ON PARENT_SCOPE)
+  elseif(MONARCH_${name}_WANTED STREQUAL "ON")
+    message(FATAL_ERROR "MONARCH_WITH_${name}=ON but ${MONARCH_${name}_DESCRIPTION} was not found. "
+                        "Install: ${MONARCH_${name}_PACKAGES} (tools/install_deps.sh does it).")
+  endif()
+endfunction()
+
+function(monarch_print_features)
+  message(STATUS "")
+  message(STATUS "monarch-sim features:")
+  foreach(name ${MONARCH_FEATURES})
+    if(MONARCH_WITH_${name})
+      set(state "ON ")
+    else()
+      set(state "OFF")
+    endif()
+    message(STATUS "  ${state} ${MONARCH_${name}_DESCRIPTION}  (MONARCH_WITH_${name}=${MONARCH_${name}_WANTED})")
+  endforeach()
+  message(STATUS "")
+endfunction()

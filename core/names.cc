@@ -1,0 +1,117 @@
+#include "core/plan_ir.h"
+#include "core/scenario.h"
+
+namespace monarch {
+
+const char* to_string(Architecture a) {
+  switch (a) {
+    case Architecture::kGpt: return "gpt";
+    case Architecture::kLlama: return "llama";
+    case Architecture::kDlrm: return "dlrm";
+  }
+  return "?";
+}
+const char* to_string(Precision p) {
+  switch (p) {
+    case Precision::kFp32: return "fp32";
+    case Precision::kBf16: return "bf16";
+    case Precision::kFp16: return "fp16";
+    case Precision::kFp8: return "fp8";
+  }
+  return "?";
+}
+const char* to_string(Optimizer o) { return o == Optimizer::kAdam ? "adam" : "sgd"; }
+const char* to_string(Topology t) {
+  switch (t) {
+    case Topology::kFatTree: return "fat-tree";
+    case Topology::kRailOptimized: return "rail-optimized";
+    case Topology::kStar: return "star";
+  }
+  return "?";
+}
+const char* to_string(Schedule s) {
+  switch (s) {
+    case Schedule::kGpipe: return "gpipe";
+    case Schedule::kOneFOneB: return "1f1b";
+    case Schedule::kInterleaved: return "interleaved-1f1b";
+  }
+  return "?";
+}
+const char* to_string(Recompute r) {
+  switch (r) {
+    case Recompute::kNone: return "none";
+    case Recompute::kSelective: return "selective";
+    case Recompute::kFull: return "full";
+  }
+  return "?";
+}
+const char* to_string(Objective o) { return o == Objective::kIterationTime ? "iteration_time" : "memory"; }
+const char* to_string(Backend b) {
+  switch (b) {
+    case Backend::kAnalytical: return "analytical";
+    case Backend::kSimgrid: return "simgrid";
+    case Backend::kRealCpu: return "real-cpu";
+    case Backend::kRealGpu: return "real-gpu";
+  }
+  return "?";
+}
+
+double bytes_per_element(Precision p) {
+  switch (p) {
+    case Precision::kFp32: return 4;
+    case Precision::kBf16:
+    case Precision::kFp16:
+    case Precision::kFp8: return 2;
+  }
+  return 2;
+}
+
+double peak_tflops(const GpuSpec& g, Precision p) {
+  switch (p) {
+    case Precision::kFp32: return g.peak_tflops.tf32 > 0 ? g.peak_tflops.tf32 : g.peak_tflops.fp32;
+    case Precision::kBf16: return g.peak_tflops.bf16;
+    case Precision::kFp16: return g.peak_tflops.fp16;
+    case Precision::kFp8: return g.peak_tflops.fp8 > 0 ? g.peak_tflops.fp8 : g.peak_tflops.bf16;
+  }
+  return 0;
+}
+
+const char* to_string(TaskKind k) {
+  static const char* n[] = {"compute", "collective", "send", "recv", "alloc", "free"};
+  return n[static_cast<int>(k)];
+}
+const char* to_string(Stream s) {
+  static const char* n[] = {"compute", "tp", "cp", "ep", "dp", "pp-send", "pp-recv"};
+  return n[static_cast<int>(s)];
+}
+const char* to_string(Phase p) {
+  static const char* n[] = {"forward", "backward", "recompute", "optimizer", "other"};
+  return n[static_cast<int>(p)];
+}
+const char* to_string(CollectiveKind k) {
+  static const char* n[] = {"all-reduce", "all-gather", "reduce-scatter", "all-to-all", "broadcast"};
+  return n[static_cast<int>(k)];
+}
+const char* nccl_name(CollectiveKind k) {
+  static const char* n[] = {"ncclAllReduce", "ncclAllGather", "ncclReduceScatter", "ncclAllToAll",
+                            "ncclBroadcast"};
+  return n[static_cast<int>(k)];
+}
+const char* to_string(GroupKind k) {
+  static const char* n[] = {"tp", "cp", "ep", "dp", "pp", "edp", "world"};
+  return n[static_cast<int>(k)];
+}
+const char* to_string(DType d) {
+  static const char* n[] = {"fp32", "bf16", "fp16", "fp8"};
+  return n[static_cast<int>(d)];
+}
+const char* to_string(MemCategory c) {
+  static const char* n[] = {"weights", "gradients", "optimizer", "activations", "buffers"};
+  return n[static_cast<int>(c)];
+}
+const char* to_string(OpKind o) {
+  static const char* n[] = {"embedding", "layer", "attention", "mlp", "output_loss", "optimizer_step", "other"};
+  return n[static_cast<int>(o)];
+}
+
+}  // namespace monarch

@@ -1,0 +1,84 @@
+// Finished results of one backend for one plan, in the shape of the result file
+// (../shared/spec/cli.md). Backends produce them; the store, the CLI and the GUI consume them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/scenario.h"
+
+namespace monarch {
+
+struct StageMemory {
+  int64_t stage = 0;
+  double weights_gib = 0;
+  double gradients_gib = 0;
+  double optimizer_gib = 0;
+  double activations_gib = 0;
+  double buffers_gib = 0;  // communication buckets, logits, workspace
+  double total_gib = 0;
+};
+
+struct MemoryReport {
+  bool fits = true;
+  double peak_gib = 0;
+  double capacity_gib = 0;  // GPU memory usable after the framework reserve
+  std::vector<StageMemory> stages;
+};
+
+struct TimeBreakdown {
+  double compute = 0;
+  double tp_comm = 0;
+  double cp_comm = 0;
+  double pp_comm = 0;
+  double dp_comm = 0;
+  double ep_comm = 0;
+  double bubble = 0;
+  double optimizer = 0;
+  double exposed_comm = 0;  // communication not hidden behind compute
+};
+
+struct CommEntry {
+  std::string kind;   // "all-reduce", "all-gather", "reduce-scatter", "all-to-all", "send-recv"
+  std::string group;  // "tp", "cp", "ep", "dp", "pp", ...
+  int64_t bytes = 0;  // sent per rank per iteration
+  int64_t count = 0;  // operations per iteration
+  double time_s = 0;
+};
+
+// One span of a timeline: what one rank's stream did between two instants.
+struct TimelineSpan {
+  int32_t rank = 0;
+  std::string stream;  // "compute", "tp", "dp", "pp-send", ...
+  std::string name;    // "fwd L3 mb2", "ncclAllReduce tp", ...
+  std::string category;  // "compute", "collective", "p2p", "optimizer"
+  double start_s = 0;
+  double end_s = 0;
+};
+
+struct BackendResult {
+  std::string backend;  // "analytical", "simgrid", "real-cpu", "real-gpu"
+  Plan plan;
+  double iteration_time_s = 0;
+  double tokens_per_s = 0;
+  double model_tflops_per_gpu = 0;
+  double hardware_tflops_per_gpu = 0;
+  double mfu = 0;
+  double hfu = 0;
+  double model_flops_per_iteration = 0;
+  double hardware_flops_per_iteration = 0;
+  MemoryReport memory;
+  TimeBreakdown time_breakdown_s;
+  std::vector<CommEntry> communication;
+  bool measured = false;      // real backends
+  std::vector<double> losses;  // real backends: loss after each step
+  std::vector<TimelineSpan> timeline;  // simulators and real runs; may be empty
+};
+
+struct RejectedPlan {
+  Plan plan;
+  std::string reason;
+};
+
+}  // namespace monarch

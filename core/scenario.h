@@ -1,0 +1,187 @@
+// Typed, validated scenario: model, cluster, training settings and the parallel plan
+// constraints. Produced by scenario_io (the only place that knows JSON); consumed by every
+// layer above core. Field names follow ../shared/spec/scenario.md.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace monarch {
+
+enum class Architecture { kGpt, kLlama, kDlrm };
+enum class Precision { kFp32, kBf16, kFp16, kFp8 };
+enum class Optimizer { kAdam, kSgd };
+enum class Topology { kFatTree, kRailOptimized, kStar };
+enum class Schedule { kGpipe, kOneFOneB, kInterleaved };
+enum class Recompute { kNone, kSelective, kFull };
+enum class Objective { kIterationTime, kMemory };
+enum class Backend { kAnalytical, kSimgrid, kRealCpu, kRealGpu };
+
+// Dense peak throughput of one GPU per precision, in TFLOP/s (1e12 FLOP/s), without sparsity.
+struct PeakTflops {
+  double fp32 = 0;
+  double tf32 = 0;
+  double bf16 = 0;
+  double fp16 = 0;
+  double fp8 = 0;  // 0 = the GPU has no fp8 tensor cores
+};
+
+struct GpuSpec {
+  std::string name;
+  PeakTflops peak_tflops;
+  double memory_gib = 0;             // HBM capacity, 2^30 bytes
+  double memory_bandwidth_GBps = 0;  // HBM bandwidth, 1e9 bytes/s
+  std::string profile;               // optional calibration profile path (monarch-calibrate)
+};
+
+// One embedding table of a recommendation model (architecture "dlrm").
+struct EmbeddingTable {
+  std::string name;
+  int64_t rows = 0;
+  int64_t dim = 0;
+  double pooling_factor = 1;  // average lookups per sample (multi-hot size)
+};
+
+struct DlrmConfig {
+  std::vector<EmbeddingTable> tables;
+  std::vector<int64_t> bottom_mlp;  // layer widths
+  std::vector<int64_t> top_mlp;
+  int64_t dense_features = 0;
+  std::string interaction = "dot";  // "dot" | "dcn"
+  int64_t dcn_rank = 0;
+  int64_t dcn_layers = 0;
+  std::string embedding_optimizer = "rowwise-adagrad";  // | "adam"
+};
+
+struct ModelConfig {
+  std::string preset;  // empty when none
+  Architecture architecture = Architecture::kGpt;
+  int64_t num_layers = 0;
+  int64_t hidden_size = 0;
+  int64_t num_attention_heads = 0;
+  int64_t num_kv_heads = 0;     // = num_attention_heads when absent
+  int64_t ffn_hidden_size = 0;  // 4 x hidden for gpt when absent
+  int64_t vocab_size = 0;
+  int64_t seq_length = 0;
+  bool tie_embeddings = true;
+  int64_t num_experts = 0;  // 0 = dense
+  int64_t moe_top_k = 0;
+  int64_t moe_ffn_hidden_size = 0;
+  double moe_capacity_factor = 1.0;
+  DlrmConfig dlrm;  // only for Architecture::kDlrm
+
+  bool is_moe() const { return num_experts > 1; }
+};
+
+struct LinkSpec {
+  double bandwidth_GBps = 0;  // per GPU (intra) or per NIC (inter), per direction
+  double latency_us = 0;
+};
+
+struct ClusterConfig {
+  GpuSpec gpu;
+  int64_t num_gpus = 0;
+  int64_t gpus_per_node = 0;
+  LinkSpec intra_node;
+  LinkSpec inter_node;
+  int64_t nics_per_node = 0;
+  Topology topology = Topology::kFatTree;
+  double oversubscription = 1.0;
+
+  int64_t num_nodes() const { return gpus_per_node > 0 ? (num_gpus + gpus_per_node - 1) / gpus_per_node : 0; }
+};
+
+struct TrainingConfig {
+  int64_t global_batch_size = 0;
+  std::optional<int64_t> micro_batch_size;  // absent = searched
+  Precision precision = Precision::kBf16;
+  Optimizer optimizer = Optimizer::kAdam;
+  int64_t steps = 10;
+  int64_t seed = 1;
+};
+
+// What the scenario fixes about the plan; every absent value is searched.
+struct ParallelismConstraints {
+  std::optional<int64_t> tp, pp, dp, cp, ep, vpp;
+  std::optional<Schedule> schedule;
+  std::optional<bool> sequence_parallel;
+  std::optional<Recompute> recompute;
+  std::optional<int64_t> zero_stage;
+  std::optional<bool> overlap_grad_reduce, overlap_param_gather, tp_comm_overlap;
+};
+
+struct SearchConfig {
+  int64_t top_k = 10;
+  Objective objective = Objective::kIterationTime;
+};
+
+// What-if knobs for the simulators (see scenario spec, "whatif" section).
+struct WhatIf {
+  struct Straggler {
+    int64_t gpu = -1;   // a GPU index, or -1
+    int64_t node = -1;  // a node index, or -1
+    double slowdown = 1.0;
+  };
+  struct DegradedLink {
+    int64_t node = -1;
+    double bandwidth_factor = 1.0;
+  };
+  std::vector<Straggler> stragglers;
+  std::vector<DegradedLink> degraded_links;
+};
+
+struct Scenario {
+  std::string name;
+  std::string source_path;  // file it was read from, empty when built in code
+  ModelConfig model;
+  ClusterConfig cluster;
+  TrainingConfig training;
+  ParallelismConstraints parallelism;
+  SearchConfig search;
+  std::vector<Backend> backends;
+  WhatIf whatif;
+};
+
+// A fully specified plan: every degree and switch decided.
+struct Plan {
+  int64_t tp = 1, pp = 1, dp = 1, cp = 1, ep = 1, vpp = 1;
+  int64_t micro_batch_size = 1;
+  Schedule schedule = Schedule::kOneFOneB;
+  bool sequence_parallel = false;
+  Recompute recompute = Recompute::kNone;
+  int64_t zero_stage = 0;
+  bool overlap_grad_reduce = true;
+  bool overlap_param_gather = true;
+  bool tp_comm_overlap = false;
+  // Layers per pipeline stage (size pp); empty = even split. Filled by the partitioner.
+  std::vector<int64_t> layers_per_stage;
+
+  int64_t world_size() const { return tp * pp * dp * cp; }
+  bool operator==(const Plan&) const = default;
+};
+
+// Names as they appear in files and on the command line.
+const char* to_string(Architecture);
+const char* to_string(Precision);
+const char* to_string(Optimizer);
+const char* to_string(Topology);
+const char* to_string(Schedule);
+const char* to_string(Recompute);
+const char* to_string(Objective);
+const char* to_string(Backend);
+
+// Bytes of one element in the compute precision (fp8 activations are stored in bf16 by
+// Transformer Engine, so fp8 compute still keeps 2-byte activations; see memory model).
+double bytes_per_element(Precision);
+
+// Dense peak of the GPU for the precision, TFLOP/s.
+double peak_tflops(const GpuSpec&, Precision);
+
+// Micro-batches per data-parallel rank per optimizer step.
+inline int64_t num_micro_batches(const Scenario& s, const Plan& p) {
+  return s.training.global_batch_size / (p.micro_batch_size * p.dp);
+}
+
+}  // namespace monarch
