@@ -22,7 +22,8 @@ enum class TaskKind : uint8_t { kCompute, kCollective, kSend, kRecv, kAlloc, kFr
 enum class Stream : uint8_t { kCompute, kTpComm, kCpComm, kEpComm, kDpComm, kPpSend, kPpRecv };
 enum class Phase : uint8_t { kForward, kBackward, kRecompute, kOptimizer, kOther };
 enum class CollectiveKind : uint8_t { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kBroadcast };
-enum class GroupKind : uint8_t { kTp, kCp, kEp, kDp, kPp, kExpertDp, kWorld };
+// kDpCp: data x context parallel ranks, the group over which gradients are reduced when cp > 1.
+enum class GroupKind : uint8_t { kTp, kCp, kEp, kDp, kPp, kExpertDp, kWorld, kDpCp };
 enum class DType : uint8_t { kFp32, kBf16, kFp16, kFp8 };
 enum class MemCategory : uint8_t { kWeights, kGradients, kOptimizer, kActivations, kBuffers };
 
