@@ -252,20 +252,23 @@ std::optional<std::string> read_text_file(Ctx& ctx, const std::string& path, con
     ctx.add(where, what + " \"" + path + "\" is a directory, expected a JSON file");
     return std::nullopt;
   }
-  auto size = std::filesystem::file_size(path, ec);
-  if (!ec && size > static_cast<uintmax_t>(kMaxScenarioFileBytes)) {
-    ctx.add(where, what + " \"" + path + "\" has " + std::to_string(size) + " bytes, expected at most " +
-                       std::to_string(kMaxScenarioFileBytes));
-    return std::nullopt;
-  }
+  // Bounded read: works for pipes (<(jq ...)) and refuses endless devices (/dev/zero).
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     ctx.add(where, what + " \"" + path + "\" cannot be read");
     return std::nullopt;
   }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  std::string text;
+  char buf[1 << 16];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    text.append(buf, static_cast<size_t>(in.gcount()));
+    if (static_cast<int64_t>(text.size()) > kMaxScenarioFileBytes) {
+      ctx.add(where, what + " \"" + path + "\" is larger than " + std::to_string(kMaxScenarioFileBytes) +
+                         " bytes, expected a JSON file of a few kB");
+      return std::nullopt;
+    }
+  }
+  return text;
 }
 
 // ----------------------------------------------------------------------------- model
@@ -978,6 +981,18 @@ std::string apply_override(Ctx& ctx, json& root, const std::string& ov) {
     value = json::parse(text);
   } catch (const json::parse_error&) {
     value = text;  // not JSON: a plain string (e.g. --set cluster.gpu=H100-SXM)
+    try {
+      (void)value.dump();
+    } catch (const json::type_error&) {
+      ctx.add(where, "the value is not valid UTF-8, expected JSON or a UTF-8 string");
+      return "";
+    }
+  } catch (const json::exception& e) {  // e.g. out_of_range 406: number overflow parsing '1e400'
+    std::string what = e.what();
+    auto pos = what.find("] ");
+    ctx.add(where, "found \"" + text + "\": " + (pos == std::string::npos ? what : what.substr(pos + 2)) +
+                       ", expected a number within the double range");
+    return "";
   }
   std::vector<std::string> parts = split_path(path);
   for (const auto& p : parts)
@@ -1028,6 +1043,30 @@ std::string apply_override(Ctx& ctx, json& root, const std::string& ov) {
 // ============================================================================= public
 
 Expected<nlohmann::json> parse_json_text(std::string_view text, const std::string& source_name) {
+  // Nesting depth first (outside strings), so a hostile file cannot exhaust the stack.
+  {
+    int depth = 0;
+    bool in_string = false, escaped = false;
+    size_t line = 1, column = 0;
+    for (char ch : text) {
+      ++column;
+      if (ch == '\n') { ++line; column = 0; }
+      if (in_string) {
+        if (escaped) escaped = false;
+        else if (ch == '\\') escaped = true;
+        else if (ch == '"') in_string = false;
+        continue;
+      }
+      if (ch == '"') in_string = true;
+      else if (ch == '[' || ch == '{') {
+        if (++depth > kMaxJsonDepth)
+          return Expected<json>::fail(source_name + ":" + std::to_string(line) + ":" + std::to_string(column),
+                                      "JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels; expected a scenario (4 levels)");
+      } else if (ch == ']' || ch == '}') {
+        --depth;
+      }
+    }
+  }
   try {
     return json::parse(text.begin(), text.end());
   } catch (const json::parse_error& e) {
@@ -1047,6 +1086,10 @@ Expected<nlohmann::json> parse_json_text(std::string_view text, const std::strin
     if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) what = "the file is empty, expected a JSON object";
     return Expected<json>::fail(source_name + ":" + std::to_string(line) + ":" + std::to_string(column),
                                 "JSON syntax error: " + what);
+  } catch (const json::exception& e) {  // out_of_range 406: a number beyond the double range
+    std::string what = e.what();
+    auto pos = what.find("] ");
+    return Expected<json>::fail(source_name, "JSON number out of range: " + (pos == std::string::npos ? what : what.substr(pos + 2)));
   }
 }
 

@@ -85,12 +85,34 @@ TEST(ScenarioIo, SyntaxErrorsGiveLineAndColumn) {
   ASSERT_FALSE(j.ok());
   EXPECT_EQ(j.problems()[0].where, "bad.json:3:30"  /* the second comma */);
   EXPECT_NE(j.problems()[0].message.find("JSON syntax error"), std::string::npos);
+  auto huge = parse_json_text("{\"num_gpus\": 1e400}", "huge.json");
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.problems()[0].message.find("1e400"), std::string::npos);
   auto empty = parse_json_text("", "empty.json");
   ASSERT_FALSE(empty.ok());
   EXPECT_NE(empty.problems()[0].message.find("empty"), std::string::npos);
   auto nonobject = scenario_from_json(json::array());
   ASSERT_FALSE(nonobject.ok());
   EXPECT_EQ(nonobject.problems()[0].where, "/");
+}
+
+TEST(ScenarioIo, DeepNestingIsRefusedBeforeParsing) {
+  std::string deep = "{\"name\": " + std::string(1000000, '[') + std::string(1000000, ']') + "}";
+  auto j = parse_json_text(deep, "deep.json");
+  ASSERT_FALSE(j.ok());
+  EXPECT_EQ(j.problems()[0].where, "deep.json:1:" + std::to_string(9 + kMaxJsonDepth));
+  EXPECT_NE(j.problems()[0].message.find("nested deeper"), std::string::npos);
+  // Brackets inside strings do not count.
+  EXPECT_TRUE(parse_json_text("{\"name\": \"" + std::string(1000, '[') + "\\\"\"}", "s.json").ok());
+}
+
+TEST(ScenarioIo, EndlessFilesAreRefusedWithoutReadingThemWhole) {
+  auto s = read_scenario_file("/dev/zero");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.problems()[0].message.find("larger than"), std::string::npos) << s.problems()[0].to_string();
+  s = read_scenario_file("/tmp");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.problems()[0].message.find("directory"), std::string::npos);
 }
 
 TEST(ScenarioIo, MissingFileIsAProblemNamingTheFile) {
@@ -248,6 +270,12 @@ TEST(ScenarioIo, OverridesApplyWithTheSameValidation) {
   s = scenario_from_json(base_scenario(), ".", {"cluster.gpu.name=H100-SXM"});
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.problems()[0].message.find("/cluster/gpu is a string"), std::string::npos);
+  s = scenario_from_json(base_scenario(), ".", {"cluster.num_gpus=-1e400"});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.problems()[0].message.find("overflow"), std::string::npos);
+  s = scenario_from_json(base_scenario(), ".", {"name=\xff\xfe"});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.problems()[0].message.find("UTF-8"), std::string::npos);
   s = scenario_from_json(base_scenario(), ".", {"model.hidden_sise=5"});
   ASSERT_FALSE(s.ok());
   EXPECT_NE(all_messages(s.problems()).find("did you mean \"hidden_size\""), std::string::npos);
