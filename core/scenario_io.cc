@@ -853,7 +853,7 @@ std::string degree_path(const json* pj, const char* canonical) {
   return std::string("/parallelism/") + canonical;
 }
 
-void cross_check(Ctx& ctx, const json* pj, Scenario& s, bool nodes_ok) {
+void cross_check(Ctx& ctx, const json* pj, Scenario& s) {
   const ModelConfig& m = s.model;
   const ClusterConfig& c = s.cluster;
   ParallelismConstraints& p = s.parallelism;
@@ -861,7 +861,6 @@ void cross_check(Ctx& ctx, const json* pj, Scenario& s, bool nodes_ok) {
   auto path = [&](const char* k) { return degree_path(pj, k); };
   const bool transformer = m.architecture != Architecture::kDlrm;
   const int64_t n = c.num_gpus;
-  (void)nodes_ok;
 
   if (transformer && ok(p.tp)) {
     const int64_t tp = *p.tp;
@@ -1137,7 +1136,6 @@ Expected<Scenario> scenario_from_json(const nlohmann::json& j_in, const std::str
   (void)get_str(ctx, top, "description");
   if (top.has("version")) (void)get_int(ctx, top, "version", 1, 1, "1 (scenario format version)");
   read_model(ctx, section(ctx, top.get("model"), "/model"), base_dir, s.model);
-  if (top.has("model") && !top.get("model")->is_object()) {}  // reported by section()
   bool nodes_ok = false;
   read_cluster(ctx, section(ctx, top.get("cluster"), "/cluster"), s.cluster, nodes_ok);
   std::optional<double> training_capacity;
@@ -1155,8 +1153,7 @@ Expected<Scenario> scenario_from_json(const nlohmann::json& j_in, const std::str
   read_backends(ctx, top.get("backends"), s.backends);
   read_whatif(ctx, section(ctx, top.get("whatif"), "/whatif"), s.cluster, nodes_ok, s.whatif);
   top.finish();
-  cross_check(ctx, pj, s, nodes_ok);
-  if (s.parallelism.zero_stage && *s.parallelism.zero_stage < 0) s.parallelism.zero_stage.reset();
+  cross_check(ctx, pj, s);
 
   if (ctx.count() > 0) {
     Problems probs = std::move(ctx.problems());

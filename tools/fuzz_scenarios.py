@@ -7,7 +7,8 @@ import json, random, subprocess, glob, os, sys, tempfile
 RUNS = int(sys.argv[1]) if len(sys.argv) > 1 else 600
 random.seed(int(sys.argv[2]) if len(sys.argv) > 2 else 7)
 B = './build/app/monarch-sim'
-tmp = os.path.join(tempfile.mkdtemp(prefix='monarch_fuzz_'), 'fz.json')
+tmpdir = tempfile.TemporaryDirectory(prefix='monarch_fuzz_')
+tmp = os.path.join(tmpdir.name, 'fz.json')
 files=sorted(glob.glob('scenarios/*.json'))
 vals=[None, True, False, 0, -1, 1, 3, 7, 2**63, -2**63, 2**64+5, 1e15, 1.5, -0.0, "", "x", "H100-SXM", "1f1b", [], [1], {}, {"a":1}, "interleaved-1f1b", 8, 64, 1e308]
 def paths(o, p=()):
