@@ -240,6 +240,18 @@ TEST(ScenarioIo, HfConfigIsReadRelativeToTheScenarioFile) {
   EXPECT_EQ(s->model.seq_length, 1024);
   EXPECT_TRUE(s->model.tie_embeddings);
 
+  // A Mixtral-style MoE config (mistralai/Mixtral-8x7B-v0.1 config.json fields).
+  dir.write("mixtral.json", R"({"model_type": "mixtral", "num_hidden_layers": 32, "hidden_size": 4096,
+      "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 32000,
+      "max_position_embeddings": 32768, "num_local_experts": 8, "num_experts_per_tok": 2})");
+  j["model"] = {{"hf_config", "mixtral.json"}, {"seq_length", 4096}};
+  s = read_scenario_file(dir.write("s4.json", j.dump()));
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  EXPECT_EQ(s->model.num_experts, 8);
+  EXPECT_EQ(s->model.moe_top_k, 2);
+  EXPECT_EQ(s->model.moe_ffn_hidden_size, 14336);
+  EXPECT_FALSE(s->model.tie_embeddings);
+
   dir.write("t5.json", R"({"model_type": "t5"})");
   j["model"] = {{"hf_config", "t5.json"}};
   s = read_scenario_file(dir.write("s3.json", j.dump()));
