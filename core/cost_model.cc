@@ -143,6 +143,12 @@ double base_efficiency(const GpuProfile& prof, Precision p) {
   }
 }
 
+double optimizer_bytes_per_param(Precision p, Optimizer o) {
+  const bool mixed = p != Precision::kFp32;
+  if (o == Optimizer::kAdam) return mixed ? kAdamMixedBytesPerParam : kAdamFp32BytesPerParam;
+  return mixed ? kSgdMixedBytesPerParam : kSgdFp32BytesPerParam;
+}
+
 double ceil_div(double a, double b) { return std::ceil(a / b); }
 
 double tile_utilization(const GpuProfile& prof, double m, double n, double batch, double tm, double tn) {
@@ -484,8 +490,9 @@ LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape&
       // Backward: reduce-scatter of the input gradients (2), all-gather of the output
       // gradients (2), and the all-gather of the saved (sharded) inputs again for the weight
       // gradients, which Megatron overlaps with the dgrad GEMM (2).
-      out.collectives.push_back({CollectiveKind::kAllGather, GroupKind::kTp, S, fwd_n, bwd_n + 2, ag});
-      out.collectives.push_back({CollectiveKind::kReduceScatter, GroupKind::kTp, S, fwd_n, bwd_n, rs});
+      const int32_t rec_n = full ? 2 : 0;
+      out.collectives.push_back({CollectiveKind::kAllGather, GroupKind::kTp, S, fwd_n, 4, rec_n, ag});
+      out.collectives.push_back({CollectiveKind::kReduceScatter, GroupKind::kTp, S, fwd_n, 2, rec_n, rs});
       total = (fwd_n + bwd_n + 2) * ag + (fwd_n + bwd_n) * rs;
       const double redo = 2.0 * ag;
       const double redo_exposed = std::max(0.0, redo - kOverlapEfficiency * 0.5 * lc.gemm_bwd_s);
@@ -494,7 +501,7 @@ LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape&
     } else {
       const double ar = collective_time_s(CollectiveKind::kAllReduce, S, span, cl);
       const int32_t fwd_n = 2, bwd_n = 2 + (full ? 2 : 0);
-      out.collectives.push_back({CollectiveKind::kAllReduce, GroupKind::kTp, S, fwd_n, bwd_n, ar});
+      out.collectives.push_back({CollectiveKind::kAllReduce, GroupKind::kTp, S, fwd_n, 2, full ? 2 : 0, ar});
       total = (fwd_n + bwd_n) * ar;
       exposed = total;
       hidden_window_s = lc.gemm_fwd_s * (full ? 2.0 : 1.0) + lc.gemm_bwd_s;
@@ -529,7 +536,7 @@ LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape&
     const int64_t S = static_cast<int64_t>(e * T * static_cast<double>(m.top_k) * h);
     const double a2a = collective_time_s(CollectiveKind::kAllToAll, S, span, cl);
     const int32_t fwd_n = 2, bwd_n = 2 + (full ? 2 : 0);
-    out.collectives.push_back({CollectiveKind::kAllToAll, GroupKind::kEp, S, fwd_n, bwd_n, a2a});
+    out.collectives.push_back({CollectiveKind::kAllToAll, GroupKind::kEp, S, fwd_n, 2, full ? 2 : 0, a2a});
     out.ep_total_s = (fwd_n + bwd_n) * a2a;
     out.ep_exposed_s = out.ep_total_s;
   }
@@ -542,6 +549,8 @@ LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape&
     Op bwd = elementwise(c, V / t * h * (e + 8.0) + e * T * h);
     out.embedding_forward_s = fwd.s;
     out.embedding_backward_s = bwd.s;
+    out.embedding_forward_mem_bytes = fwd.bytes;
+    out.embedding_backward_mem_bytes = bwd.bytes;
   }
   {
     const double T_out = T;  // the output GEMM sees all local tokens (sequence gathered)
@@ -553,6 +562,8 @@ LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape&
     out.output_backward_s = g.bwd.s + kBackwardElementwiseFactor * norm.s + loss_b.s;
     out.output_forward_flops = g.fwd.flops;
     out.output_backward_flops = g.bwd.flops;
+    out.output_forward_mem_bytes = g.fwd.bytes + norm.bytes + loss_f.bytes;
+    out.output_backward_mem_bytes = g.bwd.bytes + kBackwardElementwiseFactor * norm.bytes + loss_b.bytes;
   }
 
   // --- pipeline message: 1/t of the activation per rank. With sequence parallelism the
@@ -567,6 +578,12 @@ LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape&
 }
 
 }  // namespace
+
+double optimizer_step_time_s(const Scenario& sc, double sharded_params, double grad_params) {
+  const GpuProfile& prof = gpu_profile(sc.cluster.gpu);
+  return (optimizer_bytes_per_param(sc.training.precision, sc.training.optimizer) * sharded_params +
+          kGradZeroBytesPerParam * grad_params) / hbm_bytes_per_s(sc.cluster.gpu, prof);
+}
 
 LayerCosts layer_costs(const Scenario& sc, const Plan& p) {
   const ModelShape m = model_shape(sc.model);
@@ -608,12 +625,6 @@ struct IterationModel {
   std::vector<CommEntry> comm;  // only filled when `detail`
   int64_t critical_stage = 0;
 };
-
-double optimizer_bytes_per_param(Precision p, Optimizer o) {
-  const bool mixed = p != Precision::kFp32;
-  if (o == Optimizer::kAdam) return mixed ? kAdamMixedBytesPerParam : kAdamFp32BytesPerParam;
-  return mixed ? kSgdMixedBytesPerParam : kSgdFp32BytesPerParam;
-}
 
 void add_comm(std::vector<CommEntry>& v, const char* kind, const char* group, double bytes, int64_t count, double time_s) {
   if (count <= 0 || bytes <= 0) return;
@@ -747,8 +758,7 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
   exposed += dp_exposed;
 
   // --- optimizer step (memory bound)
-  b.optimizer = (optimizer_bytes_per_param(sc.training.precision, sc.training.optimizer) * opt_params +
-                 kGradZeroBytesPerParam * grad_params) / c.hbm;
+  b.optimizer = optimizer_step_time_s(sc, opt_params, grad_params);
 
   b.exposed_comm = exposed;
   it.iteration_s = b.compute + b.bubble + b.optimizer + b.exposed_comm;
@@ -756,7 +766,7 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
   if (detail) {
     const double nl_mb = mb * nl_w;
     for (const LayerCosts::Collective& col : L.collectives) {
-      const int64_t count = static_cast<int64_t>(nl_mb) * (col.forward_count + col.backward_count);
+      const int64_t count = static_cast<int64_t>(nl_mb) * (col.forward_count + col.backward_count + col.recompute_count);
       const GroupSpan span = group_span(col.group, p, gpn);
       add_comm(it.comm, to_string(col.kind), to_string(col.group),
                static_cast<double>(count) * collective_wire_bytes(col.kind, col.bytes, span.size), count,

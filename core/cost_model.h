@@ -81,9 +81,10 @@ struct LayerCosts {
     CollectiveKind kind = CollectiveKind::kAllReduce;
     GroupKind group = GroupKind::kTp;
     int64_t bytes = 0;          // NCCL size per rank
-    int32_t forward_count = 0;  // per layer per micro-batch
-    int32_t backward_count = 0;  // includes the ones recomputation repeats
-    double time_s = 0;          // one operation
+    int32_t forward_count = 0;    // per layer per micro-batch
+    int32_t backward_count = 0;   // backward pass (without recomputation)
+    int32_t recompute_count = 0;  // forward collectives recomputation runs again
+    double time_s = 0;            // one operation
   };
   std::vector<Collective> collectives;  // TP and EP collectives of a layer
   // Context parallelism: bytes of K and V each rank sends around the ring per layer.
@@ -95,8 +96,10 @@ struct LayerCosts {
 
   // First stage: embedding; last stage: final norm, output projection, loss.
   double embedding_forward_s = 0, embedding_backward_s = 0;
+  double embedding_forward_mem_bytes = 0, embedding_backward_mem_bytes = 0;
   double output_forward_s = 0, output_backward_s = 0;
   double output_forward_flops = 0, output_backward_flops = 0;
+  double output_forward_mem_bytes = 0, output_backward_mem_bytes = 0;
 
   // Pipeline: activation message per micro-batch per stage boundary, and its time.
   int64_t pp_message_bytes = 0;
@@ -104,6 +107,10 @@ struct LayerCosts {
 };
 
 LayerCosts layer_costs(const Scenario& scenario, const Plan& plan);
+
+// Seconds of the optimizer step on a rank that updates `sharded_params` parameters (after
+// ZeRO sharding) and zeroes the gradients of `grad_params` (HBM bound).
+double optimizer_step_time_s(const Scenario& scenario, double sharded_params, double grad_params);
 
 // The fast path used by search: iteration time and peak memory only (>= 100k plans per
 // second on one core; see bench/analytical_bench.cc).

@@ -84,9 +84,7 @@ std::vector<int64_t> stage_layers(const ModelShape& m, const Plan& plan) {
   const int64_t p = std::max<int64_t>(plan.pp, 1);
   std::vector<int64_t> out(static_cast<size_t>(p), m.layers / p);
   const int64_t extra = m.layers % p;
-  // Centre the extra layers on the middle stages.
-  const int64_t first = std::max<int64_t>(0, (p - extra) / 2);
-  for (int64_t i = 0; i < extra; ++i) ++out[static_cast<size_t>(first + i)];
+  for (int64_t i = 0; i < extra; ++i) ++out[static_cast<size_t>(i)];  // as strategies/lowering
   return out;
 }
 

@@ -78,9 +78,8 @@ ParameterCounts parameter_counts(const ModelShape& m);
 // P = 12 l h^2 (1 + 13 / (12 h) + (V + s) / (12 l h)). No final LayerNorm; f = 4h, tied.
 double megatron_gpt_parameters(int64_t layers, int64_t hidden, int64_t vocab, int64_t seq);
 
-// Layers on each pipeline stage: plan.layers_per_stage when given, else an even split; when
-// L is not a multiple of p the extra layers go to the middle stages (the first stage holds
-// the embedding, the last the output layer and the loss).
+// Layers on each pipeline stage: plan.layers_per_stage when given, else an even split with
+// the remainder on the earliest stages (as strategies/lowering.h chunk_layers).
 std::vector<int64_t> stage_layers(const ModelShape& m, const Plan& plan);
 
 // Parameters held by one rank of a pipeline stage.
