@@ -387,6 +387,20 @@ int run_runs_command(const std::vector<std::string>& args, const std::string& db
       ->check(CLI::IsMember({"csv", "json"}));
   add_filters(exp);
 
+  // CLI11 reads an unknown word as a stray argument ("A subcommand is required"); say what it is.
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--db") {
+      ++i;
+      continue;
+    }
+    if (args[i].empty() || args[i][0] == '-') continue;
+    if (args[i] != "list" && args[i] != "show" && args[i] != "compare" && args[i] != "export") {
+      err << "error: monarch-sim runs: unknown subcommand \"" << one_line(args[i])
+          << "\", expected list, show, compare or export\n";
+      return kExitBadInput;
+    }
+    break;
+  }
   try {
     std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 parses a reversed vector
     app.parse(reversed);

@@ -372,6 +372,31 @@ TEST(StoreRefusal, CorruptedStore) {
   expect_refused_unchanged(path, "corrupted");
 }
 
+TEST(StoreRefusal, ADamagedTimelineShowsWhenRead) {
+  TempDir dir;
+  std::string path = dir.file("timeline.db");
+  {
+    Expected<Store> store = Store::open(path);
+    ASSERT_TRUE(store.ok());
+    RunRecord rec = sample_record("t", "simgrid");
+    rec.result.timeline = testing::sample_result("x", false, 20000).timeline;
+    ASSERT_TRUE(store->record_run(rec).ok());
+  }
+  std::string bytes = read_file(path);
+  const size_t page = static_cast<size_t>(sql_int(path, "PRAGMA page_size"));
+  // The timeline was written last, so it owns the last pages: break their b-tree headers.
+  for (size_t p = bytes.size() / page * 3 / 4; p < bytes.size() / page; ++p)
+    for (size_t i = 0; i < 8; ++i) bytes[p * page + i] = static_cast<char>(0xEE);
+  write_file(path, bytes);
+  Expected<Store> store = Store::open(path);  // the small tables are intact
+  ASSERT_TRUE(store.ok()) << all_problems(store.problems());
+  EXPECT_EQ(store->list_runs()->size(), 1u);
+  Expected<StoredRun> run = store->load_run(1);
+  ASSERT_FALSE(run.ok());
+  EXPECT_TRUE(mentions(run.problems(), "the store is corrupted")) << all_problems(run.problems());
+  EXPECT_TRUE(store->load_run(1, /*with_timeline=*/false).ok());
+}
+
 TEST(StoreRefusal, MissingDirectoryAndDirectoryPath) {
   TempDir dir;
   Expected<Store> missing = Store::open(dir.file("no/such/dir/s.db"));
