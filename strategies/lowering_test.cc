@@ -5,6 +5,9 @@
 #include <map>
 
 #include "core/graph_time.h"
+#include "core/plan_io.h"
+
+#include <cstdio>
 #include "strategies/graph_check.h"
 
 namespace monarch {
@@ -261,6 +264,34 @@ TEST(GraphCheck, FindsADeadlock) {
   h0.tasks[first_send].deps.clear();
   Problems hp = check_graph(h);
   EXPECT_TRUE(mentions(hp, "never becomes ready")) << (hp.empty() ? "no problem" : hp[0].to_string());
+}
+
+}  // namespace
+}  // namespace monarch
+
+namespace monarch {
+namespace {
+
+TEST(PlanFile, LoweredGraphRoundTripsAndStillPassesTheChecks) {
+  const Scenario s = scenario(16, 8, 32);
+  Plan p = pipeline(Schedule::kInterleaved, 2, 2);
+  p.tp = 2;
+  p.dp = 4;
+  p.zero_stage = 1;
+  LoweringCosts c = pure_compute();
+  c.layer_fwd_comm = {{GroupKind::kTp, CollectiveKind::kAllReduce, 8 << 20, 2, 0.1 * kMs}};
+  c.layer_bwd_comm = c.layer_fwd_comm;
+  c.layer_grad_reduce = {{GroupKind::kDp, CollectiveKind::kReduceScatter, 64 << 20, 1, 1 * kMs}};
+  c.layer_param_gather = {{GroupKind::kDp, CollectiveKind::kAllGather, 64 << 20, 1, 1 * kMs}};
+  const PlanGraph g = lower_ok(s, p, c);
+  const std::string path = std::string(MONARCH_BINARY_DIR) + "/lowering_test_plan.json";
+  ASSERT_TRUE(write_plan_file(path, g).empty());
+  auto back = read_plan_file(path);
+  std::remove(path.c_str());
+  ASSERT_TRUE(back.ok()) << back.problems()[0].to_string();
+  EXPECT_TRUE(check_graph(*back).empty());
+  EXPECT_EQ(plan_graph_to_json(*back), plan_graph_to_json(g));
+  EXPECT_DOUBLE_EQ(makespan(*back), makespan(g));
 }
 
 }  // namespace
