@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "core/placement.h"
+#include "strategies/partition.h"
 #include "strategies/schedule.h"
 
 namespace monarch {
@@ -16,8 +17,7 @@ Expected<std::vector<std::vector<ChunkLayers>>> chunk_layers(const Plan& plan, i
   if (pp < 1 || vpp < 1) return Expected<std::vector<std::vector<ChunkLayers>>>::fail("/parallelism", "degrees must be positive");
   std::vector<int64_t> per_stage = plan.layers_per_stage;
   if (per_stage.empty()) {
-    per_stage.assign(static_cast<size_t>(pp), num_layers / pp);
-    for (int64_t s = 0; s < num_layers % pp; ++s) ++per_stage[static_cast<size_t>(s)];
+    per_stage = even_split(num_layers, pp);
   } else {
     if (static_cast<int64_t>(per_stage.size()) != pp)
       return Expected<std::vector<std::vector<ChunkLayers>>>::fail(

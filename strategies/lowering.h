@@ -86,7 +86,7 @@ struct LoweringCosts {
 };
 
 // First layer and layer count of every (stage, chunk): stage s holds plan.layers_per_stage[s]
-// layers (even split when empty, earlier stages take the remainder), split over its vpp
+// layers (when empty: even_split of partition.h, the remainder on the middle stages), split over its vpp
 // chunks as evenly as possible (earlier chunks take the remainder). Virtual stage c*pp + s
 // follows c*pp + s - 1 in model order.
 struct ChunkLayers {
