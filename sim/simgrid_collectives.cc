@@ -193,25 +193,18 @@ std::vector<FlowPhase> decompose_collective(CollectiveKind kind, const std::vect
       break;
     }
     case Algorithm::kDirect: {
+      // NCCL all-to-all is one group of sends and receives to every peer, all in flight at
+      // once: a single round at both fidelities (per-step lockstep would serialize it).
       const double piece = bytes / static_cast<double>(n);
-      if (fidelity == Fidelity::kPerStep) {
-        for (int64_t k = 1; k < n; ++k) {
-          FlowPhase p;
-          for (int64_t i = 0; i < n; ++i)
-            p.flows.push_back(p2p_flow(gpus[static_cast<size_t>(i)], gpus[static_cast<size_t>((i + k) % n)], piece, shape));
-          phases.push_back(std::move(p));
-        }
-      } else {
-        FlowPhase p;
-        for (int64_t i = 0; i < n; ++i)
-          for (int64_t j = 0; j < n; ++j)
-            if (i != j) p.flows.push_back(p2p_flow(gpus[static_cast<size_t>(i)], gpus[static_cast<size_t>(j)], piece, shape));
-        p.extra_latency_s = static_cast<double>(n - 2) * alpha;
-        phases.push_back(std::move(p));
-      }
+      FlowPhase p;
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j)
+          if (i != j) p.flows.push_back(p2p_flow(gpus[static_cast<size_t>(i)], gpus[static_cast<size_t>(j)], piece, shape));
+      phases.push_back(std::move(p));
       break;
     }
   }
+  for (auto& p : phases) p.latency_s = alpha;
   return phases;
 }
 

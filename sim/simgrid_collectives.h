@@ -49,6 +49,7 @@ struct Flow {
 struct FlowPhase {
   std::vector<Flow> flows;
   double extra_latency_s = 0;  // waited after the flows finish
+  double latency_s = 0;        // alpha of one step (the slowest route's latency)
 };
 
 // Cluster shape as the decomposition needs it.

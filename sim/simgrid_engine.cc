@@ -138,9 +138,10 @@ struct CollInstance {
 
 struct P2pInstance {
   bool has_send = false, has_recv = false;
-  double bytes = 0;
+  bool recv_waiting = false;
+  bool transferred = false;
   sg::SemaphorePtr sem = sg::Semaphore::create(0);
-  double start_s = 0;
+  double start_s = 0;  // transfer start
   int64_t flow_id = -1;
 };
 
@@ -220,6 +221,24 @@ void run_phases(const Sim& sim, const std::vector<FlowPhase>& phases) {
   }
 }
 
+// `count` back-to-back calls: per-step repeats the steps; aggregated scales each flow and adds
+// the latency of the extra steps (the first flow already pays one latency).
+std::vector<FlowPhase> repeat_phases(std::vector<FlowPhase> one, int32_t count, Fidelity fidelity) {
+  if (count == 1 || one.empty()) return one;
+  if (fidelity == Fidelity::kPerStep || one.size() > 1) {
+    std::vector<FlowPhase> out;
+    out.reserve(one.size() * static_cast<size_t>(count));
+    for (int32_t i = 0; i < count; ++i) out.insert(out.end(), one.begin(), one.end());
+    return out;
+  }
+  FlowPhase& p = one.front();
+  const double steps_latency = p.extra_latency_s;  // (steps - 1) x alpha of one call
+  for (auto& f : p.flows) f.bytes *= count;
+  // count calls pay count x steps latencies; the flow pays one, each call's extra pays steps-1.
+  p.extra_latency_s = static_cast<double>(count) * steps_latency + static_cast<double>(count - 1) * p.latency_s;
+  return one;
+}
+
 // Blocks until every member has reached the collective; the last one to arrive runs the flows.
 // Returns the instant the collective started (all members present).
 double run_collective(Sim& sim, RankRt& r, const Task& t) {
@@ -240,13 +259,16 @@ double run_collective(Sim& sim, RankRt& r, const Task& t) {
   const auto& gpus = job.group_gpus[static_cast<size_t>(t.group)];
   const double bytes = static_cast<double>(t.bytes);
   const Algorithm algo = choose_algorithm(t.collective, gpus, bytes, sim.platform.shape, sim.options.allow_tree);
-  run_phases(sim, decompose_collective(t.collective, gpus, bytes, algo, job.fidelity, sim.platform.shape));
+  run_phases(sim, repeat_phases(decompose_collective(t.collective, gpus, bytes, algo, job.fidelity, sim.platform.shape),
+                                std::max<int32_t>(t.count, 1), job.fidelity));
   for (int i = 1; i < inst->expected; ++i) inst->sem->release();
   return inst->start_s;
 }
 
-// Rendezvous of a send and its receive (NCCL send/recv block until both are posted), then one
-// flow. Returns the start instant; sets the flow id.
+// Point-to-point message, eager as the lowering defines it: the send transfers as soon as it
+// is ready and completes when the data has arrived; the receive completes when the matching
+// send (same src, dst, tag, in order) has. Returns the span start (transfer start, or the
+// receive's own start if it came later); sets the flow id.
 double run_p2p(Sim& sim, RankRt& r, const Task& t, int64_t* flow_id) {
   const bool is_send = t.kind == TaskKind::kSend;
   const P2pKey key{r.job, is_send ? r.rank : t.peer, is_send ? t.peer : r.rank, t.tag};
@@ -262,23 +284,35 @@ double run_p2p(Sim& sim, RankRt& r, const Task& t, int64_t* flow_id) {
     queue.push_back(inst);
   }
   (is_send ? inst->has_send : inst->has_recv) = true;
-  if (is_send) inst->bytes = static_cast<double>(t.bytes);
-  if (!(inst->has_send && inst->has_recv)) {
-    inst->sem->acquire();
+  auto retire = [&] {  // both sides seen and the data moved: forget the pairing
+    auto& q = sim.p2p[key];
+    q.erase(std::find(q.begin(), q.end(), inst));
+    if (q.empty()) sim.p2p.erase(key);
+  };
+  const double now = sg::Engine::get_clock();
+  if (is_send) {
+    inst->start_s = now;
+    inst->flow_id = sim.next_flow_id++;
+    const JobRt& job = sim.jobs[static_cast<size_t>(r.job)];
+    const int64_t src = job.gpus[static_cast<size_t>(key.src)];
+    const int64_t dst = job.gpus[static_cast<size_t>(key.dst)];
+    run_phases(sim, {FlowPhase{{p2p_flow(src, dst, static_cast<double>(t.bytes), sim.platform.shape)}, 0}});
+    inst->transferred = true;
+    if (inst->recv_waiting) {  // the receive is parked on the semaphore: wake it, forget the pair
+      inst->sem->release();
+      retire();
+    }
     *flow_id = inst->flow_id;
-    return inst->start_s;
+    return now;
   }
-  queue.erase(std::find(queue.begin(), queue.end(), inst));
-  if (queue.empty()) sim.p2p.erase(key);
-  inst->start_s = sg::Engine::get_clock();
-  inst->flow_id = sim.next_flow_id++;
-  const JobRt& job = sim.jobs[static_cast<size_t>(r.job)];
-  const int64_t src = job.gpus[static_cast<size_t>(key.src)];
-  const int64_t dst = job.gpus[static_cast<size_t>(key.dst)];
-  run_phases(sim, {FlowPhase{{p2p_flow(src, dst, inst->bytes, sim.platform.shape)}, 0}});
-  inst->sem->release();
+  if (inst->transferred) {
+    retire();
+  } else {
+    inst->recv_waiting = true;
+    inst->sem->acquire();  // the send retires the pair when it wakes us
+  }
   *flow_id = inst->flow_id;
-  return inst->start_s;
+  return std::max(now, inst->start_s);
 }
 
 void memory_event(Sim& sim, RankRt& r, const Task& t) {
