@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "sim/chrome_trace_check.h"
+#include "sim/chrome_trace_io.h"
 #include "sim/simgrid_test_graphs.h"
 
 namespace monarch {
@@ -308,6 +310,12 @@ TEST(SimgridBackend, TimelineNamesAndP2pPairs) {
   EXPECT_EQ(sends, recvs);
   EXPECT_EQ(sends, 2 * 2 * 2);  // tp ranks x micro-batches x directions
   for (auto [id, n] : flows) EXPECT_EQ(n, 2) << "flow " << id;
+  // The simulated iteration as a Perfetto trace keeps Perfetto's rules.
+  const std::string trace = chrome_trace_text(r, {"timeline-test", 4});
+  EXPECT_EQ(check_chrome_trace_rules(trace), "");
+  EXPECT_NE(trace.find("\"ncclAllReduce tp\""), std::string::npos);
+  EXPECT_NE(trace.find("\"ph\":\"s\""), std::string::npos);
+  EXPECT_NE(trace.find("\"ph\":\"C\""), std::string::npos);
 }
 
 TEST(SimgridBackend, BadInputIsAProblemNotACrash) {
