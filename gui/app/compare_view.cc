@@ -81,23 +81,44 @@ void CompareView::choose(int a, int b) {
   refresh();
 }
 
+bool CompareView::ensure_loaded(int i, QString* why) {
+  RunChoice& run = runs_[static_cast<size_t>(i)];
+  if (run.result) return true;
+  if (run.store_id < 0 || !loader_) {
+    *why = QStringLiteral("%1 has no result").arg(run.label);
+    return false;
+  }
+  Expected<BackendResult> r = loader_(run.store_id);
+  if (!r.ok()) {
+    *why = QString::fromStdString(r.problems().front().to_string());
+    return false;
+  }
+  run.result = std::move(r.value());
+  return true;
+}
+
 void CompareView::refresh() {
   const int ia = a_->currentIndex();
   const int ib = b_->currentIndex();
   auto* chart = new QChart;
+  QString why;
   if (ia < 0 || ib < 0 || ia >= run_count() || ib >= run_count()) {
     model_->clear();
     note_->setText(QStringLiteral("Nothing to compare yet: run a search (plans of this session) or "
                                   "open a results store with recorded runs."));
     chart->setTitle(QStringLiteral("No runs"));
+  } else if (!ensure_loaded(ia, &why) || !ensure_loaded(ib, &why)) {
+    model_->clear();
+    note_->setText(QStringLiteral("<span style='color:#b41e1e'>Cannot load the run: %1</span>").arg(why.toHtmlEscaped()));
+    chart->setTitle(QStringLiteral("No runs"));
   } else {
     const RunChoice& a = runs_[static_cast<size_t>(ia)];
     const RunChoice& b = runs_[static_cast<size_t>(ib)];
-    model_->set_results(a.result, QStringLiteral("A"), b.result, QStringLiteral("B"));
+    model_->set_results(*a.result, QStringLiteral("A"), *b.result, QStringLiteral("B"));
     note_->setText(ia == ib ? QStringLiteral("A and B are the same run; pick another B.")
                             : QStringLiteral("Differences are B - A; percentages are (B - A) / A."));
-    const TimeBreakdown& ta = a.result.time_breakdown_s;
-    const TimeBreakdown& tb = b.result.time_breakdown_s;
+    const TimeBreakdown& ta = a.result->time_breakdown_s;
+    const TimeBreakdown& tb = b.result->time_breakdown_s;
     const std::pair<const char*, double TimeBreakdown::*> kParts[] = {
         {"compute", &TimeBreakdown::compute}, {"tp", &TimeBreakdown::tp_comm},
         {"cp", &TimeBreakdown::cp_comm},      {"pp", &TimeBreakdown::pp_comm},
@@ -109,9 +130,9 @@ void CompareView::refresh() {
     set_a->setColor(QColor(70, 120, 200));
     set_b->setColor(QColor(240, 150, 30));
     QStringList cats{QStringLiteral("iteration")};
-    *set_a << a.result.iteration_time_s;
-    *set_b << b.result.iteration_time_s;
-    double top = std::max(a.result.iteration_time_s, b.result.iteration_time_s);
+    *set_a << a.result->iteration_time_s;
+    *set_b << b.result->iteration_time_s;
+    double top = std::max(a.result->iteration_time_s, b.result->iteration_time_s);
     for (const auto& [name, m] : kParts) {
       cats << QLatin1String(name);
       *set_a << ta.*m;
