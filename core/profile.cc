@@ -35,6 +35,33 @@ double collective_bus_factor(CollectiveKind kind, int ranks) {
   return 1.0;
 }
 
+MatmulSample make_matmul_sample(MatmulPrecision precision, int64_t m, int64_t n, int64_t k,
+                                double time_us) {
+  assert(time_us > 0);
+  MatmulSample s;
+  s.precision = precision;
+  s.m = m;
+  s.n = n;
+  s.k = k;
+  s.time_us = time_us;
+  s.tflops = 2.0 * double(m) * double(n) * double(k) / (time_us * 1e-6) / 1e12;
+  return s;
+}
+
+CollectiveSample make_collective_sample(CollectiveKind kind, int ranks, int64_t bytes, DType dtype,
+                                        double time_us) {
+  assert(time_us > 0 && ranks >= 1);
+  CollectiveSample s;
+  s.kind = kind;
+  s.ranks = ranks;
+  s.bytes = bytes;
+  s.dtype = dtype;
+  s.time_us = time_us;
+  s.algbw_GBps = double(bytes) / (time_us * 1e-6) / 1e9;
+  s.busbw_GBps = s.algbw_GBps * collective_bus_factor(kind, ranks);
+  return s;
+}
+
 namespace {
 
 // Position of x between the sorted grid values: indices of the two neighbours and the weight of

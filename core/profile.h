@@ -74,6 +74,11 @@ const char* to_string(DeviceKind);
 // ranks must be >= 1 (a single rank gives 0 for all but broadcast).
 double collective_bus_factor(CollectiveKind, int ranks);
 
+// A sample from a measured time, with the derived tflops (2 m n k / time) or algbw/busbw.
+MatmulSample make_matmul_sample(MatmulPrecision, int64_t m, int64_t n, int64_t k, double time_us);
+CollectiveSample make_collective_sample(CollectiveKind, int ranks, int64_t bytes, DType,
+                                        double time_us);
+
 // Achieved matrix-product throughput for a shape, TFLOP/s, interpolated over the measured grid:
 // multilinear in (log2 m, log2 n, log2 k) between the surrounding grid points, clamped to the
 // grid's edges outside it (a shape smaller than the smallest measured one gets the smallest

@@ -56,6 +56,19 @@ TEST(BusFactor, FollowsNcclTests) {
   EXPECT_DOUBLE_EQ(collective_bus_factor(CollectiveKind::kAllReduce, 1), 0.0);
 }
 
+TEST(BusFactor, SamplesDeriveAlgbwAndBusbwFromTheTime) {
+  // 8 ranks all-reduce 1e9 bytes in 10 ms: algbw 100 GB/s, busbw 175 GB/s.
+  const CollectiveSample s = make_collective_sample(CollectiveKind::kAllReduce, 8, 1'000'000'000, DType::kFp32, 10'000);
+  EXPECT_DOUBLE_EQ(s.algbw_GBps, 100);
+  EXPECT_DOUBLE_EQ(s.busbw_GBps, 175);
+  const CollectiveSample g = make_collective_sample(CollectiveKind::kAllGather, 4, 4'000'000, DType::kFp32, 100);
+  EXPECT_DOUBLE_EQ(g.algbw_GBps, 40);
+  EXPECT_DOUBLE_EQ(g.busbw_GBps, 30);
+  // 2 x 1024^3 flops in 1 ms = 2.147 TFLOP/s.
+  const MatmulSample m = make_matmul_sample(MatmulPrecision::kBf16, 1024, 1024, 1024, 1000);
+  EXPECT_NEAR(m.tflops, 2.147483648, 1e-12);
+}
+
 TEST(ProfileMatmul, ExactGridPointsAreReturnedAsMeasured) {
   const CalibrationProfile p = grid_profile();
   EXPECT_DOUBLE_EQ(profile_matmul_tflops(p, MatmulPrecision::kFp32, 256, 1024, 256), 10);
