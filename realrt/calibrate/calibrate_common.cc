@@ -81,6 +81,47 @@ void print_matmul_row(std::FILE* f, const MatmulSample& s) {
   std::fflush(f);
 }
 
+void print_profile(std::FILE* f, const CalibrationProfile& p) {
+  std::fprintf(f, "# profile: %s %s x %d on %s, %s, %s%s\n", to_string(p.device_kind), p.device_name.c_str(),
+               p.device_count, p.host.c_str(), p.created_utc.c_str(), p.tool.c_str(), p.quick ? " --quick" : "");
+  if (!p.notes.empty()) std::fprintf(f, "# %s\n", p.notes.c_str());
+  std::fprintf(f, "#\n# memory bandwidth: %.2f GB/s (%s, %lld bytes)\n", p.memory_bandwidth_GBps,
+               p.memory_method.c_str(), static_cast<long long>(p.memory_bytes));
+  for (MatmulPrecision prec : {MatmulPrecision::kFp32, MatmulPrecision::kTf32, MatmulPrecision::kBf16,
+                               MatmulPrecision::kFp16, MatmulPrecision::kFp8}) {
+    const MatmulSample* best = nullptr;
+    const MatmulSample* largest = nullptr;
+    bool any = false;
+    for (const MatmulSample& s : p.matmul) {
+      if (s.precision != prec) continue;
+      if (!any) print_matmul_header(f, prec, "measured");
+      any = true;
+      print_matmul_row(f, s);
+      if (!best || s.tflops > best->tflops) best = &s;
+      if (!largest || double(s.m) * s.n * s.k > double(largest->m) * largest->n * largest->k) largest = &s;
+    }
+    if (any) {
+      std::fprintf(f, "# %s: best %.4f TFLOP/s at %lldx%lldx%lld; %.4f TFLOP/s at the largest shape %lldx%lldx%lld\n",
+                   to_string(prec), best->tflops, static_cast<long long>(best->m), static_cast<long long>(best->n),
+                   static_cast<long long>(best->k), largest->tflops, static_cast<long long>(largest->m),
+                   static_cast<long long>(largest->n), static_cast<long long>(largest->k));
+    }
+  }
+  // Collectives grouped by (kind, ranks), in file order within a group.
+  std::vector<std::pair<CollectiveKind, int>> groups;
+  for (const CollectiveSample& s : p.collectives) {
+    const std::pair<CollectiveKind, int> g{s.kind, s.ranks};
+    if (std::find(groups.begin(), groups.end(), g) == groups.end()) groups.push_back(g);
+  }
+  for (const auto& [kind, ranks] : groups) {
+    print_collective_header(f, kind, ranks, "measured");
+    for (const CollectiveSample& s : p.collectives) {
+      if (s.kind == kind && s.ranks == ranks) print_collective_row(f, s);
+    }
+  }
+  if (groups.empty()) std::fprintf(f, "#\n# collectives: none measured\n");
+}
+
 std::string utc_now_iso8601() {
   const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm tm{};

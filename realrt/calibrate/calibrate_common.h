@@ -47,6 +47,10 @@ void print_collective_row(std::FILE*, const CollectiveSample&);
 void print_matmul_header(std::FILE*, MatmulPrecision, const std::string& api);
 void print_matmul_row(std::FILE*, const MatmulSample&);
 
+// The whole profile as the tables above (monarch-calibrate --show), with a summary line per
+// matmul precision (best and largest-shape throughput).
+void print_profile(std::FILE*, const CalibrationProfile&);
+
 // "2026-11-29T18:00:00Z"
 std::string utc_now_iso8601();
 std::string host_name();

@@ -31,6 +31,7 @@ namespace {
 
 struct Options {
   std::string out;
+  std::string show;
   std::string device = "cpu";
   Settings settings;
 };
@@ -203,10 +204,21 @@ int run_gpu(const Options& opt) {
 #endif
 }
 
+int show(const std::string& path) {
+  auto profile = read_profile(path);
+  if (!profile) {
+    print_problems(profile.problems());
+    return kExitBadInput;
+  }
+  print_profile(stdout, *profile);
+  return kExitOk;
+}
+
 int run(int argc, char** argv) {
   Options opt;
   CLI::App app{"monarch-calibrate: measure this machine for the simulator (docs/calibration_profile.md)"};
-  app.add_option("--out", opt.out, "profile file to write (monarch-profile/1 JSON)")->required();
+  CLI::Option* out = app.add_option("--out", opt.out, "profile file to write (monarch-profile/1 JSON)");
+  app.add_option("--show", opt.show, "print a profile file as tables (and check it), measure nothing")->excludes(out);
   app.add_option("--device", opt.device, "cpu: the CPU runtime (OpenBLAS, MPI); gpu: this node's GPUs")
       ->check(CLI::IsMember({"cpu", "gpu"}))
       ->capture_default_str();
@@ -221,6 +233,13 @@ int run(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     if (launcher_rank() == 0) {
       std::fprintf(stderr, "monarch-calibrate: %s\nRun with --help for the options.\n", e.what());
+    }
+    return kExitBadInput;
+  }
+  if (!opt.show.empty()) return show(opt.show);
+  if (opt.out.empty()) {
+    if (launcher_rank() == 0) {
+      std::fprintf(stderr, "monarch-calibrate: --out is required (or --show FILE)\nRun with --help for the options.\n");
     }
     return kExitBadInput;
   }

@@ -133,6 +133,22 @@ TEST_F(CalibrateCli, QuickSingleProcessCalibrationWritesAValidProfile) {
     ms.insert(s.m);
   }
   EXPECT_EQ(ms, (std::set<int64_t>{64, 256, 512}));
+  // --show prints it back as tables; a broken profile is refused with its JSON path.
+  const CmdResult shown = calibrate("--show " + out.string());
+  ASSERT_EQ(shown.status, 0) << shown.err;
+  EXPECT_NE(shown.out.find("# fp32: best "), std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find("stream-triad"), std::string::npos) << shown.out;
+  {
+    std::string text = slurp(out);
+    const std::string method = "\"method\": \"stream-triad\"";
+    ASSERT_NE(text.find(method), std::string::npos);
+    text.replace(text.find(method), method.size(), method + ", \"speed\": 1");
+    std::ofstream(dir_ / "broken.json") << text;
+  }
+  const CmdResult broken = calibrate("--show " + (dir_ / "broken.json").string());
+  EXPECT_EQ(broken.status, 2);
+  EXPECT_NE(broken.err.find("broken.json:/memory/speed: unknown key"), std::string::npos) << broken.err;
+  fs::remove(dir_ / "broken.json");
   // The profile answers the models' lookups inside and outside its grid.
   EXPECT_GT(profile_matmul_tflops(*p, Precision::kFp32, 300, 300, 300), 0);
   EXPECT_GT(profile_matmul_tflops(*p, Precision::kFp32, 8192, 8192, 8192), 0);
