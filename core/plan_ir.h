@@ -22,7 +22,8 @@ enum class TaskKind : uint8_t { kCompute, kCollective, kSend, kRecv, kAlloc, kFr
 enum class Stream : uint8_t { kCompute, kTpComm, kCpComm, kEpComm, kDpComm, kPpSend, kPpRecv };
 enum class Phase : uint8_t { kForward, kBackward, kRecompute, kOptimizer, kOther };
 enum class CollectiveKind : uint8_t { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kBroadcast };
-enum class GroupKind : uint8_t { kTp, kCp, kEp, kDp, kPp, kExpertDp, kWorld };
+// kDpCp: data x context parallel ranks, the group over which gradients are reduced when cp > 1.
+enum class GroupKind : uint8_t { kTp, kCp, kEp, kDp, kPp, kExpertDp, kWorld, kDpCp };
 enum class DType : uint8_t { kFp32, kBf16, kFp16, kFp8 };
 enum class MemCategory : uint8_t { kWeights, kGradients, kOptimizer, kActivations, kBuffers };
 
@@ -54,13 +55,16 @@ struct Task {
   // kCompute
   double flops = 0;          // floating-point operations
   double mem_bytes = 0;      // bytes moved to/from HBM (for the roofline)
-  double duration_s = 0;     // predicted duration, filled by the cost model at lowering
+  double duration_s = 0;     // predicted duration, filled by the cost model at lowering;
+                             // collective / send: all `count` calls, uncontended
   // kCollective
   CollectiveKind collective = CollectiveKind::kAllReduce;
   int32_t group = -1;        // index into PlanGraph::groups
   int32_t seq = 0;           // n-th collective of this group; matches across members
   DType dtype = DType::kBf16;
-  int64_t bytes = 0;         // collective: buffer size per rank (NCCL "size"); p2p: message size
+  int64_t bytes = 0;         // collective: buffer size per rank (NCCL "size"); p2p: message size;
+                             // alloc/free: buffer size
+  int32_t count = 1;         // collective: back-to-back calls of `bytes` each this task stands for
   // kSend / kRecv
   int32_t peer = -1;         // global rank of the other side
   int32_t tag = 0;

@@ -1,0 +1,140 @@
+#include "core/placement.h"
+
+#include <algorithm>
+#include <cassert>
+
+namespace monarch {
+
+RankCoords rank_to_coords(int64_t rank, const Plan& p) {
+  assert(rank >= 0 && rank < p.world_size());
+  RankCoords c;
+  c.tp = rank % p.tp;
+  int64_t r = rank / p.tp;
+  c.cp = r % p.cp;
+  r /= p.cp;
+  c.dp = r % p.dp;
+  c.pp = r / p.dp;
+  const int64_t ep = std::max<int64_t>(p.ep, 1);
+  const int64_t j = c.cp + p.cp * c.dp;  // index within the dp x cp slice
+  c.ep = j % ep;
+  c.edp = j / ep;
+  return c;
+}
+
+int64_t coords_to_rank(const RankCoords& c, const Plan& p) {
+  return c.tp + p.tp * (c.cp + p.cp * (c.dp + p.dp * c.pp));
+}
+
+int64_t group_size(GroupKind kind, const Plan& p) {
+  switch (kind) {
+    case GroupKind::kTp: return p.tp;
+    case GroupKind::kCp: return p.cp;
+    case GroupKind::kEp: return std::max<int64_t>(p.ep, 1);
+    case GroupKind::kDp: return p.dp;
+    case GroupKind::kPp: return p.pp;
+    case GroupKind::kExpertDp: return p.dp * p.cp / std::max<int64_t>(p.ep, 1);
+    case GroupKind::kWorld: return p.world_size();
+    case GroupKind::kDpCp: return p.dp * p.cp;
+  }
+  return 1;
+}
+
+int64_t group_stride(GroupKind kind, const Plan& p) {
+  switch (kind) {
+    case GroupKind::kTp: return 1;
+    case GroupKind::kCp: return p.tp;
+    case GroupKind::kEp: return p.tp;
+    case GroupKind::kDp: return p.tp * p.cp;
+    case GroupKind::kPp: return p.tp * p.cp * p.dp;
+    case GroupKind::kExpertDp: return p.tp * std::max<int64_t>(p.ep, 1);
+    case GroupKind::kWorld: return 1;
+    case GroupKind::kDpCp: return p.tp;
+  }
+  return 1;
+}
+
+// First member of the group of `kind` containing `rank`.
+static int64_t group_base(GroupKind kind, int64_t rank, const Plan& p) {
+  const int64_t stride = group_stride(kind, p);
+  const int64_t size = group_size(kind, p);
+  switch (kind) {
+    case GroupKind::kWorld: return 0;
+    case GroupKind::kEp:
+    case GroupKind::kExpertDp:
+    case GroupKind::kDpCp: {
+      // Work inside the dp x cp slice of this (tp_i, pp_i).
+      const RankCoords c = rank_to_coords(rank, p);
+      const int64_t slice_base = c.tp + p.tp * p.cp * p.dp * c.pp;
+      const int64_t j = c.cp + p.cp * c.dp;
+      const int64_t ep = std::max<int64_t>(p.ep, 1);
+      int64_t j0 = 0;
+      if (kind == GroupKind::kEp) j0 = j - j % ep;
+      else if (kind == GroupKind::kExpertDp) j0 = j % ep;
+      return slice_base + p.tp * j0;
+    }
+    default: {
+      // Dense kinds: zero this kind's coordinate.
+      const int64_t block = stride * size;
+      return rank - (rank % block) + (rank % stride);
+    }
+  }
+}
+
+std::vector<int32_t> group_ranks(GroupKind kind, int32_t rank, const Plan& p) {
+  const int64_t stride = group_stride(kind, p);
+  const int64_t size = group_size(kind, p);
+  const int64_t base = group_base(kind, rank, p);
+  std::vector<int32_t> out(static_cast<size_t>(size));
+  for (int64_t i = 0; i < size; ++i) out[static_cast<size_t>(i)] = static_cast<int32_t>(base + i * stride);
+  return out;
+}
+
+GroupSpan strided_span(int64_t base, int64_t size, int64_t stride, int64_t gpus_per_node) {
+  GroupSpan s;
+  s.size = size;
+  if (gpus_per_node <= 0 || size <= 1) {
+    s.ranks_per_node = size;
+    return s;
+  }
+  if (stride >= gpus_per_node && stride % gpus_per_node == 0) {
+    s.nodes = size;
+    s.ranks_per_node = 1;
+    return s;
+  }
+  if (gpus_per_node % stride == 0 && base % gpus_per_node + (size - 1) * stride < gpus_per_node) {
+    s.nodes = 1;
+    s.ranks_per_node = size;
+    return s;
+  }
+  if (gpus_per_node % stride == 0 && base % gpus_per_node < stride) {
+    // Aligned: every node holds gpus_per_node / stride members.
+    const int64_t per_node = gpus_per_node / stride;
+    s.ranks_per_node = std::min(size, per_node);
+    s.nodes = (size + per_node - 1) / per_node;
+    return s;
+  }
+  // Irregular layout: count.
+  int64_t nodes = 0, best = 0, cur = 0, last_node = -1;
+  for (int64_t i = 0; i < size; ++i) {
+    const int64_t node = (base + i * stride) / gpus_per_node;
+    if (node != last_node) {
+      ++nodes;
+      cur = 0;
+      last_node = node;
+    }
+    best = std::max(best, ++cur);
+  }
+  s.nodes = nodes;
+  s.ranks_per_node = best;
+  return s;
+}
+
+GroupSpan group_span(GroupKind kind, const Plan& p, int64_t gpus_per_node) {
+  return strided_span(group_base(kind, 0, p), group_size(kind, p), group_stride(kind, p), gpus_per_node);
+}
+
+bool pp_hop_crosses_nodes(const Plan& p, int64_t gpus_per_node) {
+  return group_span(GroupKind::kPp, p, gpus_per_node).crosses_nodes();
+}
+
+}  // namespace monarch

@@ -1,0 +1,70 @@
+// Rank placement: which global rank holds which coordinates of the parallel plan, which ranks
+// form each process group, and which links a group crosses.
+//
+// Order tp-cp-ep-dp-pp, as Megatron-Core's RankGenerator (megatron/core/parallel_state.py,
+// order="tp-cp-ep-dp-pp"): TP is innermost (consecutive ranks, so a TP group of <= 8 sits on
+// one NVLink domain), then CP, then DP, then PP outermost:
+//
+//   rank = tp_i + tp * (cp_i + cp * (dp_i + dp * pp_i))
+//
+// Expert parallelism does not add GPUs: it is carved out of the dp x cp ranks of one pipeline
+// stage, as Megatron does with its separate expert RankGenerator (tp-ep-dp-pp with expert
+// tensor parallel = tp). Within one (tp_i, pp_i) slice the dp*cp ranks are numbered
+// j = cp_i + cp * dp_i; the expert-parallel index is j mod ep and the expert-data-parallel
+// index is j / ep. So an EP group is `ep` consecutive members of that slice (stride tp) and
+// the expert-DP group strides over them with stride tp * ep.
+//
+// Every process group is a strided range: base + i * stride, i in [0, size).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/plan_ir.h"
+#include "core/scenario.h"
+
+namespace monarch {
+
+// Coordinates of one rank in the plan.
+struct RankCoords {
+  int64_t tp = 0, cp = 0, dp = 0, pp = 0;
+  int64_t ep = 0;   // expert-parallel index, in [0, plan.ep)
+  int64_t edp = 0;  // expert-data-parallel index, in [0, dp * cp / ep)
+  bool operator==(const RankCoords&) const = default;
+};
+
+// Coordinates of `rank` (0 <= rank < plan.world_size()).
+RankCoords rank_to_coords(int64_t rank, const Plan& plan);
+// Global rank of the dense coordinates tp, cp, dp, pp (ep/edp are derived, ignored here).
+int64_t coords_to_rank(const RankCoords& c, const Plan& plan);
+
+// Number of ranks in a group of `kind`. kDpCp is the gradient-reduction group (dp x cp):
+// with context parallelism every CP rank holds the same weights, so gradients are reduced
+// over dp * cp ranks (Megatron's data_parallel_group with_context_parallel=True).
+int64_t group_size(GroupKind kind, const Plan& plan);
+// Distance between consecutive members of a group of `kind`.
+int64_t group_stride(GroupKind kind, const Plan& plan);
+
+// Global ranks of the group of `kind` that contains `rank`, in ring order (ascending).
+std::vector<int32_t> group_ranks(GroupKind kind, int32_t rank, const Plan& plan);
+
+// Which link a group crosses, for the cost model: the shape of the group of `kind` that
+// contains rank 0. All groups of one kind share that shape whenever the stride divides
+// gpus_per_node or gpus_per_node divides the stride (every power-of-two layout).
+struct GroupSpan {
+  int64_t size = 1;            // ranks in the group
+  int64_t nodes = 1;           // nodes the group spans
+  int64_t ranks_per_node = 1;  // most group members on one node
+
+  bool crosses_nodes() const { return nodes > 1; }
+};
+
+GroupSpan group_span(GroupKind kind, const Plan& plan, int64_t gpus_per_node);
+// Span of an arbitrary strided group (first rank `base`, `size` members `stride` apart).
+GroupSpan strided_span(int64_t base, int64_t size, int64_t stride, int64_t gpus_per_node);
+
+// Whether some pipeline point-to-point hop of rank 0's pipeline leaves the node (the slowest
+// hop paces the pipeline).
+bool pp_hop_crosses_nodes(const Plan& plan, int64_t gpus_per_node);
+
+}  // namespace monarch

@@ -1,0 +1,101 @@
+#include "core/placement.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+namespace monarch {
+namespace {
+
+Plan make_plan(int64_t tp, int64_t cp, int64_t dp, int64_t pp, int64_t ep = 1) {
+  Plan p;
+  p.tp = tp;
+  p.cp = cp;
+  p.dp = dp;
+  p.pp = pp;
+  p.ep = ep;
+  return p;
+}
+
+TEST(Placement, TpIsInnermostAndPpOutermost) {
+  const Plan p = make_plan(2, 2, 2, 2);
+  EXPECT_EQ(rank_to_coords(1, p), (RankCoords{1, 0, 0, 0, 0, 0}));
+  // rank 2 = cp 1, rank 4 = dp 1, rank 8 = pp 1.
+  EXPECT_EQ(rank_to_coords(2, p).cp, 1);
+  EXPECT_EQ(rank_to_coords(4, p).dp, 1);
+  EXPECT_EQ(rank_to_coords(8, p).pp, 1);
+  for (int64_t r = 0; r < p.world_size(); ++r) EXPECT_EQ(coords_to_rank(rank_to_coords(r, p), p), r);
+}
+
+TEST(Placement, GroupsOfEachKindPartitionTheWorld) {
+  const Plan p = make_plan(2, 2, 4, 2, 4);
+  for (GroupKind k : {GroupKind::kTp, GroupKind::kCp, GroupKind::kEp, GroupKind::kDp, GroupKind::kPp,
+                      GroupKind::kExpertDp, GroupKind::kDpCp}) {
+    std::set<int32_t> seen;
+    int groups = 0;
+    for (int32_t r = 0; r < p.world_size(); ++r) {
+      const auto g = group_ranks(k, r, p);
+      ASSERT_EQ(static_cast<int64_t>(g.size()), group_size(k, p)) << to_string(k);
+      EXPECT_NE(std::find(g.begin(), g.end(), r), g.end()) << to_string(k) << " rank " << r;
+      // Every member computes the same group.
+      for (int32_t m : g) EXPECT_EQ(group_ranks(k, m, p), g) << to_string(k);
+      if (g.front() == r) {
+        ++groups;
+        for (int32_t m : g) EXPECT_TRUE(seen.insert(m).second) << to_string(k);
+      }
+    }
+    EXPECT_EQ(static_cast<int64_t>(seen.size()), p.world_size()) << to_string(k);
+    EXPECT_EQ(groups * group_size(k, p), p.world_size()) << to_string(k);
+  }
+}
+
+TEST(Placement, MegatronExampleGroups) {
+  // Megatron's parallel_state docstring example: 16 GPUs, tp 2, pp 4, dp 2.
+  const Plan p = make_plan(2, 1, 2, 4);
+  EXPECT_EQ(group_ranks(GroupKind::kTp, 5, p), (std::vector<int32_t>{4, 5}));
+  EXPECT_EQ(group_ranks(GroupKind::kDp, 5, p), (std::vector<int32_t>{5, 7}));
+  EXPECT_EQ(group_ranks(GroupKind::kPp, 5, p), (std::vector<int32_t>{1, 5, 9, 13}));
+}
+
+TEST(Placement, ExpertParallelIsCarvedOutOfDataAndContextRanks) {
+  // tp 2, cp 2, dp 4, ep 4: the dp x cp slice of (tp 0, pp 0) is ranks 0,2,4,...,14.
+  const Plan p = make_plan(2, 2, 4, 1, 4);
+  EXPECT_EQ(group_ranks(GroupKind::kEp, 0, p), (std::vector<int32_t>{0, 2, 4, 6}));
+  EXPECT_EQ(group_ranks(GroupKind::kEp, 9, p), (std::vector<int32_t>{9, 11, 13, 15}));
+  EXPECT_EQ(group_ranks(GroupKind::kExpertDp, 2, p), (std::vector<int32_t>{2, 10}));
+  EXPECT_EQ(group_ranks(GroupKind::kDpCp, 3, p), (std::vector<int32_t>{1, 3, 5, 7, 9, 11, 13, 15}));
+  const RankCoords c = rank_to_coords(10, p);
+  EXPECT_EQ(c.ep, 1);
+  EXPECT_EQ(c.edp, 1);
+}
+
+TEST(Placement, SpanOfTpInsideANodeAndDpAcrossNodes) {
+  const Plan p = make_plan(8, 1, 4, 2);  // 64 GPUs on 8-GPU nodes
+  const GroupSpan tp = group_span(GroupKind::kTp, p, 8);
+  EXPECT_EQ(tp.size, 8);
+  EXPECT_EQ(tp.nodes, 1);
+  EXPECT_FALSE(tp.crosses_nodes());
+  const GroupSpan dp = group_span(GroupKind::kDp, p, 8);
+  EXPECT_EQ(dp.nodes, 4);
+  EXPECT_EQ(dp.ranks_per_node, 1);
+  EXPECT_TRUE(pp_hop_crosses_nodes(p, 8));
+}
+
+TEST(Placement, SpanOfAGroupPartlyInsideANode) {
+  const Plan p = make_plan(2, 1, 8, 1);  // dp group stride 2: 4 members per 8-GPU node
+  const GroupSpan dp = group_span(GroupKind::kDp, p, 8);
+  EXPECT_EQ(dp.size, 8);
+  EXPECT_EQ(dp.nodes, 2);
+  EXPECT_EQ(dp.ranks_per_node, 4);
+  EXPECT_FALSE(pp_hop_crosses_nodes(make_plan(2, 1, 1, 4), 8));
+}
+
+TEST(Placement, IrregularNodeSizeIsCounted) {
+  // 6-GPU nodes, stride 4: ranks 0,4,8,12 sit on nodes 0,0,1,2.
+  const GroupSpan s = strided_span(0, 4, 4, 6);
+  EXPECT_EQ(s.nodes, 3);
+  EXPECT_EQ(s.ranks_per_node, 2);
+}
+
+}  // namespace
+}  // namespace monarch

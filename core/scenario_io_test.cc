@@ -1,0 +1,436 @@
+#include "core/scenario_io.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/presets.h"
+
+namespace monarch {
+namespace {
+
+using nlohmann::json;
+
+// A valid scenario: the example of ../shared/spec/scenario.md with every degree fixed.
+json base_scenario() {
+  return json::parse(R"({
+    "name": "gpt3-175b-on-64-a100",
+    "model": { "architecture": "gpt", "num_layers": 96, "hidden_size": 12288,
+               "num_attention_heads": 96, "vocab_size": 51200, "seq_length": 2048 },
+    "cluster": { "gpu": "A100-80GB", "num_gpus": 64, "gpus_per_node": 8,
+                 "intra_node": { "bandwidth_GBps": 300, "latency_us": 2 },
+                 "inter_node": { "bandwidth_GBps": 25, "nics_per_node": 8, "latency_us": 5,
+                                 "topology": "fat-tree", "oversubscription": 1 } },
+    "training": { "global_batch_size": 64, "micro_batch_size": 1, "precision": "bf16" },
+    "parallelism": { "tp": 8, "pp": 8, "cp": 1, "dp": 1, "vpp": 3, "sequence_parallel": true,
+                     "activation_recompute": "selective" }
+  })");
+}
+
+std::string all_messages(const Problems& ps) {
+  std::string s;
+  for (const auto& p : ps) s += p.to_string() + "\n";
+  return s;
+}
+
+TEST(ScenarioIo, TheSpecExampleLoads) {
+  auto s = scenario_from_json(base_scenario());
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  EXPECT_EQ(s->model.num_layers, 96);
+  EXPECT_EQ(s->model.ffn_hidden_size, 4 * 12288);  // gpt default
+  EXPECT_EQ(s->model.num_kv_heads, 96);            // = heads by default
+  EXPECT_TRUE(s->model.tie_embeddings);            // gpt default
+  EXPECT_EQ(s->cluster.gpu.name, "A100-80GB");
+  EXPECT_DOUBLE_EQ(s->cluster.gpu.peak_tflops.bf16, 312);
+  EXPECT_EQ(*s->parallelism.tp, 8);
+  EXPECT_EQ(*s->parallelism.vpp, 3);
+  EXPECT_EQ(*s->parallelism.schedule, Schedule::kInterleaved);  // vpp > 1
+  EXPECT_EQ(*s->parallelism.recompute, Recompute::kSelective);
+  EXPECT_EQ(s->cluster.num_nodes(), 8);
+  EXPECT_TRUE(s->backends.empty());  // empty = default
+}
+
+struct BadCase {
+  const char* name;
+  std::vector<std::pair<std::string, std::string>> edits;  // JSON pointer -> JSON value, or "DELETE"
+  const char* where;    // JSON path the problem must name
+  const char* message;  // words the message must contain
+};
+
+const BadCase kBadCases[] = {
+    {"model missing", {{"/model", "DELETE"}}, "/model", "missing"},
+    {"model not an object", {{"/model", "5"}}, "/model", "expected an object"},
+    {"misspelled top-level key", {{"/modle", "{}"}}, "/modle", "did you mean \"model\""},
+    {"misspelled model key", {{"/model/hiden_size", "4096"}}, "/model/hiden_size", "did you mean \"hidden_size\""},
+    {"hidden size as a string", {{"/model/hidden_size", "\"12288\""}}, "/model/hidden_size", "a string"},
+    {"negative hidden size", {{"/model/hidden_size", "-4"}}, "/model/hidden_size", "found -4"},
+    {"zero hidden size", {{"/model/hidden_size", "0"}}, "/model/hidden_size", "found 0"},
+    {"absurd hidden size", {{"/model/hidden_size", "1e12"}}, "/model/hidden_size", "<= 1048576"},
+    {"fractional hidden size", {{"/model/hidden_size", "12288.5"}}, "/model/hidden_size", "not a fraction"},
+    {"num_layers missing", {{"/model/num_layers", "DELETE"}}, "/model/num_layers", "missing"},
+    {"misspelled architecture", {{"/model/architecture", "\"gtp\""}}, "/model/architecture", "did you mean \"gpt\""},
+    {"architecture missing", {{"/model/architecture", "DELETE"}}, "/model/architecture", "missing"},
+    {"unknown model preset", {{"/model/preset", "\"gpt3-175\""}}, "/model/preset", "did you mean \"gpt3-175b\""},
+    {"hf_config file missing", {{"/model/hf_config", "\"no/such/config.json\""}}, "/model/hf_config", "does not exist"},
+    {"llama without ffn size", {{"/model/architecture", "\"llama\""}}, "/model/ffn_hidden_size", "required for llama"},
+    {"hidden not a multiple of heads", {{"/model/num_attention_heads", "100"}}, "/model/hidden_size", "multiple of num_attention_heads"},
+    {"kv heads do not divide heads", {{"/model/num_kv_heads", "5"}}, "/model/num_kv_heads", "divisor of num_attention_heads"},
+    {"tp does not divide heads", {{"/model/num_attention_heads", "12"}}, "/parallelism/tp", "num_attention_heads (12)"},
+    {"tp does not divide kv heads", {{"/model/num_kv_heads", "4"}}, "/parallelism/tp", "num_kv_heads (4)"},
+    {"degrees do not multiply to num_gpus", {{"/parallelism/dp", "2"}}, "/parallelism", "cluster.num_gpus (64)"},
+    {"more stages than layers", {{"/model/num_layers", "4"}, {"/parallelism/vpp", "DELETE"}}, "/parallelism/pp", "at most num_layers (4)"},
+    {"batch not divisible by micro x dp", {{"/training/global_batch_size", "63"}, {"/parallelism/tp", "1"}, {"/parallelism/dp", "8"}, {"/model/num_attention_heads", "96"}}, "/training/global_batch_size", "multiple of micro_batch_size x data_parallel_degree"},
+    {"micro batch above global batch", {{"/training/micro_batch_size", "128"}}, "/training/micro_batch_size", "at most global_batch_size"},
+    {"absurd GPU count", {{"/cluster/num_gpus", "1e15"}}, "/cluster/num_gpus", "<= 4194304"},
+    {"GPU count beyond 64 bits", {{"/cluster/num_gpus", "18446744073709551615"}}, "/cluster/num_gpus", "<= 4194304"},
+    {"partial node", {{"/cluster/num_gpus", "60"}}, "/cluster/num_gpus", "multiple of gpus_per_node (8)"},
+    {"unknown GPU preset", {{"/cluster/gpu", "\"H100\""}}, "/cluster/gpu", "did you mean \"H100-SXM\""},
+    {"custom GPU without memory", {{"/cluster/gpu", R"({"name": "X1", "peak_tflops": {"bf16": 100}, "memory_bandwidth_GBps": 1000})"}}, "/cluster/gpu/memory_gib", "missing"},
+    {"misspelled peak key", {{"/cluster/gpu", R"({"name": "A100-80GB", "peak_tflops": {"bfl16": 100}})"}}, "/cluster/gpu/peak_tflops/bfl16", "did you mean \"bf16\""},
+    {"zero stage 4", {{"/parallelism/zero_stage", "4"}}, "/parallelism/zero_stage", "0..3"},
+    {"unknown schedule", {{"/parallelism/pipeline_schedule", "\"zigzag\""}}, "/parallelism/pipeline_schedule", "one of gpipe, 1f1b, interleaved-1f1b"},
+    {"1f1b with virtual stages", {{"/parallelism/pipeline_schedule", "\"1f1b\""}}, "/parallelism/pipeline_schedule", "interleaved-1f1b"},
+    {"vpp inconsistent with layers", {{"/parallelism/vpp", "5"}}, "/parallelism/vpp", "multiple of pipeline_parallel_degree x virtual_pipeline_degree"},
+    {"vpp without pipeline", {{"/parallelism/pp", "1"}, {"/parallelism/dp", "8"}}, "/parallelism/vpp", "expected 1 when pipeline_parallel_degree is 1"},
+    {"degree given twice", {{"/parallelism/tensor_parallel_degree", "8"}}, "/parallelism/tp", "a second time"},
+    {"fp8 on a GPU without fp8", {{"/training/precision", "\"fp8\""}}, "/training/precision", "no FP8 tensor cores"},
+    {"unknown precision", {{"/training/precision", "\"bfloat16\""}}, "/training/precision", "one of fp32, bf16, fp16, fp8"},
+    {"misspelled optimizer", {{"/training/optimizer", "\"adan\""}}, "/training/optimizer", "did you mean \"adam\""},
+    {"unknown backend", {{"/backends", R"(["analytical", "ns3"])"}}, "/backends/1", "one of analytical, simgrid, real-cpu, real-gpu"},
+    {"backends not a list", {{"/backends", "\"analytical\""}}, "/backends", "non-empty array"},
+    {"backend twice", {{"/backends", R"(["simgrid", "simgrid"])"}}, "/backends/1", "twice"},
+    {"top_k zero", {{"/search/top_k", "0"}}, "/search/top_k", "found 0"},
+    {"unknown objective", {{"/search/objective", "\"throughput\""}}, "/search/objective", "one of iteration_time, memory"},
+    {"oversubscription below 1", {{"/cluster/inter_node/oversubscription", "0.5"}}, "/cluster/inter_node/oversubscription", ">= 1"},
+    {"unknown topology", {{"/cluster/inter_node/topology", "\"torus\""}}, "/cluster/inter_node/topology", "one of fat-tree"},
+    {"negative NVLink bandwidth", {{"/cluster/intra_node/bandwidth_GBps", "-300"}}, "/cluster/intra_node/bandwidth_GBps", "> 0"},
+    {"latency as a string", {{"/cluster/intra_node/latency_us", "\"2us\""}}, "/cluster/intra_node/latency_us", "a string"},
+    {"training missing", {{"/training", "DELETE"}}, "/training", "missing"},
+    {"global batch missing", {{"/training/global_batch_size", "DELETE"}}, "/training/global_batch_size", "missing"},
+    {"sequence_parallel not a bool", {{"/parallelism/sequence_parallel", "\"yes\""}}, "/parallelism/sequence_parallel", "true or false"},
+    {"cp does not split the sequence", {{"/model/seq_length", "2050"}, {"/parallelism/cp", "2"}, {"/parallelism/pp", "4"}}, "/parallelism/cp", "seq_length (2050)"},
+    {"expert parallel on a dense model", {{"/parallelism/ep", "2"}}, "/parallelism/ep", "dense model"},
+    {"moe top-k above experts", {{"/model/num_experts", "8"}, {"/model/moe_top_k", "9"}}, "/model/moe_top_k", "at most num_experts (8)"},
+    {"moe without top-k", {{"/model/num_experts", "8"}}, "/model/moe_top_k", "missing"},
+    {"straggler GPU out of range", {{"/whatif", R"({"stragglers": [{"gpu": 64, "slowdown": 2}]})"}}, "/whatif/stragglers/0/gpu", "0..63"},
+    {"straggler speeds up", {{"/whatif", R"({"stragglers": [{"gpu": 3, "slowdown": 0.5}]})"}}, "/whatif/stragglers/0/slowdown", ">= 1"},
+    {"straggler names gpu and node", {{"/whatif", R"({"stragglers": [{"gpu": 3, "node": 1, "slowdown": 2}]})"}}, "/whatif/stragglers/0", "exactly one"},
+    {"degraded link above 1", {{"/whatif", R"({"degraded_links": [{"node": 1, "bandwidth_factor": 2}]})"}}, "/whatif/degraded_links/0/bandwidth_factor", "<= 1"},
+    {"degraded link node out of range", {{"/whatif", R"({"degraded_links": [{"node": 8, "bandwidth_factor": 0.5}]})"}}, "/whatif/degraded_links/0/node", "0..7"},
+    {"name not a string", {{"/name", "5"}}, "/name", "a string"},
+    {"steps zero", {{"/training/steps", "0"}}, "/training/steps", "found 0"},
+    {"absurd vocabulary", {{"/model/vocab_size", "1e30"}}, "/model/vocab_size", "<= 16777216"},
+    {"dp below -1", {{"/parallelism/dp", "-2"}}, "/parallelism/dp", "-1 (derived)"},
+    {"seq length as a bool", {{"/model/seq_length", "true"}}, "/model/seq_length", "a boolean"},
+    {"tie_embeddings not a bool", {{"/model/tie_embeddings", "\"no\""}}, "/model/tie_embeddings", "true or false"},
+    {"transformer key on a dlrm model", {{"/model/architecture", "\"dlrm\""}}, "/model/num_layers", "not used by a dlrm model"},
+    {"capacity factor given twice differently", {{"/model/moe_capacity_factor", "1.25"}, {"/training/moe_capacity_factor", "2"}}, "/training/moe_capacity_factor", "/model/moe_capacity_factor is 1.25"},
+    {"version 2", {{"/version", "2"}}, "/version", "scenario format version"},
+};
+
+class BadScenario : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(BadScenario, IsRefusedNamingThePath) {
+  const BadCase& c = GetParam();
+  json j = base_scenario();
+  for (const auto& [ptr, value] : c.edits) {
+    json::json_pointer p(ptr);
+    if (value == "DELETE") {
+      j[p.parent_pointer()].erase(p.back());
+    } else {
+      j[p] = json::parse(value);
+    }
+  }
+  auto s = scenario_from_json(j, MONARCH_SOURCE_DIR);
+  ASSERT_FALSE(s.ok()) << c.name;
+  bool found = false;
+  for (const auto& p : s.problems())
+    if (p.where == c.where && p.message.find(c.message) != std::string::npos) found = true;
+  EXPECT_TRUE(found) << c.name << ": expected a problem at " << c.where << " mentioning \"" << c.message
+                     << "\", got:\n"
+                     << all_messages(s.problems());
+  for (const auto& p : s.problems()) EXPECT_EQ(p.to_string().find('\n'), std::string::npos) << "one line per problem";
+}
+
+std::string case_name(const ::testing::TestParamInfo<BadCase>& info) {
+  std::string n;
+  for (const char* c = info.param.name; *c; ++c) n += std::isalnum(static_cast<unsigned char>(*c)) ? *c : '_';
+  return n;
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, BadScenario, ::testing::ValuesIn(kBadCases), case_name);
+
+TEST(ScenarioIo, TheTableHoldsAtLeastFortyDistinctCases) {
+  EXPECT_GE(std::size(kBadCases), 40u);
+}
+
+TEST(ScenarioIo, AllProblemsAreReportedNotJustTheFirst) {
+  json j = base_scenario();
+  j["model"]["hidden_size"] = -1;
+  j["cluster"]["gpu"] = "A100";
+  j["training"]["precision"] = "bf17";
+  auto s = scenario_from_json(j);
+  ASSERT_FALSE(s.ok());
+  std::string all = all_messages(s.problems());
+  EXPECT_NE(all.find("/model/hidden_size"), std::string::npos) << all;
+  EXPECT_NE(all.find("/cluster/gpu"), std::string::npos) << all;
+  EXPECT_NE(all.find("/training/precision"), std::string::npos) << all;
+}
+
+TEST(ScenarioIo, SyntaxErrorsGiveLineAndColumn) {
+  auto j = parse_json_text("{\n  \"name\": \"x\",\n  \"model\": { \"num_layers\": 4,, }\n}", "bad.json");
+  ASSERT_FALSE(j.ok());
+  EXPECT_EQ(j.problems()[0].where, "bad.json:3:30"  /* the second comma */);
+  EXPECT_NE(j.problems()[0].message.find("JSON syntax error"), std::string::npos);
+  auto empty = parse_json_text("", "empty.json");
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.problems()[0].message.find("empty"), std::string::npos);
+  auto nonobject = scenario_from_json(json::array());
+  ASSERT_FALSE(nonobject.ok());
+  EXPECT_EQ(nonobject.problems()[0].where, "/");
+}
+
+TEST(ScenarioIo, MissingFileIsAProblemNamingTheFile) {
+  auto s = read_scenario_file("/no/such/scenario.json");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.problems()[0].to_string().find("/no/such/scenario.json"), std::string::npos);
+  EXPECT_NE(s.problems()[0].message.find("does not exist"), std::string::npos);
+}
+
+TEST(ScenarioIo, AliasesAndMegatronNamesMeanTheSameDegrees) {
+  json j = base_scenario();
+  j["parallelism"] = {{"tensor_model_parallel_size", 8}, {"pipeline_model_parallel_size", 4},
+                      {"context_parallel_size", 2}, {"virtual_pipeline_model_parallel_size", 2}};
+  auto s = scenario_from_json(j);
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  EXPECT_EQ(*s->parallelism.tp, 8);
+  EXPECT_EQ(*s->parallelism.pp, 4);
+  EXPECT_EQ(*s->parallelism.cp, 2);
+  EXPECT_EQ(*s->parallelism.dp, 1);  // derived: 64 / (8 x 4 x 2)
+  EXPECT_EQ(*s->parallelism.vpp, 2);
+}
+
+TEST(ScenarioIo, DataParallelMinusOneIsDerivedAndAbsentDegreesAreSearched) {
+  json j = base_scenario();
+  j["parallelism"] = {{"tp", 4}, {"pp", 2}, {"cp", 1}, {"dp", -1}};
+  auto s = scenario_from_json(j);
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  EXPECT_EQ(*s->parallelism.dp, 8);
+  j["parallelism"] = {{"tp", 4}};
+  s = scenario_from_json(j);
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  EXPECT_FALSE(s->parallelism.pp.has_value());
+  EXPECT_FALSE(s->parallelism.dp.has_value());  // cp and pp are searched, so dp is too
+  EXPECT_FALSE(s->parallelism.schedule.has_value());
+}
+
+TEST(ScenarioIo, PresetsFillTheModelAndExplicitKeysOverrideThem) {
+  json j = base_scenario();
+  j["model"] = {{"preset", "llama3-70b"}, {"seq_length", 4096}};
+  j["parallelism"] = json::object();
+  auto s = scenario_from_json(j);
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  EXPECT_EQ(s->model.architecture, Architecture::kLlama);
+  EXPECT_EQ(s->model.num_layers, 80);
+  EXPECT_EQ(s->model.num_kv_heads, 8);
+  EXPECT_EQ(s->model.seq_length, 4096);
+  EXPECT_FALSE(s->model.tie_embeddings);
+  EXPECT_EQ(s->model.preset, "llama3-70b");
+}
+
+TEST(ScenarioIo, GpuPresetGivesLinkDefaultsWhenTheClusterOmitsThem) {
+  json j = base_scenario();
+  j["cluster"] = {{"gpu", "h100-sxm"}, {"num_gpus", 64}};
+  auto s = scenario_from_json(j);
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  EXPECT_EQ(s->cluster.gpu.name, "H100-SXM");
+  EXPECT_EQ(s->cluster.gpus_per_node, 8);
+  EXPECT_DOUBLE_EQ(s->cluster.intra_node.bandwidth_GBps, 450);  // NVLink 4: 900 GB/s bidirectional
+  EXPECT_DOUBLE_EQ(s->cluster.inter_node.bandwidth_GBps, 50);   // NDR 400 Gb/s
+  EXPECT_EQ(s->cluster.nics_per_node, 8);
+  // An object naming a preset takes its figures and overrides the ones given.
+  j["cluster"]["gpu"] = {{"name", "H100-SXM"}, {"memory_gib", 94}};
+  s = scenario_from_json(j);
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  EXPECT_DOUBLE_EQ(s->cluster.gpu.memory_gib, 94);
+  EXPECT_DOUBLE_EQ(s->cluster.gpu.peak_tflops.bf16, 989.5);
+}
+
+TEST(ScenarioIo, CustomGpuNeedsItsLinksSpelledOut) {
+  json j = base_scenario();
+  j["cluster"] = {{"gpu", {{"name", "X1"}, {"peak_tflops", {{"bf16", 100}}}, {"memory_gib", 32}, {"memory_bandwidth_GBps", 900}}},
+                  {"num_gpus", 16}, {"gpus_per_node", 8}};
+  j["parallelism"] = json::object();
+  auto s = scenario_from_json(j);
+  ASSERT_FALSE(s.ok());
+  std::string all = all_messages(s.problems());
+  EXPECT_NE(all.find("/cluster/intra_node"), std::string::npos) << all;
+  EXPECT_NE(all.find("/cluster/inter_node"), std::string::npos) << all;
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    path_ = std::filesystem::temp_directory_path() /
+            ("monarch_io_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::ofstream(path_ / name) << text;
+    return (path_ / name).string();
+  }
+  std::string path() const { return path_.string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+TEST(ScenarioIo, HfConfigIsReadRelativeToTheScenarioFile) {
+  TempDir dir;
+  dir.write("llama.json", R"({"model_type": "llama", "num_hidden_layers": 32, "hidden_size": 4096,
+      "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
+      "vocab_size": 128256, "max_position_embeddings": 131072, "tie_word_embeddings": false})");
+  json j = base_scenario();
+  j["model"] = {{"hf_config", "llama.json"}, {"seq_length", 8192}};
+  j["parallelism"] = {{"tp", 8}};
+  std::string path = dir.write("s.json", j.dump());
+  auto s = read_scenario_file(path);
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  EXPECT_EQ(s->model.architecture, Architecture::kLlama);
+  EXPECT_EQ(s->model.num_kv_heads, 8);
+  EXPECT_EQ(s->model.ffn_hidden_size, 14336);
+  EXPECT_EQ(s->model.seq_length, 8192);  // explicit key beats max_position_embeddings
+  EXPECT_EQ(s->source_path, path);
+
+  dir.write("gpt2.json", R"({"model_type": "gpt2", "n_layer": 12, "n_embd": 768, "n_head": 12,
+      "n_inner": null, "vocab_size": 50257, "n_positions": 1024})");
+  j["model"] = {{"hf_config", "gpt2.json"}};
+  j["parallelism"] = json::object();
+  s = read_scenario_file(dir.write("s2.json", j.dump()));
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  EXPECT_EQ(s->model.architecture, Architecture::kGpt);
+  EXPECT_EQ(s->model.ffn_hidden_size, 4 * 768);
+  EXPECT_EQ(s->model.seq_length, 1024);
+  EXPECT_TRUE(s->model.tie_embeddings);
+
+  dir.write("t5.json", R"({"model_type": "t5"})");
+  j["model"] = {{"hf_config", "t5.json"}};
+  s = read_scenario_file(dir.write("s3.json", j.dump()));
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(all_messages(s.problems()).find("/model/hf_config"), std::string::npos);
+  EXPECT_NE(all_messages(s.problems()).find("\"t5\""), std::string::npos);
+}
+
+TEST(ScenarioIo, OverridesApplyWithTheSameValidation) {
+  auto s = scenario_from_json(base_scenario(), ".", {"parallelism.tp=4", "parallelism.dp=2", "training.precision=fp16"});
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  EXPECT_EQ(*s->parallelism.tp, 4);
+  EXPECT_EQ(s->training.precision, Precision::kFp16);
+  // The override replaces the alias the file used.
+  json j = base_scenario();
+  j["parallelism"].erase("tp");
+  j["parallelism"]["tensor_parallel_degree"] = 8;
+  s = scenario_from_json(j, ".", {"parallelism.tp=4", "/parallelism/dp=2"});
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  EXPECT_EQ(*s->parallelism.tp, 4);
+  // A bad override is named.
+  s = scenario_from_json(base_scenario(), ".", {"parallelism.tp=3"});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(all_messages(s.problems()).find("--set parallelism.tp=3"), std::string::npos) << all_messages(s.problems());
+  s = scenario_from_json(base_scenario(), ".", {"parallelism.tp"});
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.problems()[0].where, "--set parallelism.tp");
+  s = scenario_from_json(base_scenario(), ".", {"cluster.gpu.name=H100-SXM"});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.problems()[0].message.find("/cluster/gpu is a string"), std::string::npos);
+  s = scenario_from_json(base_scenario(), ".", {"model.hidden_sise=5"});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(all_messages(s.problems()).find("did you mean \"hidden_size\""), std::string::npos);
+}
+
+TEST(ScenarioIo, WhatIfAndMoeKeysAreRead) {
+  json j = base_scenario();
+  j["whatif"] = json::parse(R"({"stragglers": [{"gpu": 5, "slowdown": 1.5}, {"node": 2, "slowdown": 3}],
+                               "degraded_links": [{"node": 7, "bandwidth_factor": 0.25}]})");
+  j["model"]["num_experts"] = 8;
+  j["model"]["moe_top_k"] = 2;
+  j["training"]["moe_capacity_factor"] = 1.25;
+  j["parallelism"]["ep"] = 4;
+  auto s = scenario_from_json(j);
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  ASSERT_EQ(s->whatif.stragglers.size(), 2u);
+  EXPECT_EQ(s->whatif.stragglers[0].gpu, 5);
+  EXPECT_EQ(s->whatif.stragglers[1].node, 2);
+  EXPECT_DOUBLE_EQ(s->whatif.stragglers[1].slowdown, 3);
+  EXPECT_DOUBLE_EQ(s->whatif.degraded_links[0].bandwidth_factor, 0.25);
+  EXPECT_TRUE(s->model.is_moe());
+  EXPECT_EQ(s->model.moe_ffn_hidden_size, s->model.ffn_hidden_size);
+  EXPECT_DOUBLE_EQ(s->model.moe_capacity_factor, 1.25);
+}
+
+TEST(ScenarioIo, DlrmModelsAreRead) {
+  json j = base_scenario();
+  j["model"] = json::parse(R"({"architecture": "dlrm", "dense_features": 13,
+      "embedding_tables": [{"name": "t0", "rows": 1000000, "dim": 128, "pooling_factor": 20},
+                           {"rows": 5000, "dim": 128}],
+      "bottom_mlp": [512, 256, 128], "top_mlp": [1024, 1024, 512, 256, 1]})");
+  j["parallelism"] = json::object();
+  auto s = scenario_from_json(j);
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  EXPECT_EQ(s->model.dlrm.tables.size(), 2u);
+  EXPECT_EQ(s->model.dlrm.tables[1].name, "table1");
+  EXPECT_EQ(s->model.dlrm.bottom_mlp.back(), 128);
+  j["model"]["bottom_mlp"] = {512, 64};
+  s = scenario_from_json(j);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.problems()[0].where, "/model/bottom_mlp/1");
+  // Round trip.
+  j["model"]["bottom_mlp"] = {512, 128};
+  s = scenario_from_json(j);
+  ASSERT_TRUE(s.ok());
+  auto again = scenario_from_json(scenario_to_json(*s));
+  ASSERT_TRUE(again.ok()) << all_messages(again.problems());
+  EXPECT_EQ(scenario_to_json(*again), scenario_to_json(*s));
+}
+
+TEST(ScenarioIo, NormalizedJsonRoundTrips) {
+  json j = base_scenario();
+  j["backends"] = {"analytical", "simgrid"};
+  j["whatif"] = json::parse(R"({"stragglers": [{"gpu": 5, "slowdown": 1.5}]})");
+  auto s = scenario_from_json(j);
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  json n = scenario_to_json(*s);
+  EXPECT_EQ(n["parallelism"]["tensor_parallel_degree"], 8);  // canonical names
+  EXPECT_FALSE(n["parallelism"].contains("tp"));
+  EXPECT_EQ(n["model"]["ffn_hidden_size"], 49152);           // defaults filled
+  EXPECT_EQ(n["cluster"]["gpu"]["peak_tflops"]["bf16"], 312.0);
+  auto again = scenario_from_json(n);
+  ASSERT_TRUE(again.ok()) << all_messages(again.problems());
+  EXPECT_EQ(scenario_to_json(*again), n);
+}
+
+TEST(ScenarioIo, DefaultBackendsIncludeSimgridOnlyWhenBuilt) {
+  EXPECT_EQ(default_backends(false), std::vector<Backend>{Backend::kAnalytical});
+  EXPECT_EQ(default_backends(true), (std::vector<Backend>{Backend::kAnalytical, Backend::kSimgrid}));
+  Backend b;
+  EXPECT_TRUE(parse_backend("real-cpu", &b));
+  EXPECT_EQ(b, Backend::kRealCpu);
+  EXPECT_FALSE(parse_backend("ns3", &b));
+}
+
+TEST(ScenarioIo, EveryCalibrationScenarioLoads) {
+  std::ifstream in(std::string(MONARCH_SOURCE_DIR) + "/../shared/validation/calibration.json");
+  ASSERT_TRUE(in) << "../shared/validation/calibration.json";
+  json cases = json::parse(in);
+  ASSERT_FALSE(cases.empty());
+  for (const auto& c : cases) {
+    auto s = scenario_from_json(c["scenario"]);
+    EXPECT_TRUE(s.ok()) << c["id"] << ":\n" << (s.ok() ? "" : all_messages(s.problems()));
+  }
+}
+
+}  // namespace
+}  // namespace monarch

@@ -1,0 +1,448 @@
+#include "strategies/lowering.h"
+
+#include <algorithm>
+#include <array>
+#include <cassert>
+#include <string>
+#include <unordered_map>
+
+#include "core/placement.h"
+#include "strategies/schedule.h"
+
+namespace monarch {
+
+Expected<std::vector<std::vector<ChunkLayers>>> chunk_layers(const Plan& plan, int64_t num_layers) {
+  const int64_t pp = plan.pp, vpp = plan.vpp;
+  if (pp < 1 || vpp < 1) return Expected<std::vector<std::vector<ChunkLayers>>>::fail("/parallelism", "degrees must be positive");
+  std::vector<int64_t> per_stage = plan.layers_per_stage;
+  if (per_stage.empty()) {
+    per_stage.assign(static_cast<size_t>(pp), num_layers / pp);
+    for (int64_t s = 0; s < num_layers % pp; ++s) ++per_stage[static_cast<size_t>(s)];
+  } else {
+    if (static_cast<int64_t>(per_stage.size()) != pp)
+      return Expected<std::vector<std::vector<ChunkLayers>>>::fail(
+          "layers_per_stage", "has " + std::to_string(per_stage.size()) + " entries, expected one per pipeline stage (" +
+                                  std::to_string(pp) + ")");
+    int64_t sum = 0;
+    for (int64_t n : per_stage) {
+      if (n < 0) return Expected<std::vector<std::vector<ChunkLayers>>>::fail("layers_per_stage", "has a negative entry");
+      sum += n;
+    }
+    if (sum != num_layers)
+      return Expected<std::vector<std::vector<ChunkLayers>>>::fail(
+          "layers_per_stage", "sums to " + std::to_string(sum) + " layers, the model has " + std::to_string(num_layers));
+  }
+  std::vector<std::vector<ChunkLayers>> out(static_cast<size_t>(pp), std::vector<ChunkLayers>(static_cast<size_t>(vpp)));
+  for (int64_t s = 0; s < pp; ++s) {
+    const int64_t n = per_stage[static_cast<size_t>(s)];
+    for (int64_t c = 0; c < vpp; ++c)
+      out[static_cast<size_t>(s)][static_cast<size_t>(c)].num_layers = n / vpp + (c < n % vpp ? 1 : 0);
+  }
+  int64_t next = 0;
+  for (int64_t c = 0; c < vpp; ++c)
+    for (int64_t s = 0; s < pp; ++s) {
+      ChunkLayers& cl = out[static_cast<size_t>(s)][static_cast<size_t>(c)];
+      cl.first_layer = next;
+      next += cl.num_layers;
+    }
+  return out;
+}
+
+namespace {
+
+constexpr int kNumGroupKinds = 8;  // GroupKind values
+
+Stream stream_for(GroupKind g) {
+  switch (g) {
+    case GroupKind::kTp: return Stream::kTpComm;
+    case GroupKind::kCp: return Stream::kCpComm;
+    case GroupKind::kEp: return Stream::kEpComm;
+    default: return Stream::kDpComm;
+  }
+}
+
+ComputeCost scaled(const ComputeCost& c, double n) { return ComputeCost{c.flops * n, c.mem_bytes * n, c.duration_s * n}; }
+ComputeCost plus(const ComputeCost& a, const ComputeCost& b) {
+  return ComputeCost{a.flops + b.flops, a.mem_bytes + b.mem_bytes, a.duration_s + b.duration_s};
+}
+bool empty_cost(const ComputeCost& c) { return c.flops == 0 && c.duration_s == 0 && c.mem_bytes == 0; }
+
+// Process groups of the whole graph, created on first use.
+class GroupTable {
+ public:
+  GroupTable(const Plan& plan, PlanGraph& g) : plan_(plan), g_(g) {}
+  // Index of the group of `kind` containing `rank`, or -1 when that group has one member.
+  int32_t index(GroupKind kind, int32_t rank) {
+    if (group_size(kind, plan_) <= 1) return -1;
+    std::vector<int32_t> ranks = group_ranks(kind, rank, plan_);
+    const int64_t key = static_cast<int64_t>(kind) * plan_.world_size() + ranks.front();
+    auto it = index_.find(key);
+    if (it != index_.end()) return it->second;
+    const auto idx = static_cast<int32_t>(g_.groups.size());
+    g_.groups.push_back(ProcessGroup{kind, std::move(ranks)});
+    index_.emplace(key, idx);
+    return idx;
+  }
+
+ private:
+  const Plan& plan_;
+  PlanGraph& g_;
+  std::unordered_map<int64_t, int32_t> index_;
+};
+
+using Deps = std::vector<int32_t>;
+
+class RankBuilder {
+ public:
+  RankBuilder(RankProgram& prog, GroupTable& groups) : prog_(prog), groups_(groups) {
+    group_of_.fill(-2);
+  }
+
+  int32_t add(Task t, Deps deps) {
+    std::sort(deps.begin(), deps.end());
+    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+    while (!deps.empty() && deps.front() < 0) deps.erase(deps.begin());
+    t.deps = std::move(deps);
+    prog_.tasks.push_back(std::move(t));
+    return static_cast<int32_t>(prog_.tasks.size() - 1);
+  }
+
+  int32_t compute(Phase phase, OpKind op, const ComputeCost& c, int64_t layer, int64_t n, int32_t chunk, int32_t mb,
+                  Deps deps) {
+    Task t;
+    t.kind = TaskKind::kCompute;
+    t.stream = Stream::kCompute;
+    t.phase = phase;
+    t.op = op;
+    t.layer = static_cast<int32_t>(layer);
+    t.num_layers = static_cast<int32_t>(n);
+    t.chunk = chunk;
+    t.micro_batch = mb;
+    t.flops = c.flops;
+    t.mem_bytes = c.mem_bytes;
+    t.duration_s = c.duration_s;
+    return add(std::move(t), std::move(deps));
+  }
+
+  // `repeat` x op.count calls; -1 when the group has a single member (nothing to do).
+  int32_t collective(const CommOp& op, int64_t repeat, Phase phase, int64_t layer, int64_t n, int32_t chunk, int32_t mb,
+                     Deps deps) {
+    if (repeat <= 0 || op.count <= 0 || op.bytes <= 0) return -1;
+    const int32_t g = group(op.group);
+    if (g < 0) return -1;
+    Task t;
+    t.kind = TaskKind::kCollective;
+    t.stream = stream_for(op.group);
+    t.phase = phase;
+    t.layer = static_cast<int32_t>(layer);
+    t.num_layers = static_cast<int32_t>(n);
+    t.chunk = chunk;
+    t.micro_batch = mb;
+    t.collective = op.kind;
+    t.group = g;
+    t.seq = seq_[static_cast<size_t>(op.group)]++;
+    t.dtype = op.dtype;
+    t.bytes = op.bytes;
+    t.count = static_cast<int32_t>(op.count * repeat);
+    t.duration_s = op.time_s * static_cast<double>(t.count);
+    return add(std::move(t), std::move(deps));
+  }
+
+  int32_t p2p(TaskKind kind, Stream stream, int32_t peer, int32_t tag, int64_t bytes, double time_s, Phase phase,
+              int32_t chunk, int32_t mb, Deps deps) {
+    Task t;
+    t.kind = kind;
+    t.stream = stream;
+    t.phase = phase;
+    t.chunk = chunk;
+    t.micro_batch = mb;
+    t.peer = peer;
+    t.tag = tag;
+    t.bytes = bytes;
+    t.duration_s = time_s;
+    return add(std::move(t), std::move(deps));
+  }
+
+  // Allocate a buffer; returns {task, buffer id}. No task (and buffer -1) for zero bytes.
+  std::pair<int32_t, int32_t> alloc(MemCategory cat, double bytes, Stream stream, int32_t chunk, int32_t mb, Deps deps) {
+    if (bytes <= 0) return {-1, -1};
+    Task t;
+    t.kind = TaskKind::kAlloc;
+    t.stream = stream;
+    t.category = cat;
+    t.chunk = chunk;
+    t.micro_batch = mb;
+    t.bytes = static_cast<int64_t>(bytes);
+    t.buffer = next_buffer_++;
+    const int32_t buf = t.buffer;
+    const int32_t task = add(std::move(t), std::move(deps));
+    alloc_task_.push_back(task);
+    return {task, buf};
+  }
+
+  int32_t free_buffer(int32_t buffer, Deps deps) {
+    if (buffer < 0) return -1;
+    const Task& a = prog_.tasks[static_cast<size_t>(alloc_task_[static_cast<size_t>(buffer)])];
+    Task t;
+    t.kind = TaskKind::kFree;
+    t.stream = Stream::kCompute;
+    t.category = a.category;
+    t.chunk = a.chunk;
+    t.micro_batch = a.micro_batch;
+    t.bytes = a.bytes;
+    t.buffer = buffer;
+    return add(std::move(t), std::move(deps));
+  }
+
+  int32_t group(GroupKind kind) {
+    int32_t& g = group_of_[static_cast<size_t>(kind)];
+    if (g == -2) g = groups_.index(kind, prog_.rank);
+    return g;
+  }
+
+  size_t size() const { return prog_.tasks.size(); }
+
+ private:
+  RankProgram& prog_;
+  GroupTable& groups_;
+  std::array<int32_t, kNumGroupKinds> group_of_{};
+  std::array<int32_t, kNumGroupKinds> seq_{};
+  int32_t next_buffer_ = 0;
+  std::vector<int32_t> alloc_task_;  // by buffer id
+};
+
+void append(Deps& to, const Deps& from) { to.insert(to.end(), from.begin(), from.end()); }
+
+Expected<PlanGraph> fail(std::string where, std::string what) { return Expected<PlanGraph>::fail(std::move(where), std::move(what)); }
+
+}  // namespace
+
+Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan, const LoweringCosts& costs) {
+  for (auto [name, v] : {std::pair{"tp", plan.tp}, {"pp", plan.pp}, {"dp", plan.dp}, {"cp", plan.cp}, {"ep", plan.ep},
+                         {"vpp", plan.vpp}, {"micro_batch_size", plan.micro_batch_size}})
+    if (v < 1) return fail(std::string("/parallelism/") + name, "found " + std::to_string(v) + ", expected a positive integer");
+  if (plan.world_size() != sc.cluster.num_gpus)
+    return fail("/parallelism", "tp x pp x dp x cp = " + std::to_string(plan.world_size()) + " but the cluster has " +
+                                    std::to_string(sc.cluster.num_gpus) + " GPUs");
+  if ((plan.dp * plan.cp) % plan.ep != 0)
+    return fail("/parallelism/ep", "expert parallel degree " + std::to_string(plan.ep) + " does not divide dp x cp = " +
+                                       std::to_string(plan.dp * plan.cp));
+  if (plan.zero_stage < 0 || plan.zero_stage > 3)
+    return fail("/parallelism/zero_stage", "found " + std::to_string(plan.zero_stage) + ", expected 0..3");
+  const int64_t gbs = sc.training.global_batch_size;
+  if (gbs <= 0 || gbs % (plan.micro_batch_size * plan.dp) != 0)
+    return fail("/training/global_batch_size", "global batch " + std::to_string(gbs) + " is not a multiple of micro-batch " +
+                                                   std::to_string(plan.micro_batch_size) + " x dp " + std::to_string(plan.dp));
+  const int64_t m = num_micro_batches(sc, plan);
+  if (std::string why = schedule_problem(plan.schedule, plan.pp, m, plan.vpp); !why.empty())
+    return fail("/parallelism/pipeline_schedule", why);
+  auto layers_or = chunk_layers(plan, sc.model.num_layers);
+  if (!layers_or) return layers_or.problems();
+  const auto& layers = *layers_or;
+
+  const int64_t P = plan.pp, V = plan.vpp, num_vstages = P * V;
+  PlanGraph g;
+  g.plan = plan;
+  g.world_size = static_cast<int32_t>(plan.world_size());
+  g.num_micro_batches = m;
+  g.ranks.resize(static_cast<size_t>(g.world_size));
+  GroupTable groups(plan, g);
+
+  auto tag_of = [&](int64_t mb, int64_t receiver_vstage, bool backward) {
+    return static_cast<int32_t>((mb * num_vstages + receiver_vstage) * 2 + (backward ? 1 : 0));
+  };
+  const bool zero3 = plan.zero_stage == 3;
+  const bool zero12 = plan.zero_stage == 1 || plan.zero_stage == 2;
+
+  for (int32_t r = 0; r < g.world_size; ++r) {
+    RankProgram& prog = g.ranks[static_cast<size_t>(r)];
+    prog.rank = r;
+    const RankCoords rc = rank_to_coords(r, plan);
+    const int64_t s = rc.pp;
+    prog.stage = static_cast<int32_t>(s);
+    RankBuilder b(prog, groups);
+    RankCoords prev_c = rc, next_c = rc;
+    prev_c.pp = (s + P - 1) % P;
+    next_c.pp = (s + 1) % P;
+    const auto prev_rank = static_cast<int32_t>(coords_to_rank(prev_c, plan));
+    const auto next_rank = static_cast<int32_t>(coords_to_rank(next_c, plan));
+
+    auto chunk_info = [&](int64_t k) {
+      const ChunkLayers& cl = layers[static_cast<size_t>(s)][static_cast<size_t>(k)];
+      const int64_t vst = k * P + s;
+      return std::tuple{cl.first_layer, cl.num_layers, vst == 0, vst == num_vstages - 1, vst};
+    };
+
+    // Persistent state of every chunk.
+    for (int64_t k = 0; k < V; ++k) {
+      auto [first_layer, n, first, last, vst] = chunk_info(k);
+      MemoryBytes mem{costs.layer_memory.weights * n, costs.layer_memory.gradients * n, costs.layer_memory.optimizer * n};
+      if (first) mem = {mem.weights + costs.embedding_memory.weights, mem.gradients + costs.embedding_memory.gradients,
+                        mem.optimizer + costs.embedding_memory.optimizer};
+      if (last) mem = {mem.weights + costs.output_memory.weights, mem.gradients + costs.output_memory.gradients,
+                       mem.optimizer + costs.output_memory.optimizer};
+      const auto c32 = static_cast<int32_t>(k);
+      b.alloc(MemCategory::kWeights, mem.weights, Stream::kCompute, c32, -1, {});
+      b.alloc(MemCategory::kGradients, mem.gradients, Stream::kCompute, c32, -1, {});
+      b.alloc(MemCategory::kOptimizer, mem.optimizer, Stream::kCompute, c32, -1, {});
+    }
+
+    // Parameter all-gather of a whole chunk (ZeRO-1/2 once per iteration; ZeRO-3 per use).
+    auto gather_chunk = [&](int64_t k, Phase phase, int32_t mb, const Deps& deps) {
+      auto [first_layer, n, first, last, vst] = chunk_info(k);
+      Deps out;
+      const auto c32 = static_cast<int32_t>(k);
+      for (const CommOp& op : costs.layer_param_gather)
+        out.push_back(b.collective(op, n, phase, first_layer, n, c32, mb, deps));
+      if (first)
+        for (const CommOp& op : costs.embedding_param_gather) out.push_back(b.collective(op, 1, phase, -1, 0, c32, mb, deps));
+      if (last)
+        for (const CommOp& op : costs.output_param_gather) out.push_back(b.collective(op, 1, phase, -1, 0, c32, mb, deps));
+      return out;
+    };
+    auto reduce_chunk = [&](int64_t k, int32_t mb, const Deps& deps) {
+      auto [first_layer, n, first, last, vst] = chunk_info(k);
+      Deps out;
+      const auto c32 = static_cast<int32_t>(k);
+      for (const CommOp& op : costs.layer_grad_reduce)
+        out.push_back(b.collective(op, n, Phase::kBackward, first_layer, n, c32, mb, deps));
+      if (first)
+        for (const CommOp& op : costs.embedding_grad_reduce)
+          out.push_back(b.collective(op, 1, Phase::kBackward, -1, 0, c32, mb, deps));
+      if (last)
+        for (const CommOp& op : costs.output_grad_reduce)
+          out.push_back(b.collective(op, 1, Phase::kBackward, -1, 0, c32, mb, deps));
+      return out;
+    };
+
+    std::vector<Deps> start_gather(static_cast<size_t>(V));
+    if (zero12 && plan.overlap_param_gather)
+      for (int64_t k = 0; k < V; ++k) start_gather[static_cast<size_t>(k)] = gather_chunk(k, Phase::kForward, -1, {});
+
+    const std::vector<PipelineStep> order = pipeline_order(plan.schedule, P, s, m, V);
+    std::vector<size_t> last_bwd_of_chunk(static_cast<size_t>(V), 0);
+    for (size_t i = 0; i < order.size(); ++i)
+      if (!order[i].forward) last_bwd_of_chunk[static_cast<size_t>(order[i].chunk)] = i;
+
+    // Activation buffer of (micro-batch, chunk), allocated by the forward, freed by the backward.
+    std::unordered_map<int64_t, int32_t> act_buffer;
+    Deps grad_reduces, end_deps;
+    int32_t prev_first_compute = -1;
+
+    // Runs `ops` (per layer x n) beside or after compute task `t`; returns what consumers wait on.
+    auto layer_comm = [&](const std::vector<CommOp>& ops, int64_t n, Phase phase, int64_t first_layer, int32_t chunk,
+                          int32_t mb, int32_t t, const Deps& before) {
+      Deps out{t};
+      for (const CommOp& op : ops)
+        out.push_back(b.collective(op, n, phase, first_layer, n, chunk, mb, op.blocking ? Deps{t} : before));
+      return out;
+    };
+
+    for (size_t i = 0; i < order.size(); ++i) {
+      const PipelineStep& st = order[i];
+      const int64_t k = st.chunk;
+      const int32_t mb = st.micro_batch;
+      const auto c32 = static_cast<int32_t>(k);
+      auto [first_layer, n, first, last, vst] = chunk_info(k);
+      Deps in;
+      int32_t first_compute = -1;
+      auto note = [&](int32_t t) {
+        if (first_compute < 0) first_compute = t;
+        return t;
+      };
+      int32_t gathered = -1;
+      if (st.forward) {
+        if (!first)
+          in.push_back(b.p2p(TaskKind::kRecv, Stream::kPpRecv, prev_rank, tag_of(mb, vst, false), costs.pp_activation_bytes,
+                             costs.pp_p2p_time_s, Phase::kForward, c32, mb, {}));
+        if (zero3) {
+          auto [a, buf] = b.alloc(MemCategory::kWeights, costs.layer_gathered_param_bytes * n, Stream::kDpComm, c32, mb,
+                                  {prev_first_compute});
+          gathered = buf;
+          in.push_back(a);
+          append(in, gather_chunk(k, Phase::kForward, mb, {a}));
+        }
+        if (!start_gather[static_cast<size_t>(k)].empty()) {
+          append(in, start_gather[static_cast<size_t>(k)]);
+          start_gather[static_cast<size_t>(k)].clear();
+        }
+        double act = costs.layer_activation_bytes * n;
+        if (first) act += costs.embedding_activation_bytes;
+        if (last) act += costs.output_activation_bytes;
+        auto [a, buf] = b.alloc(MemCategory::kActivations, act, Stream::kCompute, c32, mb, {});
+        act_buffer[mb * V + k] = buf;
+        in.push_back(a);
+        Deps cur = in;
+        if (first) cur = {note(b.compute(Phase::kForward, OpKind::kEmbedding, costs.embedding_fwd, -1, 0, c32, mb, cur))};
+        if (n > 0) {
+          const int32_t t = note(b.compute(Phase::kForward, OpKind::kLayer, scaled(costs.layer_fwd, static_cast<double>(n)),
+                                           first_layer, n, c32, mb, cur));
+          cur = layer_comm(costs.layer_fwd_comm, n, Phase::kForward, first_layer, c32, mb, t, cur);
+        }
+        if (last) cur = {note(b.compute(Phase::kForward, OpKind::kOutputLoss, costs.output_fwd, -1, 0, c32, mb, cur))};
+        if (zero3) b.free_buffer(gathered, cur);
+        if (!last)
+          b.p2p(TaskKind::kSend, Stream::kPpSend, next_rank, tag_of(mb, vst + 1, false), costs.pp_activation_bytes,
+                costs.pp_p2p_time_s, Phase::kForward, c32, mb, cur);
+        end_deps = cur;
+      } else {
+        if (!last)
+          in.push_back(b.p2p(TaskKind::kRecv, Stream::kPpRecv, next_rank, tag_of(mb, vst, true), costs.pp_activation_bytes,
+                             costs.pp_p2p_time_s, Phase::kBackward, c32, mb, {}));
+        if (zero3) {
+          auto [a, buf] = b.alloc(MemCategory::kWeights, costs.layer_gathered_param_bytes * n, Stream::kDpComm, c32, mb,
+                                  {prev_first_compute});
+          gathered = buf;
+          in.push_back(a);
+          append(in, gather_chunk(k, Phase::kBackward, mb, {a}));
+        }
+        Deps cur = in;
+        if (n > 0 && !empty_cost(costs.layer_recompute)) {
+          const int32_t t = note(b.compute(Phase::kRecompute, OpKind::kLayer,
+                                           scaled(costs.layer_recompute, static_cast<double>(n)), first_layer, n, c32, mb, cur));
+          cur = layer_comm(costs.layer_recompute_comm, n, Phase::kRecompute, first_layer, c32, mb, t, cur);
+        }
+        if (last) cur = {note(b.compute(Phase::kBackward, OpKind::kOutputLoss, costs.output_bwd, -1, 0, c32, mb, cur))};
+        if (n > 0) {
+          const int32_t t = note(b.compute(Phase::kBackward, OpKind::kLayer, scaled(costs.layer_bwd, static_cast<double>(n)),
+                                           first_layer, n, c32, mb, cur));
+          cur = layer_comm(costs.layer_bwd_comm, n, Phase::kBackward, first_layer, c32, mb, t, cur);
+        }
+        if (first) cur = {note(b.compute(Phase::kBackward, OpKind::kEmbedding, costs.embedding_bwd, -1, 0, c32, mb, cur))};
+        b.free_buffer(act_buffer[mb * V + k], cur);
+        if (zero3) {
+          b.free_buffer(gathered, cur);
+          append(grad_reduces, reduce_chunk(k, mb, cur));
+        }
+        if (!first)
+          b.p2p(TaskKind::kSend, Stream::kPpSend, prev_rank, tag_of(mb, vst - 1, true), costs.pp_activation_bytes,
+                costs.pp_p2p_time_s, Phase::kBackward, c32, mb, cur);
+        if (!zero3 && plan.overlap_grad_reduce && i == last_bwd_of_chunk[static_cast<size_t>(k)])
+          append(grad_reduces, reduce_chunk(k, -1, cur));
+        end_deps = cur;
+      }
+      prev_first_compute = first_compute;
+    }
+    if (!zero3 && !plan.overlap_grad_reduce)
+      for (int64_t k = 0; k < V; ++k) append(grad_reduces, reduce_chunk(k, -1, end_deps));
+
+    ComputeCost opt;
+    int64_t total_layers = 0;
+    for (int64_t k = 0; k < V; ++k) {
+      auto [first_layer, n, first, last, vst] = chunk_info(k);
+      total_layers += n;
+      opt = plus(opt, scaled(costs.optimizer_per_layer, static_cast<double>(n)));
+      if (first) opt = plus(opt, costs.optimizer_embedding);
+      if (last) opt = plus(opt, costs.optimizer_output);
+    }
+    Deps opt_deps = grad_reduces;
+    append(opt_deps, end_deps);
+    const int32_t opt_task = b.compute(Phase::kOptimizer, OpKind::kOptimizerStep, opt, layers[static_cast<size_t>(s)][0].first_layer,
+                                       total_layers, 0, -1, opt_deps);
+    if (zero12 && !plan.overlap_param_gather)
+      for (int64_t k = 0; k < V; ++k) gather_chunk(k, Phase::kOptimizer, -1, {opt_task});
+  }
+  return g;
+}
+
+}  // namespace monarch

@@ -1,0 +1,104 @@
+// Lowering: turn a Plan (and its Scenario) into the per-rank task graph of core/plan_ir.h.
+//
+// Granularity (chosen so GPT-3 175B on 1024 GPUs with 64 micro-batches and Llama-3 405B on
+// 16384 GPUs stay tractable, a few hundred tasks per rank):
+//   - one compute task per (model chunk, micro-batch, phase) for the transformer layers of
+//     the chunk (`num_layers` > 1), plus separate tasks for the embedding (first virtual
+//     stage), the output layer and loss (last virtual stage), recomputation, and one
+//     optimizer step per rank;
+//   - one collective task per (chunk, micro-batch, phase, kind of collective): the `count`
+//     field says how many back-to-back calls of `bytes` each it stands for (e.g. TP
+//     all-reduce: 2 per layer in the forward pass x 8 layers = count 16);
+//   - data-parallel gradient reduction: one task per chunk, count = layers (one bucket per
+//     layer), issued after the chunk's last backward (overlap_grad_reduce) or after the last
+//     backward of the iteration; ZeRO-1/2 parameter all-gather one per chunk at the start of
+//     the iteration (overlap_param_gather) or after the optimizer step; ZeRO-3 gathers the
+//     chunk's parameters before every forward and backward (prefetching one step ahead) and
+//     reduce-scatters its gradients after every backward;
+//   - pipeline sends and receives one per (micro-batch, chunk, direction), on the pp-send
+//     and pp-recv streams; sends are eager (they never wait for the receiver);
+//   - memory: persistent weights/gradients/optimizer states allocated at the start (never
+//     freed), activations stashed by each forward and freed by the matching backward,
+//     ZeRO-3 gathered parameters allocated before the gather and freed after use.
+// Blocking collectives (TP, EP all-to-all) delay the next compute task of the same chunk
+// step; overlapped ones (context-parallel ring exchange) run beside the compute and delay
+// only what consumes the chunk's output.
+//
+// Per-task durations, FLOPs and byte counts come from LoweringCosts (the cost model fills
+// it; see lowering_costs() once core/cost_model lands). Nothing here invents a number.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/plan_ir.h"
+#include "core/problem.h"
+#include "core/scenario.h"
+
+namespace monarch {
+
+struct ComputeCost {
+  double flops = 0;
+  double mem_bytes = 0;
+  double duration_s = 0;
+};
+
+// `count` back-to-back collectives of `bytes` each (NCCL size, see docs/plan_format.md) on
+// the group of `group` kind; time_s is the predicted time of one call.
+struct CommOp {
+  GroupKind group = GroupKind::kTp;
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  int64_t bytes = 0;
+  int32_t count = 1;
+  double time_s = 0;
+  DType dtype = DType::kBf16;
+  bool blocking = true;  // the next compute waits for it (false: overlapped with compute)
+};
+
+struct MemoryBytes {
+  double weights = 0, gradients = 0, optimizer = 0;  // per rank, after sharding
+};
+
+// Costs for one rank. "Per layer" means one transformer layer, one micro-batch, already
+// divided by tp / cp / ep as the plan places it.
+struct LoweringCosts {
+  ComputeCost layer_fwd, layer_bwd, layer_recompute;  // recompute all zero when none
+  ComputeCost embedding_fwd, embedding_bwd;           // first virtual stage
+  ComputeCost output_fwd, output_bwd;                 // last virtual stage (norm, projection, loss)
+  ComputeCost optimizer_per_layer, optimizer_embedding, optimizer_output;
+
+  std::vector<CommOp> layer_fwd_comm;        // per layer, per micro-batch (counts per layer)
+  std::vector<CommOp> layer_bwd_comm;
+  std::vector<CommOp> layer_recompute_comm;  // collectives re-run by recomputation
+  std::vector<CommOp> layer_grad_reduce;     // per layer, per iteration (ZeRO-3: per micro-batch)
+  std::vector<CommOp> layer_param_gather;    // per layer: ZeRO-1/2 once, ZeRO-3 before fwd and bwd
+  std::vector<CommOp> embedding_grad_reduce, output_grad_reduce;
+  std::vector<CommOp> embedding_param_gather, output_param_gather;
+
+  int64_t pp_activation_bytes = 0;  // one micro-batch's boundary activation (and its gradient)
+  double pp_p2p_time_s = 0;         // one send of pp_activation_bytes
+
+  MemoryBytes layer_memory, embedding_memory, output_memory;
+  double layer_activation_bytes = 0;       // stashed per layer per micro-batch
+  double embedding_activation_bytes = 0;   // stashed on the first virtual stage
+  double output_activation_bytes = 0;      // logits etc. on the last virtual stage
+  double layer_gathered_param_bytes = 0;   // ZeRO-3: one layer's full parameters
+};
+
+// First layer and layer count of every (stage, chunk): stage s holds plan.layers_per_stage[s]
+// layers (even split when empty, earlier stages take the remainder), split over its vpp
+// chunks as evenly as possible (earlier chunks take the remainder). Virtual stage c*pp + s
+// follows c*pp + s - 1 in model order.
+struct ChunkLayers {
+  int64_t first_layer = 0;
+  int64_t num_layers = 0;
+};
+// result[stage][chunk]
+Expected<std::vector<std::vector<ChunkLayers>>> chunk_layers(const Plan& plan, int64_t num_layers);
+
+// Lower `plan` for `scenario`. Problems (with the plan key as `where`) when the plan cannot
+// be lowered: degrees that do not multiply to the GPU count, a batch that does not split
+// into micro-batches, a schedule that cannot run them.
+Expected<PlanGraph> lower_plan(const Scenario& scenario, const Plan& plan, const LoweringCosts& costs);
+
+}  // namespace monarch

@@ -1,0 +1,92 @@
+#include "strategies/schedule.h"
+
+#include <algorithm>
+#include <cassert>
+
+namespace monarch {
+
+std::string schedule_problem(Schedule schedule, int64_t pp, int64_t m, int64_t vpp) {
+  if (pp < 1) return "pipeline degree must be at least 1";
+  if (m < 1) return "needs at least one micro-batch";
+  if (vpp < 1) return "virtual pipeline degree must be at least 1";
+  if (schedule != Schedule::kInterleaved) {
+    if (vpp != 1) return std::string("virtual pipeline degree ") + std::to_string(vpp) + " needs the interleaved-1f1b schedule";
+    return "";
+  }
+  if (pp < 2) return "interleaved-1f1b needs at least 2 pipeline stages";
+  if (m % pp != 0)
+    return "interleaved-1f1b needs the micro-batch count (" + std::to_string(m) +
+           ") to be a multiple of the pipeline degree (" + std::to_string(pp) + ")";
+  return "";
+}
+
+namespace {
+
+// Megatron's get_model_chunk_id / micro-batch of virtual step k (interleaved).
+PipelineStep interleaved_step(int64_t k, bool forward, int64_t pp, int64_t vpp) {
+  const int64_t group = pp * vpp;
+  const int64_t in_group = k % group;
+  int64_t chunk = in_group / pp;
+  if (!forward) chunk = vpp - 1 - chunk;
+  const int64_t mb = (k / group) * pp + k % pp;
+  return PipelineStep{forward, static_cast<int32_t>(mb), static_cast<int32_t>(chunk)};
+}
+
+}  // namespace
+
+std::vector<PipelineStep> pipeline_order(Schedule schedule, int64_t pp, int64_t stage, int64_t m,
+                                         int64_t vpp) {
+  assert(schedule_problem(schedule, pp, m, vpp).empty());
+  assert(stage >= 0 && stage < pp);
+  std::vector<PipelineStep> out;
+  out.reserve(static_cast<size_t>(2 * m * vpp));
+  auto step = [](bool fwd, int64_t mb) { return PipelineStep{fwd, static_cast<int32_t>(mb), 0}; };
+  switch (schedule) {
+    case Schedule::kGpipe:
+      for (int64_t i = 0; i < m; ++i) out.push_back(step(true, i));
+      for (int64_t i = 0; i < m; ++i) out.push_back(step(false, i));
+      break;
+    case Schedule::kOneFOneB: {
+      const int64_t warmup = std::min(pp - stage - 1, m);
+      const int64_t remaining = m - warmup;
+      for (int64_t i = 0; i < warmup; ++i) out.push_back(step(true, i));
+      for (int64_t i = 0; i < remaining; ++i) {
+        out.push_back(step(true, warmup + i));
+        out.push_back(step(false, i));
+      }
+      for (int64_t i = remaining; i < m; ++i) out.push_back(step(false, i));
+      break;
+    }
+    case Schedule::kInterleaved: {
+      const int64_t total = m * vpp;
+      int64_t warmup = 0;
+      if (m == pp) {
+        warmup = total;
+      } else {
+        warmup = std::min((pp - stage - 1) * 2 + (vpp - 1) * pp, total);
+      }
+      const int64_t remaining = total - warmup;
+      for (int64_t k = 0; k < warmup; ++k) out.push_back(interleaved_step(k, true, pp, vpp));
+      for (int64_t k = 0; k < remaining; ++k) {
+        out.push_back(interleaved_step(warmup + k, true, pp, vpp));
+        out.push_back(interleaved_step(k, false, pp, vpp));
+      }
+      for (int64_t k = remaining; k < total; ++k) out.push_back(interleaved_step(k, false, pp, vpp));
+      break;
+    }
+  }
+  return out;
+}
+
+std::string to_string(const std::vector<PipelineStep>& steps, bool show_chunk) {
+  std::string s;
+  for (const PipelineStep& st : steps) {
+    if (!s.empty()) s += ' ';
+    s += st.forward ? 'F' : 'B';
+    s += std::to_string(st.micro_batch);
+    if (show_chunk) s += "." + std::to_string(st.chunk);
+  }
+  return s;
+}
+
+}  // namespace monarch

@@ -1,0 +1,42 @@
+// Pipeline schedules: the order in which one pipeline stage runs the forward and backward
+// passes of its micro-batches (and model chunks, when interleaved) in one iteration.
+//
+//   GPipe (torch.distributed.pipelining.ScheduleGPipe): all forwards, then all backwards,
+//     both in micro-batch order.
+//   1F1B (Megatron-LM forward_backward_pipelining_without_interleaving, PipeDream-Flush):
+//     stage s of p runs min(p - s - 1, m) warm-up forwards, then alternates one forward and
+//     one backward, then drains the remaining backwards.
+//   Interleaved 1F1B (Megatron-LM forward_backward_pipelining_with_interleaving): each stage
+//     holds v model chunks; virtual micro-batch k (of m * v) runs chunk (k mod p*v) / p on
+//     micro-batch (k / (p*v)) * p + k mod p (backward chunks in reverse order). Warm-up is
+//     (p - s - 1) * 2 + (v - 1) * p virtual steps (all of them when m == p), then 1F1B.
+//     Megatron requires m to be a multiple of p; so do we.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/scenario.h"
+
+namespace monarch {
+
+struct PipelineStep {
+  bool forward = true;
+  int32_t micro_batch = 0;
+  int32_t chunk = 0;  // model chunk on this stage (0 unless interleaved)
+  bool operator==(const PipelineStep&) const = default;
+};
+
+// Why `schedule` cannot run p stages, m micro-batches and v chunks; empty when it can.
+std::string schedule_problem(Schedule schedule, int64_t pp, int64_t num_micro_batches, int64_t vpp);
+
+// Steps of `stage` (0-based) in execution order: m * v forwards and m * v backwards.
+// Precondition: schedule_problem(...) is empty.
+std::vector<PipelineStep> pipeline_order(Schedule schedule, int64_t pp, int64_t stage,
+                                         int64_t num_micro_batches, int64_t vpp);
+
+// Compact text form, e.g. "F0 F1 B0 F2 B1 B2" (chunks as "F0.1" when vpp > 1), for tests and logs.
+std::string to_string(const std::vector<PipelineStep>& steps, bool show_chunk);
+
+}  // namespace monarch
