@@ -249,7 +249,11 @@ double collective_time_s(CollectiveKind kind, int64_t bytes_per_rank, const Grou
     return (n - 1.0) * lat_inter + S * off_node / bw_nic + S * on_node / bw_intra;
   }
   const double intra = r > 1 ? ring_factor(kind, r) * S / bw_intra + steps_factor * (r - 1.0) * lat_intra : 0.0;
-  const double inter = ring_factor(kind, N) * S / r / bw_nic + steps_factor * (N - 1.0) * lat_inter;
+  // Latency: a ring takes N - 1 steps per phase; for all-reduce over many nodes NCCL switches
+  // to double binary trees, 2 log2(N) steps (NCCL_ALGO ring/tree tuning model).
+  double inter_steps = steps_factor * (N - 1.0);
+  if (kind == CollectiveKind::kAllReduce) inter_steps = std::min(inter_steps, 2.0 * std::ceil(std::log2(N)));
+  const double inter = ring_factor(kind, N) * S / r / bw_nic + inter_steps * lat_inter;
   return intra + inter;
 }
 
