@@ -604,6 +604,8 @@ namespace {
 // Reason the plan cannot run at all, or empty.
 std::string plan_problem(const Scenario& sc, const Plan& p, const ModelShape& m) {
   char buf[200];
+  if (sc.model.architecture == Architecture::kDlrm)
+    return "the analytical model covers transformer models (gpt, llama); dlrm is not modelled";
   if (p.tp < 1 || p.pp < 1 || p.dp < 1 || p.cp < 1 || p.ep < 1 || p.vpp < 1 || p.micro_batch_size < 1)
     return "every parallel degree and the micro-batch size must be at least 1";
   if (sc.cluster.num_gpus > 0 && p.world_size() != sc.cluster.num_gpus) {
@@ -839,13 +841,13 @@ BackendResult estimate_plan(const Scenario& sc, const Plan& p) {
   r.plan = p;
   const ModelShape m = model_shape(sc.model);
   const std::string problem = plan_problem(sc, p, m);
-  const std::vector<int64_t> layers = stage_layers(m, p);
   const double usable = usable_memory_gib(sc.cluster.gpu);
   r.memory.capacity_gib = usable;
   if (!problem.empty()) {
     r.memory.fits = false;
     return r;
   }
+  const std::vector<int64_t> layers = stage_layers(m, p);
   const Ctx c = make_ctx(sc);
   const LayerCompute lc = layer_compute(c, m, p);
   const LayerCosts L = layer_costs_impl(sc, p, m, c, lc);
