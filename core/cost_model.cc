@@ -4,8 +4,13 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string_view>
 
+#include "core/profile.h"
+#include "core/profile_io.h"
 #include "core/units.h"
 
 namespace monarch {
@@ -127,6 +132,46 @@ const GpuProfile& gpu_profile(const GpuSpec& gpu) {
   return kGeneric;
 }
 
+// ============================================================================ profiles
+
+Expected<const CalibrationProfile*> calibration_profile(const std::string& path) {
+  static std::mutex mu;
+  static std::map<std::string, std::shared_ptr<const Expected<CalibrationProfile>>> cache;
+  std::shared_ptr<const Expected<CalibrationProfile>> entry;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache.find(path);
+    if (it == cache.end()) {
+      it = cache.emplace(path, std::make_shared<const Expected<CalibrationProfile>>(read_profile(path))).first;
+    }
+    entry = it->second;
+  }
+  if (!entry->ok()) return entry->problems();
+  return &entry->value();  // entries are never removed: the pointer stays valid
+}
+
+namespace {
+
+const CalibrationProfile* profile_of(const GpuSpec& gpu) {
+  if (gpu.profile.empty()) return nullptr;
+  Expected<const CalibrationProfile*> p = calibration_profile(gpu.profile);
+  return p.ok() ? *p : nullptr;
+}
+
+// Measured matrix-product throughput for the shape, FLOP/s, or 0 when the profile has none.
+// GPU profiles are short measurements at boost clocks: scaled by the sustained-clock fraction
+// like the preset ceilings.
+double profile_flops_per_s(const CalibrationProfile* prof, const GpuProfile& gp, Precision p, double m, double n,
+                           double k) {
+  if (prof == nullptr) return 0;
+  const double tf = profile_matmul_tflops(*prof, p, static_cast<int64_t>(std::max(1.0, m)),
+                                          static_cast<int64_t>(std::max(1.0, n)), static_cast<int64_t>(std::max(1.0, k)));
+  if (!(tf > 0)) return 0;
+  return tf * kTera * (prof->device_kind == DeviceKind::kGpu ? gp.sustained_clock_fraction : 1.0);
+}
+
+}  // namespace
+
 // ============================================================================ compute
 
 namespace {
@@ -168,6 +213,8 @@ double gemm_eff(const GpuProfile& prof, Precision p, double m, double n, double 
 }
 
 double hbm_bytes_per_s(const GpuSpec& gpu, const GpuProfile& prof) {
+  if (const CalibrationProfile* cal = profile_of(gpu); cal != nullptr && cal->memory_bandwidth_GBps > 0)
+    return gbps_to_bytes_per_s(cal->memory_bandwidth_GBps);  // measured read + write
   return gbps_to_bytes_per_s(gpu.memory_bandwidth_GBps) * prof.memory_efficiency;
 }
 
@@ -184,9 +231,12 @@ double compute_time_s(const GpuSpec& gpu, Precision precision, double flops, dou
   const double mem_s = mem_bytes / hbm_bytes_per_s(gpu, prof);
   if (m <= 0 || n <= 0 || k <= 0) return mem_s + kKernelGap_s;
   const Precision p = effective_precision(gpu, precision);
-  const double peak = peak_tflops(gpu, p) * kTera;
-  const double eff = gemm_eff(prof, p, static_cast<double>(m), static_cast<double>(n), static_cast<double>(k), 1.0);
-  return std::max(flops / (peak * eff), mem_s) + kKernelGap_s;
+  double rate = profile_flops_per_s(profile_of(gpu), prof, p, static_cast<double>(m), static_cast<double>(n),
+                                    static_cast<double>(k));
+  if (!(rate > 0))
+    rate = peak_tflops(gpu, p) * kTera *
+           gemm_eff(prof, p, static_cast<double>(m), static_cast<double>(n), static_cast<double>(k), 1.0);
+  return std::max(flops / rate, mem_s) + kKernelGap_s;
 }
 
 // ============================================================================ communication
@@ -236,7 +286,12 @@ double collective_time_s(CollectiveKind kind, int64_t bytes_per_rank, const Grou
   const double lat_inter = us_to_s(c.inter_node.latency_us);
   const double steps_factor = kind == CollectiveKind::kAllReduce ? 2.0 : 1.0;
   const double bw_intra = intra_bytes_per_s(c);
+  const CalibrationProfile* cal = profile_of(c.gpu);
   if (!g.crosses_nodes()) {
+    if (cal != nullptr) {
+      const double t = profile_collective_time_s(*cal, kind, static_cast<int>(g.size), bytes_per_rank);
+      if (t > 0) return t;  // measured on this node (nccl-tests style)
+    }
     return steps_factor * (n - 1.0) * lat_intra + ring_factor(kind, n) * S / bw_intra;
   }
   // Across nodes: r members per node, N nodes. Hierarchical algorithm: an intra-node phase on
@@ -249,7 +304,11 @@ double collective_time_s(CollectiveKind kind, int64_t bytes_per_rank, const Grou
     const double off_node = (n - r) / n, on_node = (r - 1.0) / n;
     return (n - 1.0) * lat_inter + S * off_node / bw_nic + S * on_node / bw_intra;
   }
-  const double intra = r > 1 ? ring_factor(kind, r) * S / bw_intra + steps_factor * (r - 1.0) * lat_intra : 0.0;
+  double intra = r > 1 ? ring_factor(kind, r) * S / bw_intra + steps_factor * (r - 1.0) * lat_intra : 0.0;
+  if (cal != nullptr && r > 1) {
+    const double t = profile_collective_time_s(*cal, kind, static_cast<int>(r), bytes_per_rank);
+    if (t > 0) intra = t;
+  }
   // Latency: a ring takes N - 1 steps per phase; for all-reduce over many nodes NCCL switches
   // to double binary trees, 2 log2(N) steps (NCCL_ALGO ring/tree tuning model).
   double inter_steps = steps_factor * (N - 1.0);
@@ -287,6 +346,7 @@ struct Ctx {
   double e;             // activation element bytes
   double peak_gemm, peak16;
   double hbm;
+  const CalibrationProfile* cal;  // measured throughput, or nullptr
 };
 
 Ctx make_ctx(const Scenario& s) {
@@ -299,6 +359,7 @@ Ctx make_ctx(const Scenario& s) {
   c.peak_gemm = peak_tflops(s.cluster.gpu, c.prec) * kTera;
   c.peak16 = peak_tflops(s.cluster.gpu, c.prec16) * kTera;
   c.hbm = hbm_bytes_per_s(s.cluster.gpu, *c.prof);
+  c.cal = profile_of(s.cluster.gpu);
   return c;
 }
 
@@ -309,9 +370,9 @@ Op gemm(const Ctx& c, Precision p, double m, double n, double k, double batch, d
   Op o;
   o.flops = 2.0 * m * n * k * batch;
   o.bytes = batch * (ein * (m * k + k * n) + eout * m * n) + c_extra_bytes;
-  const double peak = p == c.prec ? c.peak_gemm : c.peak16;
-  const double eff = gemm_eff(*c.prof, p, m, n, k, batch);
-  o.s = std::max(o.flops / (peak * eff), o.bytes / c.hbm) + kKernelGap_s;
+  double rate = profile_flops_per_s(c.cal, *c.prof, p, m * batch, n, k);  // batched: as one taller GEMM
+  if (!(rate > 0)) rate = (p == c.prec ? c.peak_gemm : c.peak16) * gemm_eff(*c.prof, p, m, n, k, batch);
+  o.s = std::max(o.flops / rate, o.bytes / c.hbm) + kKernelGap_s;
   return o;
 }
 
