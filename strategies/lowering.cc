@@ -355,9 +355,12 @@ Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan, const Lower
     // Runs `ops` (per layer x n) beside or after compute task `t`; returns what consumers wait on.
     auto layer_comm = [&](const std::vector<CommOp>& ops, int64_t n, Phase phase, int64_t first_layer, int32_t chunk,
                           int32_t mb, int32_t t, const Deps& before) {
+      // Overlapped ones first: on a shared stream they must not queue behind the blocking ones.
       Deps out{t};
       for (const CommOp& op : ops)
-        out.push_back(b.collective(op, n, phase, first_layer, n, chunk, mb, op.blocking ? Deps{t} : before));
+        if (!op.blocking) out.push_back(b.collective(op, n, phase, first_layer, n, chunk, mb, before));
+      for (const CommOp& op : ops)
+        if (op.blocking) out.push_back(b.collective(op, n, phase, first_layer, n, chunk, mb, {t}));
       return out;
     };
     // Runs n layers from first_layer as one compute task with its collectives, or layer by
@@ -384,6 +387,7 @@ Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan, const Lower
       return cur;
     };
     const auto no_deps = [](int64_t) { return Deps{}; };
+    int32_t sent = -1;  // the previous step's send
     const auto nothing = [](int64_t, const Deps&) {};
 
     for (size_t i = 0; i < order.size(); ++i) {
@@ -392,7 +396,10 @@ Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan, const Lower
       const int32_t mb = st.micro_batch;
       const auto c32 = static_cast<int32_t>(k);
       auto [first_layer, n, first, last, vst] = chunk_info(k);
-      Deps in;
+      // Megatron's pipeline communication is synchronous (batched isend/irecv, then wait):
+      // the next step's compute starts after the previous step's send has completed.
+      Deps in{sent};
+      sent = -1;
       int32_t first_compute = -1;
       auto note = [&](int32_t t) {
         if (first_compute < 0) first_compute = t;
@@ -432,8 +439,8 @@ Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan, const Lower
         if (last) cur = {note(b.compute(Phase::kForward, OpKind::kOutputLoss, costs.output_fwd, -1, 0, c32, mb, cur))};
         if (zero3) b.free_buffer(gathered, cur);
         if (!last)
-          b.p2p(TaskKind::kSend, Stream::kPpSend, next_rank, tag_of(mb, vst + 1, false), costs.pp_activation_bytes,
-                costs.pp_p2p_time_s, Phase::kForward, c32, mb, cur);
+          sent = b.p2p(TaskKind::kSend, Stream::kPpSend, next_rank, tag_of(mb, vst + 1, false), costs.pp_activation_bytes,
+                       costs.pp_p2p_time_s, Phase::kForward, c32, mb, cur);
         end_deps = cur;
       } else {
         const bool last_of_chunk = i == last_bwd_of_chunk[static_cast<size_t>(k)];
@@ -467,8 +474,8 @@ Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan, const Lower
           append(grad_reduces, reduce_chunk(k, mb, cur, true));
         }
         if (!first)
-          b.p2p(TaskKind::kSend, Stream::kPpSend, prev_rank, tag_of(mb, vst - 1, true), costs.pp_activation_bytes,
-                costs.pp_p2p_time_s, Phase::kBackward, c32, mb, cur);
+          sent = b.p2p(TaskKind::kSend, Stream::kPpSend, prev_rank, tag_of(mb, vst - 1, true), costs.pp_activation_bytes,
+                       costs.pp_p2p_time_s, Phase::kBackward, c32, mb, cur);
         if (!zero3 && plan.overlap_grad_reduce && last_of_chunk) append(grad_reduces, reduce_chunk(k, -1, cur, !split));
         end_deps = cur;
       }
