@@ -56,33 +56,43 @@ Plan plan(int64_t tp, int64_t pp, int64_t dp, Schedule sched = Schedule::kOneFOn
   return p;
 }
 
-TEST(GraphVsClosedForm, Survey) {
+double ratio(const Times& t) { return t.graph_s / t.closed_form_s; }
+
+// Uncontended cases where both models describe the same schedule: the critical path of the
+// lowered graph equals the cost model's closed form within 1%.
+TEST(GraphVsClosedForm, AgreeWithinOnePercentWithoutDataParallelOverlap) {
   const Scenario s = on_h100("gpt3-1.3b", 8, 16);
-  compare(s, plan(8, 1, 1));
-  compare(s, plan(2, 4, 1));
-  compare(s, plan(2, 4, 1, Schedule::kGpipe));
-  compare(s, plan(2, 4, 1, Schedule::kInterleaved, 2));
-  compare(s, plan(1, 1, 8));
-  Plan z = plan(1, 1, 8);
-  z.zero_stage = 1;
-  compare(s, z);
-  z.zero_stage = 3;
-  compare(s, z);
-  Plan spp = plan(8, 1, 1);
-  spp.sequence_parallel = true;
-  compare(s, spp);
+  EXPECT_NEAR(ratio(compare(s, plan(8, 1, 1))), 1.0, 0.01);  // TP all-reduces on the critical path
   const Scenario l = on_h100("llama3-8b", 16, 32);
   Plan a = plan(8, 2, 1);
   a.sequence_parallel = true;
   a.recompute = Recompute::kSelective;
-  compare(l, a);
+  EXPECT_NEAR(ratio(compare(l, a)), 1.0, 0.01);  // + pipeline p2p, SP collectives
   a.recompute = Recompute::kFull;
-  compare(l, a);
-  Plan cpp = plan(4, 1, 2);
+  EXPECT_NEAR(ratio(compare(l, a)), 1.0, 0.01);  // + recomputed forward collectives
+  Plan cpp = plan(4, 2, 1);
   cpp.cp = 2;
-  cpp.dp = 1;
-  cpp.pp = 2;
-  compare(l, cpp);
+  EXPECT_NEAR(ratio(compare(l, cpp)), 1.0, 0.01);  // + context-parallel ring beside attention
+  // Pipelines: the closed form charges every stage's bubble at the slowest stage's pace (the
+  // last, with the output layer); the graph runs each stage at its own pace, so it is faster
+  // by (p - 1)(slowest - average) / (m + p - 1): within 1% once m >> p.
+  const Scenario many = on_h100("gpt3-1.3b", 8, 256);
+  EXPECT_NEAR(ratio(compare(many, plan(2, 4, 1))), 1.0, 0.01);
+  EXPECT_NEAR(ratio(compare(many, plan(2, 4, 1, Schedule::kInterleaved, 2))), 1.0, 0.01);
+  const double short_pipe = ratio(compare(s, plan(2, 4, 1)));
+  EXPECT_LT(short_pipe, 1.0);
+  EXPECT_GT(short_pipe, 0.95);
+}
+
+// With data-parallel overlap the two differ in how much hides: the closed form hides 90% of
+// one micro-batch's backward window, the graph hides bucket by bucket. They stay close.
+TEST(GraphVsClosedForm, StayWithinFivePercentWithDataParallelOverlap) {
+  const Scenario s = on_h100("gpt3-1.3b", 8, 16);
+  for (int64_t zero : {0, 1, 2, 3}) {
+    Plan z = plan(1, 1, 8);
+    z.zero_stage = zero;
+    EXPECT_NEAR(ratio(compare(s, z)), 1.0, 0.05) << "zero " << zero;
+  }
 }
 
 }  // namespace
