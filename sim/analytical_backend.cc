@@ -47,6 +47,18 @@ Expected<Plan> resolve_plan(const Scenario& s) {
                          : base.tp > 1       ? std::vector<bool>{false, true}
                                              : std::vector<bool>{false};
 
+  // Megatron-LM's defaults first (no sequence parallelism, no recompute, no distributed
+  // optimizer, the smallest micro-batch): a published run that leaves a switch unstated ran
+  // with the framework's default unless that would not have fit.
+  {
+    Plan d = base;
+    d.micro_batch_size = mbs.front();
+    d.zero_stage = zero.front();
+    d.recompute = rec.front();
+    d.sequence_parallel = sp.front();
+    const QuickEstimate e = quick_estimate(s, d);
+    if (e.fits) return d;
+  }
   Plan best = base, smallest = base;
   double best_time = std::numeric_limits<double>::infinity();
   double least_mem = std::numeric_limits<double>::infinity();

@@ -15,10 +15,11 @@ BackendResult run_analytical(const Scenario& scenario, const Plan& plan);
 
 // The plan a scenario pins down: every degree and switch the scenario fixes, the spec's
 // defaults for absent degrees (tp, pp, cp, ep, vpp = 1; dp = num_gpus / (tp pp cp); schedule
-// 1f1b, interleaved when vpp > 1; overlap switches as Plan's defaults), and for each of
-// micro_batch_size, zero_stage, activation_recompute and sequence_parallel that the scenario
-// leaves open, the value with the shortest predicted iteration among those that fit in
-// memory (the least memory when none fits). Problems name the parallelism key at fault.
+// 1f1b, interleaved when vpp > 1; overlap switches as Plan's defaults). For the open ones of
+// micro_batch_size, zero_stage, activation_recompute and sequence_parallel: Megatron-LM's
+// defaults (smallest micro-batch, ZeRO 0, no recompute, no sequence parallelism) when that
+// plan fits in memory, else the fitting choice with the shortest predicted iteration (the
+// least memory when none fits). Problems name the parallelism key at fault.
 Expected<Plan> resolve_plan(const Scenario& scenario);
 
 }  // namespace monarch
