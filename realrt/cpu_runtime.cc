@@ -9,10 +9,13 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <tuple>
 #include <thread>
 
 #include "core/placement.h"
 #include "core/units.h"
+#include "realrt/run_io.h"
 #include "strategies/lowering.h"
 
 namespace monarch::realrt {
@@ -148,10 +151,16 @@ struct CpuRuntime::Impl {
   double compute_time_s = 0;
   std::vector<double> losses, step_times_s;
 
+  ~Impl() {
+    if (world != MPI_COMM_NULL) MPI_Comm_free(&world);
+    if (p2p != MPI_COMM_NULL) MPI_Comm_free(&p2p);
+  }
+
   int64_t zero() const { return cfg.plan.zero_stage; }
   int64_t peer_rank(int64_t stage) const { return rank_of(cfg.plan, {me.tp, me.dp, stage}); }
+  // Same numbering as the plan graph (strategies/lowering.cc): (mb * vstages + receiver) * 2 + dir.
   int tag(int dir, int64_t vstage, int64_t mb) const {
-    return static_cast<int>((dir * num_vstages + vstage) * num_mb + mb);
+    return static_cast<int>((mb * num_vstages + vstage) * 2 + dir);
   }
 
   void reap_sends(bool wait_all) {
@@ -382,12 +391,59 @@ int64_t rank_of(const Plan& plan, const RankCoords& c) {
 }
 
 CpuRuntime::CpuRuntime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-CpuRuntime::~CpuRuntime() {
-  if (impl_ && impl_->world != MPI_COMM_NULL) MPI_Comm_free(&impl_->world);
-  if (impl_ && impl_->p2p != MPI_COMM_NULL) MPI_Comm_free(&impl_->p2p);
+CpuRuntime::~CpuRuntime() = default;
+
+std::vector<PipeOp> schedule_from_program(const RankProgram& program) {
+  std::vector<PipeOp> ops;
+  std::set<std::tuple<bool, int64_t, int64_t>> seen;
+  for (const Task& t : program.tasks) {
+    if (t.kind != TaskKind::kCompute || t.micro_batch < 0) continue;
+    if (t.phase != Phase::kForward && t.phase != Phase::kBackward && t.phase != Phase::kRecompute) continue;
+    const bool fwd = t.phase == Phase::kForward;
+    if (seen.insert({fwd, t.chunk, t.micro_batch}).second) ops.push_back({fwd, t.chunk, t.micro_batch});
+  }
+  return ops;
 }
 
-Expected<std::unique_ptr<CpuRuntime>> CpuRuntime::create(MPI_Comm world, const RuntimeConfig& cfg, Watchdog* wd) {
+namespace {
+// Checks a rank program against what the runtime will do: the same passes, and sends and
+// receives with the peers and tags the runtime uses.
+Problems check_program(const RankProgram& prog, const std::vector<PipeOp>& ops, const RuntimeConfig& cfg,
+                       int64_t rank, int64_t num_mb) {
+  Problems pr;
+  const std::string where = "/ranks/" + std::to_string(rank);
+  const Plan& p = cfg.plan;
+  const int64_t nv = p.pp * p.vpp;
+  std::set<std::tuple<bool, int64_t, int64_t>> all;
+  for (const PipeOp& op : ops) all.insert({op.forward, op.chunk, op.mb});
+  if (static_cast<int64_t>(all.size()) != 2 * p.vpp * num_mb || static_cast<int64_t>(ops.size()) != 2 * p.vpp * num_mb)
+    pr.push_back({where, "has " + std::to_string(ops.size()) + " forward/backward passes, expected 2 x " +
+                             std::to_string(p.vpp) + " chunks x " + std::to_string(num_mb) + " micro-batches"});
+  const RankCoords me = rank_coords(p, rank);
+  for (const Task& t : prog.tasks) {
+    if (t.kind != TaskKind::kSend && t.kind != TaskKind::kRecv) continue;
+    const bool fwd = t.phase == Phase::kForward;
+    const int64_t vs = t.chunk * p.pp + me.pp;
+    const bool send = t.kind == TaskKind::kSend;
+    // forward: receive from vs-1, send to vs+1; backward: receive from vs+1, send to vs-1.
+    const int64_t other = (fwd == send) ? vs + 1 : vs - 1;
+    const int64_t receiver = send ? other : vs;
+    const int64_t want_peer = rank_of(p, {me.tp, me.dp, ((other % p.pp) + p.pp) % p.pp});
+    const int64_t want_tag = (t.micro_batch * nv + receiver) * 2 + (fwd ? 0 : 1);
+    if (other < 0 || other >= nv || t.peer != want_peer || t.tag != want_tag)
+      pr.push_back({where, std::string(send ? "send" : "receive") + " of " + (fwd ? "forward" : "backward") +
+                               " chunk " + std::to_string(t.chunk) + " micro-batch " + std::to_string(t.micro_batch) +
+                               " names peer " + std::to_string(t.peer) + " tag " + std::to_string(t.tag) +
+                               ", the runtime exchanges it with rank " + std::to_string(want_peer) + " tag " +
+                               std::to_string(want_tag)});
+    if (pr.size() > 5) break;
+  }
+  return pr;
+}
+}  // namespace
+
+Expected<std::unique_ptr<CpuRuntime>> CpuRuntime::create(MPI_Comm world, const RuntimeConfig& cfg, Watchdog* wd,
+                                                         const RankProgram* program) {
   Problems pr = check_runtime_config(cfg);
   int size = 0, rank = 0;
   MPI_Comm_size(world, &size);
@@ -419,6 +475,7 @@ Expected<std::unique_ptr<CpuRuntime>> CpuRuntime::create(MPI_Comm world, const R
   auto embed = split(p.pp > 1 && end_stage ? static_cast<int>(me.tp + p.tp * me.dp) : MPI_UNDEFINED,
                      static_cast<int>(me.pp), GroupKind::kPp);
   if (embed->valid()) impl->pp_embed = std::move(embed);
+  Problems late;  // found after the groups exist: every rank must agree before returning
   // Model chunks of this stage.
   auto layers = chunk_layers(p, cfg.model.num_layers);  // the strategy engine's split
   if (!layers) return layers.problems();
@@ -440,10 +497,10 @@ Expected<std::unique_ptr<CpuRuntime>> CpuRuntime::create(MPI_Comm world, const R
     const int64_t w = wte ? wte->size : 0;
     for (auto [off, n] : {std::pair<int64_t, int64_t>{0, w}, {w, lay.total - w}}) {
       if (n == 0) continue;
-      if (p.zero_stage >= 1 && n % p.dp != 0)
-        return Expected<std::unique_ptr<CpuRuntime>>::fail(
-            "/plan/zero_stage", "ZeRO needs every parameter segment divisible by dp; chunk " + std::to_string(v) +
-                                    " has a segment of " + std::to_string(n) + " elements");
+      if (p.zero_stage >= 1 && n % p.dp != 0 && late.empty())
+        late.push_back({"/plan/zero_stage", "ZeRO needs every parameter segment divisible by dp; rank " +
+                                                std::to_string(rank) + " chunk " + std::to_string(v) +
+                                                " has a segment of " + std::to_string(n) + " elements"});
       c.segs.push_back({off, n, n / p.dp, c.shard_total});
       c.shard_total += n / p.dp;
     }
@@ -466,7 +523,19 @@ Expected<std::unique_ptr<CpuRuntime>> CpuRuntime::create(MPI_Comm world, const R
     c.v = Buf<float>(opt, MemCategory::kOptimizer);
     impl->chunks.push_back(std::move(c));
   }
-  impl->schedule = pipeline_schedule(p.pp > 1 ? p.schedule : Schedule::kOneFOneB, p.pp, p.vpp, me.pp, impl->num_mb);
+  if (program) {
+    impl->schedule = schedule_from_program(*program);
+    if (Problems bad = check_program(*program, impl->schedule, cfg, rank, impl->num_mb); !bad.empty())
+      late.insert(late.end(), bad.begin(), bad.end());
+  } else {
+    impl->schedule = pipeline_schedule(p.pp > 1 ? p.schedule : Schedule::kOneFOneB, p.pp, p.vpp, me.pp, impl->num_mb);
+  }
+  int ok = late.empty() ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, world);
+  if (!ok) {
+    if (late.empty()) late.push_back({"/plan", "another rank cannot run its part of the plan (see its message)"});
+    return late;
+  }
   reset_memory_peaks();
   return std::unique_ptr<CpuRuntime>(new CpuRuntime(std::move(impl)));
 }
@@ -641,7 +710,8 @@ double step_flops(const GptConfig& m, int64_t batch, Recompute r, bool hardware)
 }
 }  // namespace
 
-BackendResult gather_result(MPI_Comm world, const RuntimeConfig& cfg, const RankReport& mine) {
+BackendResult gather_result(MPI_Comm world, const RuntimeConfig& cfg, const RankReport& mine,
+                            std::vector<RankSummary>* per_rank) {
   int size = 0, rank = 0;
   MPI_Comm_size(world, &size);
   MPI_Comm_rank(world, &rank);
@@ -667,6 +737,21 @@ BackendResult gather_result(MPI_Comm world, const RuntimeConfig& cfg, const Rank
       times[i] = std::max(times[i], v[6 + 3 * i]);
     }
     const double* mem = v + 4 + kNumKinds * kNumGroups * 3;
+    if (per_rank) {
+      RankSummary rs;
+      rs.rank = static_cast<int64_t>(v[0]);
+      rs.stage = static_cast<int64_t>(v[1]);
+      rs.step_time_s = v[2];
+      rs.compute_time_s = v[3];
+      for (int k = 0; k < kNumKinds; ++k)
+        for (int g = 0; g < kNumGroups; ++g) {
+          const double* e = v + 4 + 3 * (k * kNumGroups + g);
+          if (e[1] > 0) rs.communication.push_back({kKinds[k], kGroups[g], static_cast<int64_t>(e[0]), static_cast<int64_t>(e[1]), e[2]});
+        }
+      rs.peak_bytes.assign(mem, mem + kNumMemCategories);
+      rs.peak_total_bytes = mem[3 * kNumMemCategories];
+      per_rank->push_back(std::move(rs));
+    }
     StageMemory sm;
     sm.stage = static_cast<int64_t>(v[1]);
     sm.weights_gib = bytes_to_gib(mem[0]);

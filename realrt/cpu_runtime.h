@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "core/plan_ir.h"
 #include "core/problem.h"
 #include "core/result.h"
 #include "core/scenario.h"
@@ -86,7 +87,11 @@ class CpuRuntime {
   // Builds this rank's part of the model (deterministic initialisation from the seed). world
   // must have plan.world_size() ranks. Collective: every rank must call it. wd (may be null)
   // hears of every activity and wait, and must outlive the runtime.
-  static Expected<std::unique_ptr<CpuRuntime>> create(MPI_Comm world, const RuntimeConfig& cfg, Watchdog* wd = nullptr);
+  // program (may be null): this rank's task list from the plan graph; the runtime then runs the
+  // forward and backward passes in the order of its compute tasks and checks that its
+  // point-to-point messages (peer, tag) are the ones the graph names.
+  static Expected<std::unique_ptr<CpuRuntime>> create(MPI_Comm world, const RuntimeConfig& cfg, Watchdog* wd = nullptr,
+                                                      const RankProgram* program = nullptr);
   ~CpuRuntime();
 
   // Runs optimizer steps [next_step(), last_step); returns the loss of each.
@@ -112,8 +117,15 @@ class CpuRuntime {
   int64_t fault_step_ = -1;
 };
 
+// The forward / backward order of a rank program: one PipeOp per (phase, chunk, micro-batch) of
+// its compute tasks, in task-list order (recompute tasks belong to the backward pass).
+std::vector<PipeOp> schedule_from_program(const RankProgram& program);
+
 // Gathers every rank's report on rank 0 and turns them into a BackendResult (backend
 // "real-cpu", measured, losses). Collective; the result is meaningful on rank 0 only.
-BackendResult gather_result(MPI_Comm world, const RuntimeConfig& cfg, const RankReport& mine);
+// per_rank (may be null) receives every rank's summary on rank 0.
+struct RankSummary;
+BackendResult gather_result(MPI_Comm world, const RuntimeConfig& cfg, const RankReport& mine,
+                            std::vector<RankSummary>* per_rank = nullptr);
 
 }  // namespace monarch::realrt
