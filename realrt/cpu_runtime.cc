@@ -543,6 +543,10 @@ Expected<std::unique_ptr<CpuRuntime>> CpuRuntime::create(MPI_Comm world, const R
 std::vector<double> CpuRuntime::train(int64_t last_step) {
   std::vector<double> out;
   for (; step_ < last_step; ++step_) {
+    if (impl_->wd) {
+      const std::string label = "start of step " + std::to_string(step_);
+      impl_->wd->enter(label.c_str(), false);
+    }
     if (step_ == fault_step_) {
       std::fprintf(stderr, "monarch-run: rank %lld: injected fault '%s' at step %lld\n",
                    static_cast<long long>(impl_->rank), fault_kind_.c_str(), static_cast<long long>(step_));

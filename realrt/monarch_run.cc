@@ -95,32 +95,31 @@ int main(int argc, char** argv) {
 
   Watchdog::install_crash_handlers(g_rank);
   auto wd = std::make_unique<Watchdog>(MPI_COMM_WORLD, watchdog_s);
-  int status = 0;
-  {
+  // Everything that holds MPI objects lives inside train(), so it is gone before MPI_Finalize.
+  auto train = [&]() -> int {
     auto rt = CpuRuntime::create(MPI_COMM_WORLD, cfg, wd.get(), &in->graph.ranks[static_cast<size_t>(g_rank)]);
     if (!rt) {
       report(rt.problems());
-      wd.reset();
-      return finish(2);
+      return 2;
     }
     CpuRuntime& run = **rt;
     if (resume) {
       if (Problems pr = run.load_checkpoint(ckpt_dir); !pr.empty()) {
         report(pr);
-        wd.reset();
-        return finish(2);
+        return 2;
       }
     }
     if (g_rank == fault_rank) run.inject_fault(fault, fault_step);
     const int64_t first_step = run.next_step();
     const int64_t last = cfg.train.steps;
     const bool tty = isatty(2) && g_rank == 0;
+    int status = 0;
     while (run.next_step() < last && status == 0) {
       int64_t until = last;
       if (ckpt_every > 0) until = std::min(last, (run.next_step() / ckpt_every + 1) * ckpt_every);
       for (double loss : run.train(until))
         if (tty) std::fprintf(stderr, "\rstep %lld/%lld loss %.4f", static_cast<long long>(run.next_step()),
-                              static_cast<long long>(last), loss), (void)loss;
+                              static_cast<long long>(last), loss);
       if (ckpt_every > 0 && run.next_step() % ckpt_every == 0) {
         if (Problems pr = run.save_checkpoint(ckpt_dir); !pr.empty()) {
           report(pr);
@@ -146,8 +145,10 @@ int main(int argc, char** argv) {
         }
       }
     }
-  }
+    MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    return status;
+  };
+  const int status = train();
   wd.reset();
-  MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);
   return finish(status);
 }
