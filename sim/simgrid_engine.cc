@@ -738,7 +738,8 @@ Expected<std::vector<BackendResult>> simulate(const ClusterConfig& cluster, cons
         if (!simulated[static_cast<size_t>(prog.rank)]) continue;
         for (const auto& t : prog.tasks)
           if (t.kind == TaskKind::kCollective && seen[static_cast<size_t>(t.group)].emplace(t.seq, 1).second)
-            flows += count_flows(t.collective, static_cast<int64_t>(g.groups[static_cast<size_t>(t.group)].ranks.size()),
+            flows += std::max<int32_t>(t.count, 1) *
+                     count_flows(t.collective, static_cast<int64_t>(g.groups[static_cast<size_t>(t.group)].ranks.size()),
                                  Fidelity::kPerStep);
       }
       job.fidelity = flows <= options.per_step_max_flows ? Fidelity::kPerStep : Fidelity::kAggregated;
