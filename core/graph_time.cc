@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <unordered_map>
+#include <vector>
 
 namespace monarch {
 
@@ -21,11 +22,21 @@ std::string describe(const Task& t) {
   return s + " on stream " + to_string(t.stream);
 }
 
+// One collective call (group, seq) while its members arrive; members chain through
+// next_member (global task ids, -1 ends).
 struct Instance {
   int32_t arrived = 0;
+  int32_t first_member = -1;
   double ready_s = 0;
   double duration_s = 0;
-  std::vector<int32_t> members;  // global task ids
+};
+
+// What the list schedule reads of a task, packed for cache locality.
+struct TaskLite {
+  double duration_s;
+  int32_t group;
+  int32_t seq;
+  TaskKind kind;
 };
 
 }  // namespace
@@ -46,6 +57,7 @@ Expected<GraphTiming> evaluate_graph_time(const PlanGraph& g) {
   std::vector<std::pair<int32_t, int32_t>> edges;  // (from, to), global ids
   edges.reserve(static_cast<size_t>(N) * 2);
   std::unordered_map<uint64_t, int32_t> sends;
+  sends.reserve(static_cast<size_t>(N / 4 + 16));
   const uint64_t world = std::max<uint64_t>(R, 1);
   auto p2p_key = [&](uint64_t src, uint64_t dst, int32_t tag) {
     return ((src * world + dst) << 32) | static_cast<uint32_t>(tag);
@@ -110,18 +122,31 @@ Expected<GraphTiming> evaluate_graph_time(const PlanGraph& g) {
   edges.shrink_to_fit();
 
   std::vector<int32_t> rank_of(static_cast<size_t>(N));
+  std::vector<TaskLite> lite(static_cast<size_t>(N));
+  std::vector<std::vector<Instance>> instances(g.groups.size());
   for (size_t r = 0; r < R; ++r)
-    for (int64_t i = out.rank_offset[r]; i < out.rank_offset[r + 1]; ++i) rank_of[static_cast<size_t>(i)] = static_cast<int32_t>(r);
+    for (int64_t i = out.rank_offset[r]; i < out.rank_offset[r + 1]; ++i) {
+      rank_of[static_cast<size_t>(i)] = static_cast<int32_t>(r);
+      const Task& t = g.ranks[r].tasks[static_cast<size_t>(i - out.rank_offset[r])];
+      lite[static_cast<size_t>(i)] = TaskLite{t.duration_s, t.group, t.seq, t.kind};
+      if (t.kind == TaskKind::kCollective) {
+        if (t.seq < 0 || t.seq > N)
+          return Expected<GraphTiming>::fail(where(static_cast<int32_t>(r), i - out.rank_offset[r]) + "/seq",
+                                             "seq " + std::to_string(t.seq) + " is out of range");
+        auto& v = instances[static_cast<size_t>(t.group)];
+        if (static_cast<size_t>(t.seq) >= v.size()) v.resize(static_cast<size_t>(t.seq) + 1);
+      }
+    }
   auto task_at = [&](int32_t id) -> const Task& {
     const int32_t r = rank_of[static_cast<size_t>(id)];
     return g.ranks[static_cast<size_t>(r)].tasks[static_cast<size_t>(id - out.rank_offset[static_cast<size_t>(r)])];
   };
 
   std::vector<double> ready(static_cast<size_t>(N), 0.0);
+  std::vector<int32_t> next_member(static_cast<size_t>(N), -1);
   std::vector<int32_t> work;
   for (int64_t i = 0; i < N; ++i)
     if (wait[static_cast<size_t>(i)] == 0) work.push_back(static_cast<int32_t>(i));
-  std::unordered_map<uint64_t, Instance> instances;
   int64_t done = 0;
   std::vector<char> finished(static_cast<size_t>(N), 0);
   auto finish = [&](int32_t id, double start, double end) {
@@ -138,20 +163,19 @@ Expected<GraphTiming> evaluate_graph_time(const PlanGraph& g) {
   while (!work.empty()) {
     const int32_t id = work.back();
     work.pop_back();
-    const Task& t = task_at(id);
+    const TaskLite& t = lite[static_cast<size_t>(id)];
     const double r = ready[static_cast<size_t>(id)];
     if (t.kind == TaskKind::kCollective) {
-      const auto& group = g.groups[static_cast<size_t>(t.group)];
-      const uint64_t key = (static_cast<uint64_t>(t.group) << 32) | static_cast<uint32_t>(t.seq);
-      Instance& inst = instances[key];
-      inst.members.push_back(id);
+      const auto group_size = static_cast<int32_t>(g.groups[static_cast<size_t>(t.group)].ranks.size());
+      Instance& inst = instances[static_cast<size_t>(t.group)][static_cast<size_t>(t.seq)];
+      next_member[static_cast<size_t>(id)] = inst.first_member;
+      inst.first_member = id;
       inst.ready_s = std::max(inst.ready_s, r);
       inst.duration_s = std::max(inst.duration_s, t.duration_s);
-      if (++inst.arrived == static_cast<int32_t>(group.ranks.size())) {
-        Instance full = std::move(inst);
-        instances.erase(key);
-        for (int32_t m : full.members) finish(m, full.ready_s, full.ready_s + full.duration_s);
-      } else if (inst.arrived > static_cast<int32_t>(group.ranks.size())) {
+      if (++inst.arrived == group_size) {
+        const double start = inst.ready_s, end = inst.ready_s + inst.duration_s;
+        for (int32_t m = inst.first_member; m >= 0; m = next_member[static_cast<size_t>(m)]) finish(m, start, end);
+      } else if (inst.arrived > group_size) {
         const int32_t rk = rank_of[static_cast<size_t>(id)];
         return Expected<GraphTiming>::fail(where(rk, id - out.rank_offset[static_cast<size_t>(rk)]),
                                            "more members than group " + std::to_string(t.group) + " has reach seq " +

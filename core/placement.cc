@@ -99,6 +99,7 @@ GroupSpan strided_span(int64_t base, int64_t size, int64_t stride, int64_t gpus_
   if (stride >= gpus_per_node && stride % gpus_per_node == 0) {
     s.nodes = size;
     s.ranks_per_node = 1;
+    s.rail_aligned = true;
     return s;
   }
   if (gpus_per_node % stride == 0 && base % gpus_per_node + (size - 1) * stride < gpus_per_node) {

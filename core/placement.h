@@ -55,6 +55,7 @@ struct GroupSpan {
   int64_t size = 1;            // ranks in the group
   int64_t nodes = 1;           // nodes the group spans
   int64_t ranks_per_node = 1;  // most group members on one node
+  bool rail_aligned = false;   // one member per node, all at the same local index (same NIC rail)
 
   bool crosses_nodes() const { return nodes > 1; }
 };

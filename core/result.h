@@ -55,6 +55,15 @@ struct TimelineSpan {
   std::string category;  // "compute", "collective", "p2p", "optimizer"
   double start_s = 0;
   double end_s = 0;
+  int32_t peer = -1;     // point-to-point: the rank on the other side, else -1
+  int64_t flow_id = -1;  // point-to-point: same id on a send and its receive (trace arrows)
+};
+
+// Memory allocated on one rank from one instant on (simulators: from the plan's alloc/free).
+struct MemorySample {
+  int32_t rank = 0;
+  double time_s = 0;
+  double allocated_bytes = 0;
 };
 
 struct BackendResult {
@@ -74,6 +83,7 @@ struct BackendResult {
   bool measured = false;      // real backends
   std::vector<double> losses;  // real backends: loss after each step
   std::vector<TimelineSpan> timeline;  // simulators and real runs; may be empty
+  std::vector<MemorySample> memory_timeline;  // simulators; may be empty
 };
 
 struct RejectedPlan {

@@ -1,8 +1,6 @@
 #include "strategies/graph_check.h"
 
 #include <algorithm>
-#include <map>
-#include <tuple>
 #include <unordered_map>
 
 #include "core/graph_time.h"
@@ -37,15 +35,24 @@ Problems check_graph(const PlanGraph& g, size_t max_problems) {
     }
   }
 
-  struct CollMember {
-    size_t rank, task;
+  // Collective calls by (group, seq): how many members arrived, and the first one.
+  struct Call {
+    int32_t members = 0;
+    int32_t first_rank = -1;
+    int32_t first_task = -1;
   };
-  std::map<std::pair<int32_t, int32_t>, std::vector<CollMember>> collectives;
-  struct P2p {
-    size_t rank, task;
-    int64_t bytes;
+  std::vector<std::vector<Call>> calls(g.groups.size());
+  // Point-to-point pairs by (src, dst, tag).
+  struct Pair {
+    int32_t sends = 0, recvs = 0;
+    int32_t send_rank = -1, send_task = -1, recv_rank = -1, recv_task = -1;
+    int64_t send_bytes = 0, recv_bytes = 0;
   };
-  std::map<std::tuple<int32_t, int32_t, int32_t>, std::vector<P2p>> sends, recvs;
+  std::unordered_map<uint64_t, Pair> pairs;
+  const uint64_t world = std::max<uint64_t>(R, 1);
+  auto pair_key = [&](int64_t src, int64_t dst, int32_t tag) {
+    return ((static_cast<uint64_t>(src) * world + static_cast<uint64_t>(dst)) << 32) | static_cast<uint32_t>(tag);
+  };
 
   for (size_t r = 0; r < R; ++r) {
     const auto& tasks = g.ranks[r].tasks;
@@ -63,14 +70,42 @@ Problems check_graph(const PlanGraph& g, size_t max_problems) {
           }
           if (!position[static_cast<size_t>(t.group)].count(static_cast<int32_t>(r)))
             add(at(r, i) + "/group", "rank " + std::to_string(r) + " is not a member of group " + std::to_string(t.group));
-          collectives[{t.group, t.seq}].push_back({r, i});
+          if (t.seq < 0 || static_cast<size_t>(t.seq) > tasks.size() * 4 + 64) {
+            add(at(r, i) + "/seq", "seq " + std::to_string(t.seq) + " is out of range");
+            break;
+          } else {
+            auto& v = calls[static_cast<size_t>(t.group)];
+            if (static_cast<size_t>(t.seq) >= v.size()) v.resize(static_cast<size_t>(t.seq) + 1);
+            Call& c = v[static_cast<size_t>(t.seq)];
+            if (c.members++ == 0) {
+              c.first_rank = static_cast<int32_t>(r);
+              c.first_task = static_cast<int32_t>(i);
+            } else {
+              const Task& f = g.ranks[static_cast<size_t>(c.first_rank)].tasks[static_cast<size_t>(c.first_task)];
+              if (t.collective != f.collective || t.bytes != f.bytes || t.count != f.count || t.dtype != f.dtype)
+                add(at(r, i), std::string(to_string(f.collective)) + " on group " + std::to_string(t.group) + " seq " +
+                                  std::to_string(t.seq) + " disagrees with rank " + std::to_string(c.first_rank) +
+                                  " on kind, size, count or dtype");
+            }
+          }
           break;
         case TaskKind::kSend:
-          sends[{static_cast<int32_t>(r), t.peer, t.tag}].push_back({r, i, t.bytes});
+        case TaskKind::kRecv: {
+          if (t.peer < 0 || static_cast<size_t>(t.peer) >= R) {
+            add(at(r, i) + "/peer", "peer " + std::to_string(t.peer) + " is not a rank");
+            break;
+          }
+          const bool send = t.kind == TaskKind::kSend;
+          Pair& pr = pairs[send ? pair_key(static_cast<int64_t>(r), t.peer, t.tag) : pair_key(t.peer, static_cast<int64_t>(r), t.tag)];
+          if (send) {
+            if (pr.sends++ == 0) pr.send_rank = static_cast<int32_t>(r), pr.send_task = static_cast<int32_t>(i), pr.send_bytes = t.bytes;
+            else add(at(r, i), "second send to " + std::to_string(t.peer) + " with tag " + std::to_string(t.tag));
+          } else {
+            if (pr.recvs++ == 0) pr.recv_rank = static_cast<int32_t>(r), pr.recv_task = static_cast<int32_t>(i), pr.recv_bytes = t.bytes;
+            else add(at(r, i), "second receive from " + std::to_string(t.peer) + " with tag " + std::to_string(t.tag));
+          }
           break;
-        case TaskKind::kRecv:
-          recvs[{t.peer, static_cast<int32_t>(r), t.tag}].push_back({r, i, t.bytes});
-          break;
+        }
         case TaskKind::kAlloc:
           if (live.count(t.buffer)) add(at(r, i), "allocates buffer " + std::to_string(t.buffer) + " which is still allocated");
           else if (ever.count(t.buffer)) add(at(r, i), "reuses buffer id " + std::to_string(t.buffer));
@@ -97,45 +132,39 @@ Problems check_graph(const PlanGraph& g, size_t max_problems) {
     }
   }
 
-  for (const auto& [key, members] : collectives) {
-    const auto& group = g.groups[static_cast<size_t>(key.first)];
-    const Task& first = g.ranks[members[0].rank].tasks[members[0].task];
-    const std::string name = std::string(to_string(first.collective)) + " on group " + std::to_string(key.first) + " seq " +
-                             std::to_string(key.second);
-    if (members.size() != group.ranks.size()) {
-      std::vector<int32_t> present;
-      for (const auto& m : members) present.push_back(static_cast<int32_t>(m.rank));
+  for (size_t gi = 0; gi < calls.size(); ++gi) {
+    const auto& group = g.groups[gi];
+    for (size_t seq = 0; seq < calls[gi].size(); ++seq) {
+      const Call& c = calls[gi][seq];
+      if (c.members == 0 || c.members == static_cast<int32_t>(group.ranks.size())) continue;
+      // Error path: list the members that are missing.
       std::string missing;
-      for (int32_t rk : group.ranks)
-        if (std::find(present.begin(), present.end(), rk) == present.end()) missing += (missing.empty() ? "" : ", ") + std::to_string(rk);
-      add(at(members[0].rank, members[0].task),
-          name + " has " + std::to_string(members.size()) + " of " + std::to_string(group.ranks.size()) + " members" +
+      for (int32_t rk : group.ranks) {
+        bool present = false;
+        if (rk >= 0 && static_cast<size_t>(rk) < R)
+          for (const Task& t : g.ranks[static_cast<size_t>(rk)].tasks)
+            if (t.kind == TaskKind::kCollective && t.group == static_cast<int32_t>(gi) && t.seq == static_cast<int32_t>(seq)) present = true;
+        if (!present) missing += (missing.empty() ? "" : ", ") + std::to_string(rk);
+      }
+      const Task& first = g.ranks[static_cast<size_t>(c.first_rank)].tasks[static_cast<size_t>(c.first_task)];
+      add(at(static_cast<size_t>(c.first_rank), static_cast<size_t>(c.first_task)),
+          std::string(to_string(first.collective)) + " on group " + std::to_string(gi) + " seq " + std::to_string(seq) + " has " +
+              std::to_string(c.members) + " of " + std::to_string(group.ranks.size()) + " members" +
               (missing.empty() ? " (a rank joins twice)" : "; missing ranks " + missing));
-      continue;
-    }
-    for (const auto& m : members) {
-      const Task& t = g.ranks[m.rank].tasks[m.task];
-      if (t.collective != first.collective || t.bytes != first.bytes || t.count != first.count || t.dtype != first.dtype)
-        add(at(m.rank, m.task), name + " disagrees with rank " + std::to_string(members[0].rank) + " on kind, size, count or dtype");
     }
   }
-  for (const auto& [key, list] : sends) {
-    auto it = recvs.find(key);
-    const auto& [src, dst, tag] = key;
-    if (list.size() > 1) add(at(list[1].rank, list[1].task), "second send to " + std::to_string(dst) + " with tag " + std::to_string(tag));
-    if (it == recvs.end()) {
-      add(at(list[0].rank, list[0].task), "send to " + std::to_string(dst) + " with tag " + std::to_string(tag) + " has no receive");
-      continue;
-    }
-    if (it->second[0].bytes != list[0].bytes)
-      add(at(it->second[0].rank, it->second[0].task), "receives " + std::to_string(it->second[0].bytes) + " bytes, the send has " +
-                                                          std::to_string(list[0].bytes));
-  }
-  for (const auto& [key, list] : recvs) {
-    const auto& [src, dst, tag] = key;
-    if (list.size() > 1) add(at(list[1].rank, list[1].task), "second receive from " + std::to_string(src) + " with tag " + std::to_string(tag));
-    if (!sends.count(key))
-      add(at(list[0].rank, list[0].task), "receive from " + std::to_string(src) + " with tag " + std::to_string(tag) + " has no send");
+  for (const auto& [key, pr] : pairs) {
+    if (pr.recvs == 0)
+      add(at(static_cast<size_t>(pr.send_rank), static_cast<size_t>(pr.send_task)),
+          "send to " + std::to_string(g.ranks[static_cast<size_t>(pr.send_rank)].tasks[static_cast<size_t>(pr.send_task)].peer) +
+              " with tag " + std::to_string(static_cast<uint32_t>(key)) + " has no receive");
+    else if (pr.sends == 0)
+      add(at(static_cast<size_t>(pr.recv_rank), static_cast<size_t>(pr.recv_task)),
+          "receive from " + std::to_string(g.ranks[static_cast<size_t>(pr.recv_rank)].tasks[static_cast<size_t>(pr.recv_task)].peer) +
+              " with tag " + std::to_string(static_cast<uint32_t>(key)) + " has no send");
+    else if (pr.send_bytes != pr.recv_bytes)
+      add(at(static_cast<size_t>(pr.recv_rank), static_cast<size_t>(pr.recv_task)),
+          "receives " + std::to_string(pr.recv_bytes) + " bytes, the send has " + std::to_string(pr.send_bytes));
   }
 
   if (out.empty()) {

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "core/placement.h"
+#include "strategies/partition.h"
 #include "strategies/schedule.h"
 
 namespace monarch {
@@ -16,8 +17,7 @@ Expected<std::vector<std::vector<ChunkLayers>>> chunk_layers(const Plan& plan, i
   if (pp < 1 || vpp < 1) return Expected<std::vector<std::vector<ChunkLayers>>>::fail("/parallelism", "degrees must be positive");
   std::vector<int64_t> per_stage = plan.layers_per_stage;
   if (per_stage.empty()) {
-    per_stage.assign(static_cast<size_t>(pp), num_layers / pp);
-    for (int64_t s = 0; s < num_layers % pp; ++s) ++per_stage[static_cast<size_t>(s)];
+    per_stage = even_split(num_layers, pp);
   } else {
     if (static_cast<int64_t>(per_stage.size()) != pp)
       return Expected<std::vector<std::vector<ChunkLayers>>>::fail(
@@ -62,9 +62,6 @@ Stream stream_for(GroupKind g) {
 }
 
 ComputeCost scaled(const ComputeCost& c, double n) { return ComputeCost{c.flops * n, c.mem_bytes * n, c.duration_s * n}; }
-ComputeCost plus(const ComputeCost& a, const ComputeCost& b) {
-  return ComputeCost{a.flops + b.flops, a.mem_bytes + b.mem_bytes, a.duration_s + b.duration_s};
-}
 bool empty_cost(const ComputeCost& c) { return c.flops == 0 && c.duration_s == 0 && c.mem_bytes == 0; }
 
 // Process groups of the whole graph, created on first use.
@@ -300,12 +297,15 @@ Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan, const Lower
         for (const CommOp& op : costs.output_param_gather) out.push_back(b.collective(op, 1, phase, -1, 0, c32, mb, deps));
       return out;
     };
-    auto reduce_chunk = [&](int64_t k, int32_t mb, const Deps& deps) {
+    // Gradient reduction of chunk k: its layers (unless they were reduced layer by layer) and
+    // the embedding / output layer it holds.
+    auto reduce_chunk = [&](int64_t k, int32_t mb, const Deps& deps, bool with_layers) {
       auto [first_layer, n, first, last, vst] = chunk_info(k);
       Deps out;
       const auto c32 = static_cast<int32_t>(k);
-      for (const CommOp& op : costs.layer_grad_reduce)
-        out.push_back(b.collective(op, n, Phase::kBackward, first_layer, n, c32, mb, deps));
+      if (with_layers)
+        for (const CommOp& op : costs.layer_grad_reduce)
+          out.push_back(b.collective(op, n, Phase::kBackward, first_layer, n, c32, mb, deps));
       if (first)
         for (const CommOp& op : costs.embedding_grad_reduce)
           out.push_back(b.collective(op, 1, Phase::kBackward, -1, 0, c32, mb, deps));
@@ -315,9 +315,32 @@ Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan, const Lower
       return out;
     };
 
-    std::vector<Deps> start_gather(static_cast<size_t>(V));
+    // Overlapped data-parallel communication works bucket by bucket (a bucket per layer):
+    // the first forward of each chunk runs layer by layer, each layer waiting only for its
+    // own parameter all-gather (ZeRO-1/2 with overlap_param_gather), and the last backward of
+    // each chunk runs layer by layer, each layer's gradient reduction starting as soon as
+    // that layer is done (overlap_grad_reduce). Every other step is one task per chunk.
+    const bool split_first_fwd = zero12 && plan.overlap_param_gather && !costs.layer_param_gather.empty();
+    const bool split_last_bwd = !zero3 && plan.overlap_grad_reduce && !costs.layer_grad_reduce.empty();
+    std::vector<std::vector<Deps>> layer_gather(static_cast<size_t>(V));  // [chunk][layer in chunk]
+    std::vector<Deps> start_gather(static_cast<size_t>(V));               // embedding / output gathers
     if (zero12 && plan.overlap_param_gather)
-      for (int64_t k = 0; k < V; ++k) start_gather[static_cast<size_t>(k)] = gather_chunk(k, Phase::kForward, -1, {});
+      for (int64_t k = 0; k < V; ++k) {
+        auto [first_layer, n, first, last, vst] = chunk_info(k);
+        const auto c32 = static_cast<int32_t>(k);
+        if (first)
+          for (const CommOp& op : costs.embedding_param_gather)
+            start_gather[static_cast<size_t>(k)].push_back(b.collective(op, 1, Phase::kForward, -1, 0, c32, -1, {}));
+        if (last)
+          for (const CommOp& op : costs.output_param_gather)
+            start_gather[static_cast<size_t>(k)].push_back(b.collective(op, 1, Phase::kForward, -1, 0, c32, -1, {}));
+        layer_gather[static_cast<size_t>(k)].resize(static_cast<size_t>(n));
+        for (int64_t l = 0; l < n; ++l)
+          for (const CommOp& op : costs.layer_param_gather)
+            layer_gather[static_cast<size_t>(k)][static_cast<size_t>(l)].push_back(
+                b.collective(op, 1, Phase::kForward, first_layer + l, 1, c32, -1, {}));
+      }
+    std::vector<char> forward_seen(static_cast<size_t>(V), 0);
 
     const std::vector<PipelineStep> order = pipeline_order(plan.schedule, P, s, m, V);
     std::vector<size_t> last_bwd_of_chunk(static_cast<size_t>(V), 0);
@@ -337,6 +360,31 @@ Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan, const Lower
         out.push_back(b.collective(op, n, phase, first_layer, n, chunk, mb, op.blocking ? Deps{t} : before));
       return out;
     };
+    // Runs n layers from first_layer as one compute task with its collectives, or layer by
+    // layer when `split` (backward: last layer first); extra_deps(i) adds what the i-th layer
+    // of the chunk waits for, after(i, deps) runs after it. Returns what follows waits on.
+    auto run_layers = [&](Phase ph, const ComputeCost& per_layer, const std::vector<CommOp>& comm, int64_t first_layer,
+                          int64_t n, int32_t chunk, int32_t mb, Deps cur, bool split, int32_t& first_compute,
+                          const auto& extra_deps, const auto& after) {
+      if (n <= 0) return cur;
+      if (!split) {
+        const int32_t t = b.compute(ph, OpKind::kLayer, scaled(per_layer, static_cast<double>(n)), first_layer, n, chunk, mb, cur);
+        if (first_compute < 0) first_compute = t;
+        return layer_comm(comm, n, ph, first_layer, chunk, mb, t, cur);
+      }
+      for (int64_t j = 0; j < n; ++j) {
+        const int64_t i = ph == Phase::kBackward ? n - 1 - j : j;
+        Deps d = cur;
+        append(d, extra_deps(i));
+        const int32_t t = b.compute(ph, OpKind::kLayer, per_layer, first_layer + i, 1, chunk, mb, d);
+        if (first_compute < 0) first_compute = t;
+        cur = layer_comm(comm, 1, ph, first_layer + i, chunk, mb, t, d);
+        after(i, cur);
+      }
+      return cur;
+    };
+    const auto no_deps = [](int64_t) { return Deps{}; };
+    const auto nothing = [](int64_t, const Deps&) {};
 
     for (size_t i = 0; i < order.size(); ++i) {
       const PipelineStep& st = order[i];
@@ -352,6 +400,8 @@ Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan, const Lower
       };
       int32_t gathered = -1;
       if (st.forward) {
+        const bool split = split_first_fwd && !forward_seen[static_cast<size_t>(k)];
+        forward_seen[static_cast<size_t>(k)] = 1;
         if (!first)
           in.push_back(b.p2p(TaskKind::kRecv, Stream::kPpRecv, prev_rank, tag_of(mb, vst, false), costs.pp_activation_bytes,
                              costs.pp_p2p_time_s, Phase::kForward, c32, mb, {}));
@@ -374,11 +424,11 @@ Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan, const Lower
         in.push_back(a);
         Deps cur = in;
         if (first) cur = {note(b.compute(Phase::kForward, OpKind::kEmbedding, costs.embedding_fwd, -1, 0, c32, mb, cur))};
-        if (n > 0) {
-          const int32_t t = note(b.compute(Phase::kForward, OpKind::kLayer, scaled(costs.layer_fwd, static_cast<double>(n)),
-                                           first_layer, n, c32, mb, cur));
-          cur = layer_comm(costs.layer_fwd_comm, n, Phase::kForward, first_layer, c32, mb, t, cur);
-        }
+        const auto& gathers = layer_gather[static_cast<size_t>(k)];
+        cur = run_layers(Phase::kForward, costs.layer_fwd, costs.layer_fwd_comm, first_layer, n, c32, mb, cur, split,
+                         first_compute,
+                         [&](int64_t l) { return static_cast<size_t>(l) < gathers.size() ? gathers[static_cast<size_t>(l)] : Deps{}; },
+                         nothing);
         if (last) cur = {note(b.compute(Phase::kForward, OpKind::kOutputLoss, costs.output_fwd, -1, 0, c32, mb, cur))};
         if (zero3) b.free_buffer(gathered, cur);
         if (!last)
@@ -386,6 +436,8 @@ Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan, const Lower
                 costs.pp_p2p_time_s, Phase::kForward, c32, mb, cur);
         end_deps = cur;
       } else {
+        const bool last_of_chunk = i == last_bwd_of_chunk[static_cast<size_t>(k)];
+        const bool split = split_last_bwd && last_of_chunk;
         if (!last)
           in.push_back(b.p2p(TaskKind::kRecv, Stream::kPpRecv, next_rank, tag_of(mb, vst, true), costs.pp_activation_bytes,
                              costs.pp_p2p_time_s, Phase::kBackward, c32, mb, {}));
@@ -403,38 +455,32 @@ Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan, const Lower
           cur = layer_comm(costs.layer_recompute_comm, n, Phase::kRecompute, first_layer, c32, mb, t, cur);
         }
         if (last) cur = {note(b.compute(Phase::kBackward, OpKind::kOutputLoss, costs.output_bwd, -1, 0, c32, mb, cur))};
-        if (n > 0) {
-          const int32_t t = note(b.compute(Phase::kBackward, OpKind::kLayer, scaled(costs.layer_bwd, static_cast<double>(n)),
-                                           first_layer, n, c32, mb, cur));
-          cur = layer_comm(costs.layer_bwd_comm, n, Phase::kBackward, first_layer, c32, mb, t, cur);
-        }
+        cur = run_layers(Phase::kBackward, costs.layer_bwd, costs.layer_bwd_comm, first_layer, n, c32, mb, cur, split,
+                         first_compute, no_deps, [&](int64_t l, const Deps& d) {
+                           for (const CommOp& op : costs.layer_grad_reduce)
+                             grad_reduces.push_back(b.collective(op, 1, Phase::kBackward, first_layer + l, 1, c32, -1, d));
+                         });
         if (first) cur = {note(b.compute(Phase::kBackward, OpKind::kEmbedding, costs.embedding_bwd, -1, 0, c32, mb, cur))};
         b.free_buffer(act_buffer[mb * V + k], cur);
         if (zero3) {
           b.free_buffer(gathered, cur);
-          append(grad_reduces, reduce_chunk(k, mb, cur));
+          append(grad_reduces, reduce_chunk(k, mb, cur, true));
         }
         if (!first)
           b.p2p(TaskKind::kSend, Stream::kPpSend, prev_rank, tag_of(mb, vst - 1, true), costs.pp_activation_bytes,
                 costs.pp_p2p_time_s, Phase::kBackward, c32, mb, cur);
-        if (!zero3 && plan.overlap_grad_reduce && i == last_bwd_of_chunk[static_cast<size_t>(k)])
-          append(grad_reduces, reduce_chunk(k, -1, cur));
+        if (!zero3 && plan.overlap_grad_reduce && last_of_chunk) append(grad_reduces, reduce_chunk(k, -1, cur, !split));
         end_deps = cur;
       }
       prev_first_compute = first_compute;
     }
     if (!zero3 && !plan.overlap_grad_reduce)
-      for (int64_t k = 0; k < V; ++k) append(grad_reduces, reduce_chunk(k, -1, end_deps));
+      for (int64_t k = 0; k < V; ++k) append(grad_reduces, reduce_chunk(k, -1, end_deps, true));
 
     ComputeCost opt;
     int64_t total_layers = 0;
-    for (int64_t k = 0; k < V; ++k) {
-      auto [first_layer, n, first, last, vst] = chunk_info(k);
-      total_layers += n;
-      opt = plus(opt, scaled(costs.optimizer_per_layer, static_cast<double>(n)));
-      if (first) opt = plus(opt, costs.optimizer_embedding);
-      if (last) opt = plus(opt, costs.optimizer_output);
-    }
+    for (int64_t k = 0; k < V; ++k) total_layers += std::get<1>(chunk_info(k));
+    if (static_cast<int64_t>(costs.optimizer_per_stage.size()) == P) opt = costs.optimizer_per_stage[static_cast<size_t>(s)];
     Deps opt_deps = grad_reduces;
     append(opt_deps, end_deps);
     const int32_t opt_task = b.compute(Phase::kOptimizer, OpKind::kOptimizerStep, opt, layers[static_cast<size_t>(s)][0].first_layer,

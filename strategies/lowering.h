@@ -9,10 +9,12 @@
 //   - one collective task per (chunk, micro-batch, phase, kind of collective): the `count`
 //     field says how many back-to-back calls of `bytes` each it stands for (e.g. TP
 //     all-reduce: 2 per layer in the forward pass x 8 layers = count 16);
-//   - data-parallel gradient reduction: one task per chunk, count = layers (one bucket per
-//     layer), issued after the chunk's last backward (overlap_grad_reduce) or after the last
-//     backward of the iteration; ZeRO-1/2 parameter all-gather one per chunk at the start of
-//     the iteration (overlap_param_gather) or after the optimizer step; ZeRO-3 gathers the
+//   - data-parallel gradient reduction, one bucket per layer: with overlap_grad_reduce the
+//     last backward of each chunk runs layer by layer and each layer's reduction starts when
+//     that layer is done; without, one task per chunk (count = layers) after the last
+//     backward of the iteration. ZeRO-1/2 parameter all-gathers: with overlap_param_gather
+//     one per layer at the start of the iteration, the chunk's first forward running layer by
+//     layer behind them; without, one per chunk after the optimizer step. ZeRO-3 gathers the
 //     chunk's parameters before every forward and backward (prefetching one step ahead) and
 //     reduce-scatters its gradients after every backward;
 //   - pipeline sends and receives one per (micro-batch, chunk, direction), on the pp-send
@@ -65,7 +67,7 @@ struct LoweringCosts {
   ComputeCost layer_fwd, layer_bwd, layer_recompute;  // recompute all zero when none
   ComputeCost embedding_fwd, embedding_bwd;           // first virtual stage
   ComputeCost output_fwd, output_bwd;                 // last virtual stage (norm, projection, loss)
-  ComputeCost optimizer_per_layer, optimizer_embedding, optimizer_output;
+  std::vector<ComputeCost> optimizer_per_stage;      // one optimizer step of a rank of each stage
 
   std::vector<CommOp> layer_fwd_comm;        // per layer, per micro-batch (counts per layer)
   std::vector<CommOp> layer_bwd_comm;
@@ -86,7 +88,7 @@ struct LoweringCosts {
 };
 
 // First layer and layer count of every (stage, chunk): stage s holds plan.layers_per_stage[s]
-// layers (even split when empty, earlier stages take the remainder), split over its vpp
+// layers (when empty: even_split of partition.h, the remainder on the middle stages), split over its vpp
 // chunks as evenly as possible (earlier chunks take the remainder). Virtual stage c*pp + s
 // follows c*pp + s - 1 in model order.
 struct ChunkLayers {

@@ -1,0 +1,883 @@
+#include "core/cost_model.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <string_view>
+
+#include "core/units.h"
+
+namespace monarch {
+
+// ============================================================================ constants
+//
+// GPU profiles. gemm_efficiency_* is the large-GEMM ceiling divided by the shape factors of
+// gemm_efficiency() at the shape where it was measured, so that the model reproduces the
+// measurement there.
+//
+// A100 SXM: 108 SMs, 256x128 CTA tiles for large bf16 GEMMs (cuBLAS ampere_bf16_s16816gemm
+// 256x128 kernels; NVIDIA A100 whitepaper for the SM count). Maximum achievable matmul FLOPS
+// (MAMF) 267.9 of 312 TFLOP/s = 85.9% at 6912x16384x2048 (S. Bekman, ml-engineering,
+// compute/accelerator MAMF table, CUDA 12.1): 0.859 / k-factor(2048) 0.941 = 0.913.
+// FlashAttention-2 on A100, head dim 128, causal: ~200 TFLOP/s forward (64%), ~165 backward
+// (53%) at long sequences (Dao 2023, FlashAttention-2, Figs. 4-6). HBM2e 2.0 TB/s, ~1.7 TB/s
+// reached by bandwidth tests (85%); fused elementwise kernels reach ~80%.
+// NCCL all_reduce_perf bus bandwidth on DGX A100 (NVLink3 via NVSwitch, 300 GB/s per
+// direction): ~230-240 GB/s -> 0.78.
+//
+// H100 SXM: 132 SMs, 128x256 tiles (cuBLAS sm90 128x256x64 WGMMA kernels). MAMF 792.1 of 989
+// = 80.1% at 6144x17920x2816 (same source, CUDA 12.1): 0.801 / (waves 0.979 x k 0.957) =
+// 0.855. FP8: cuBLASLt fp8 GEMMs reach ~1,300-1,400 of 1,979 TFLOP/s for large shapes
+// (NVIDIA Transformer Engine and cuBLAS 12 release figures; ~0.68) -> 0.72 before the shape
+// factors. FlashAttention-3 / cuDNN fused attention, bf16, head dim 128, causal, 8-16k
+// tokens: ~620-660 TFLOP/s forward (~0.65), ~470-500 backward (~0.49) (Shah et al. 2024,
+// FlashAttention-3, Figs. 5-6). HBM3 3.35 TB/s, ~2.9-3.0 TB/s measured. NCCL ring
+// all-reduce bus bandwidth on DGX H100 (NVLink4, 450 GB/s per direction): ~360 GB/s -> 0.80.
+//
+// H200 SXM: the H100 die at 700 W with HBM3e; GH200 (same die, same peak) reaches MAMF
+// 821.0 / 989 = 83% (same source, CUDA 12.5) -> 0.83 / 0.937 = 0.885.
+//
+// B200 / GB200: 148 SMs, 256x256 two-SM tiles (tcgen05). No MAMF figure was published in
+// the sources above when this was written; NVIDIA's cuBLAS 12.8 blog reports ~1.6-1.8 PFLOP/s
+// bf16 GEMMs on B200 (of 2.25 dense), ~0.75 -> 0.80 before shape factors; fp8 ~3.2-3.5 of
+// 4.5 -> 0.75. Attention: cuDNN 9.7 SDPA on B200 ~1.3-1.5 PFLOP/s fwd bf16 (~0.6).
+namespace {
+
+//
+// Sustained clocks: NVIDIA quotes A100 HPL Rpeak at the 1305 MHz clock it sustains at 400 W,
+// against the 1410 MHz of the 312 TFLOP/s peak (glennklockwood.com/garden/peak-FLOPS) ->
+// 0.926. H100 SXM's 989 TFLOP/s is quoted at 1830 MHz; its default application clock is
+// 1755 MHz and under sustained dense tensor load at 700 W it settles near 1600-1650 MHz
+// (nvidia-smi clock logs in MLPerf Training / Megatron runs) -> 0.885. H200 (same die,
+// same 700 W, cooler HBM3e) and B200 (1000 W) are taken alike, 0.9.
+constexpr GpuProfile kA100{"A100", 108, 256, 128, 0.913, 0.913, 0.60, 0.64, 0.53, 0.80, 0.78, 0.926};
+constexpr GpuProfile kH100{"H100", 132, 128, 256, 0.855, 0.72, 0.60, 0.66, 0.49, 0.80, 0.80, 0.885};
+constexpr GpuProfile kH200{"H200", 132, 128, 256, 0.885, 0.74, 0.62, 0.66, 0.49, 0.80, 0.80, 0.90};
+constexpr GpuProfile kB200{"B200", 148, 256, 256, 0.80, 0.75, 0.60, 0.60, 0.47, 0.80, 0.80, 0.90};
+constexpr GpuProfile kGeneric{"generic", 132, 128, 256, 0.80, 0.65, 0.60, 0.60, 0.45, 0.80, 0.80, 0.90};
+
+// K-loop prologue/epilogue of a GEMM tile: efficiency k / (k + kGemmKHalf). Writing a tile's
+// outputs costs about as much as two 64-deep K steps of the main loop (CUTLASS/cuBLAS
+// pipelined mainloop with 3-4 stages); measured bf16 GEMMs at K = 1024 run ~10% slower than
+// at K = 8192 for large M, N (MAMF finder sweeps, ml-engineering).
+constexpr double kGemmKHalf = 128.0;
+// A half-size tile (to fill more SMs when few waves) runs ~8% below the large tile's rate
+// (lower data reuse per CTA; cuBLAS heuristics pick it only when waves are short).
+constexpr double kHalfTileRate = 0.92;
+// Gap between dependent kernels on one stream without CUDA graphs (launch + tail),
+// ~2-4 us in Nsight Systems traces of Megatron-LM layers.
+constexpr double kKernelGap_s = 2.5e-6;
+// FlashAttention efficiency falls for short sequences: s / (s + kFlashSeqHalf). FA2 on A100
+// runs causal hdim-128 forward at ~130 TFLOP/s at 512 tokens vs ~195 at 8k (Dao 2023).
+constexpr double kFlashSeqHalf_tokens = 256.0;
+// FlashAttention backward does 5 matmuls (recomputing the scores) for the forward's 2.
+constexpr double kFlashBackwardFlopsRatio = 2.5;
+// Context-parallel ring attention (Transformer Engine): per ring step the partial results
+// are merged in fp32, one read and one write of 4 bytes per element.
+constexpr double kCpMergeBytesPerElement = 8.0;
+// Causal attention: flash kernels skip the tiles above the diagonal (half the work).
+constexpr double kCausalWorkFraction = 0.5;
+// Elementwise backward kernels read the saved input and the incoming gradient and write the
+// outgoing gradient: about twice the forward traffic.
+constexpr double kBackwardElementwiseFactor = 2.0;
+// Fused vocab-parallel cross entropy per logit element: forward reads the 16-bit logits and
+// makes fp32 max/exp/sum passes (2 + 3 x 4 bytes); backward reads fp32 softmax and writes the
+// gradient (4 + 2 + 4 bytes). Megatron-LM cross_entropy.py.
+constexpr double kLossForwardBytesPerLogit = 14.0;
+constexpr double kLossBackwardBytesPerLogit = 10.0;
+// Fp8 (Transformer Engine): each fp8 GEMM operand is cast (read 16-bit, write fp8) and, for
+// the wgrad/dgrad GEMMs on Hopper, transposed (write fp8 again): 2 + 1 + 1 bytes per element.
+constexpr double kFp8CastBytesPerElement = 4.0;
+// Optimizer step per parameter shard, HBM bytes (Megatron-LM / apex multi-tensor apply):
+// gradient-norm pass reads the fp32 grad (4); Adam reads the grad (4), reads and writes the
+// fp32 master weight (8), m and v (16); copying the master weights into the 16-bit model
+// weights reads 4 and writes 2. Mixed-precision Adam: 4 + 28 + 6 = 38 bytes.
+constexpr double kAdamMixedBytesPerParam = 38.0;
+constexpr double kAdamFp32BytesPerParam = 32.0;   // norm 4, grad 4, weight 8, m and v 16
+constexpr double kSgdMixedBytesPerParam = 30.0;   // norm 4, grad 4, master 8, momentum 8, copy 6
+constexpr double kSgdFp32BytesPerParam = 24.0;    // norm 4, grad 4, weight 8, momentum 8
+// Zeroing the fp32 gradient buffer each iteration (write 4 bytes per parameter held).
+constexpr double kGradZeroBytesPerParam = 4.0;
+// Data-parallel gradients are reduced in fp32 (Megatron-LM forces
+// accumulate_allreduce_grads_in_fp32 for bf16; NeMo grad_reduce_in_fp32 default true;
+// PyTorch FSDP reduce_dtype fp32 in torchtitan).
+constexpr double kGradReduceBytes = 4.0;
+// Communication overlapped with compute slows both down (SMs and HBM shared): hidden up to
+// this fraction of the compute window (NCCL uses 8-32 SMs of 108-132; Megatron reports
+// ~5-10% compute slowdown with overlapped DP communication).
+constexpr double kOverlapEfficiency = 0.9;
+
+}  // namespace
+
+// NCCL bus bandwidth over InfiniBand/RoCE NICs: ~22.5-23 GB/s per 200 Gb/s HDR NIC and
+// ~45-47 GB/s per 400 Gb/s NDR NIC in multi-node nccl-tests (NVIDIA DGX SuperPOD reference
+// architectures) -> 0.9.
+const double kInterNodeEfficiency = 0.9;
+
+const GpuProfile& gpu_profile(const GpuSpec& gpu) {
+  std::string n;
+  for (char c : gpu.name) n.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+  std::string_view v(n);
+  if (v.find("A100") != std::string_view::npos) return kA100;
+  if (v.find("H100") != std::string_view::npos || v.find("H800") != std::string_view::npos) return kH100;
+  if (v.find("H200") != std::string_view::npos || v.find("GH200") != std::string_view::npos) return kH200;
+  if (v.find("B200") != std::string_view::npos || v.find("B100") != std::string_view::npos) return kB200;
+  return kGeneric;
+}
+
+// ============================================================================ compute
+
+namespace {
+
+Precision effective_precision(const GpuSpec& gpu, Precision p) {
+  if (p == Precision::kFp8 && gpu.peak_tflops.fp8 <= 0) return Precision::kBf16;
+  return p;
+}
+
+double base_efficiency(const GpuProfile& prof, Precision p) {
+  switch (p) {
+    case Precision::kFp8: return prof.gemm_efficiency_fp8;
+    case Precision::kFp32: return prof.gemm_efficiency_tf32;
+    default: return prof.gemm_efficiency_16bit;
+  }
+}
+
+double optimizer_bytes_per_param(Precision p, Optimizer o) {
+  const bool mixed = p != Precision::kFp32;
+  if (o == Optimizer::kAdam) return mixed ? kAdamMixedBytesPerParam : kAdamFp32BytesPerParam;
+  return mixed ? kSgdMixedBytesPerParam : kSgdFp32BytesPerParam;
+}
+
+double ceil_div(double a, double b) { return std::ceil(a / b); }
+
+double tile_utilization(const GpuProfile& prof, double m, double n, double batch, double tm, double tn) {
+  const double tiles = ceil_div(m, tm) * ceil_div(n, tn) * batch;
+  const double sms = static_cast<double>(prof.sm_count);
+  const double waves = ceil_div(tiles, sms);
+  return (m * n * batch) / (waves * sms * tm * tn);
+}
+
+double gemm_eff(const GpuProfile& prof, Precision p, double m, double n, double k, double batch) {
+  const double tm = static_cast<double>(prof.tile_m), tn = static_cast<double>(prof.tile_n);
+  const double big = tile_utilization(prof, m, n, batch, tm, tn);
+  const double half = kHalfTileRate * std::max(tile_utilization(prof, m, n, batch, tm, tn / 2),
+                                               tile_utilization(prof, m, n, batch, tm / 2, tn));
+  return base_efficiency(prof, p) * prof.sustained_clock_fraction * std::max(big, half) * (k / (k + kGemmKHalf));
+}
+
+double hbm_bytes_per_s(const GpuSpec& gpu, const GpuProfile& prof) {
+  return gbps_to_bytes_per_s(gpu.memory_bandwidth_GBps) * prof.memory_efficiency;
+}
+
+}  // namespace
+
+double gemm_efficiency(const GpuSpec& gpu, Precision precision, int64_t m, int64_t n, int64_t k) {
+  const Precision p = effective_precision(gpu, precision);
+  return gemm_eff(gpu_profile(gpu), p, static_cast<double>(m), static_cast<double>(n), static_cast<double>(k), 1.0);
+}
+
+double compute_time_s(const GpuSpec& gpu, Precision precision, double flops, double mem_bytes, int64_t m,
+                      int64_t n, int64_t k) {
+  const GpuProfile& prof = gpu_profile(gpu);
+  const double mem_s = mem_bytes / hbm_bytes_per_s(gpu, prof);
+  if (m <= 0 || n <= 0 || k <= 0) return mem_s + kKernelGap_s;
+  const Precision p = effective_precision(gpu, precision);
+  const double peak = peak_tflops(gpu, p) * kTera;
+  const double eff = gemm_eff(prof, p, static_cast<double>(m), static_cast<double>(n), static_cast<double>(k), 1.0);
+  return std::max(flops / (peak * eff), mem_s) + kKernelGap_s;
+}
+
+// ============================================================================ communication
+
+namespace {
+
+double intra_bytes_per_s(const ClusterConfig& c) {
+  const GpuProfile& prof = gpu_profile(c.gpu);
+  return gbps_to_bytes_per_s(c.intra_node.bandwidth_GBps) * prof.nvlink_efficiency;
+}
+
+// Inter-node bandwidth available to one GPU: its share of the node's NICs.
+double nic_bytes_per_s_per_gpu(const ClusterConfig& c, bool rail_aligned) {
+  const double gpn = static_cast<double>(std::max<int64_t>(c.gpus_per_node, 1));
+  const double nics = static_cast<double>(c.nics_per_node > 0 ? c.nics_per_node : c.gpus_per_node);
+  double bw = gbps_to_bytes_per_s(c.inter_node.bandwidth_GBps) * kInterNodeEfficiency * std::min(1.0, nics / gpn);
+  // Oversubscribed leaf uplinks slow traffic that leaves the leaf. On a rail-optimized
+  // network, traffic between GPUs of the same local index stays on its rail switch.
+  const bool stays_on_rail = c.topology == Topology::kRailOptimized && rail_aligned;
+  if (c.topology != Topology::kStar && !stays_on_rail && c.oversubscription > 1.0) bw /= c.oversubscription;
+  return bw;
+}
+
+double ring_factor(CollectiveKind kind, double n) {
+  switch (kind) {
+    case CollectiveKind::kAllReduce: return 2.0 * (n - 1.0) / n;
+    case CollectiveKind::kAllGather:
+    case CollectiveKind::kReduceScatter:
+    case CollectiveKind::kAllToAll: return (n - 1.0) / n;
+    case CollectiveKind::kBroadcast: return 1.0;
+  }
+  return 1.0;
+}
+
+}  // namespace
+
+double collective_wire_bytes(CollectiveKind kind, int64_t bytes, int64_t n) {
+  if (n <= 1) return 0;
+  return ring_factor(kind, static_cast<double>(n)) * static_cast<double>(bytes);
+}
+
+double collective_time_s(CollectiveKind kind, int64_t bytes_per_rank, const GroupSpan& g, const ClusterConfig& c) {
+  if (g.size <= 1 || bytes_per_rank <= 0) return 0;
+  const double S = static_cast<double>(bytes_per_rank);
+  const double n = static_cast<double>(g.size);
+  const double lat_intra = us_to_s(c.intra_node.latency_us);
+  const double lat_inter = us_to_s(c.inter_node.latency_us);
+  const double steps_factor = kind == CollectiveKind::kAllReduce ? 2.0 : 1.0;
+  const double bw_intra = intra_bytes_per_s(c);
+  if (!g.crosses_nodes()) {
+    return steps_factor * (n - 1.0) * lat_intra + ring_factor(kind, n) * S / bw_intra;
+  }
+  // Across nodes: r members per node, N nodes. Hierarchical algorithm: an intra-node phase on
+  // NVLink and an inter-node phase where each of the r GPUs moves 1/r of the data over its
+  // own NIC share (NCCL rings/trees use one NIC per GPU rail).
+  const double r = static_cast<double>(g.ranks_per_node);
+  const double N = static_cast<double>(g.nodes);
+  const double bw_nic = nic_bytes_per_s_per_gpu(c, g.rail_aligned);
+  if (kind == CollectiveKind::kAllToAll) {
+    const double off_node = (n - r) / n, on_node = (r - 1.0) / n;
+    return (n - 1.0) * lat_inter + S * off_node / bw_nic + S * on_node / bw_intra;
+  }
+  const double intra = r > 1 ? ring_factor(kind, r) * S / bw_intra + steps_factor * (r - 1.0) * lat_intra : 0.0;
+  const double inter = ring_factor(kind, N) * S / r / bw_nic + steps_factor * (N - 1.0) * lat_inter;
+  return intra + inter;
+}
+
+double p2p_time_s(int64_t bytes, bool crosses_nodes, const ClusterConfig& c) {
+  if (bytes <= 0) return 0;
+  const double S = static_cast<double>(bytes);
+  if (!crosses_nodes) return us_to_s(c.intra_node.latency_us) + S / intra_bytes_per_s(c);
+  return us_to_s(c.inter_node.latency_us) + S / nic_bytes_per_s_per_gpu(c, true);
+}
+
+// ============================================================================ layer costs
+
+namespace {
+
+struct Op {
+  double s = 0, flops = 0, bytes = 0;
+  Op& operator+=(const Op& o) {
+    s += o.s;
+    flops += o.flops;
+    bytes += o.bytes;
+    return *this;
+  }
+};
+
+struct Ctx {
+  const GpuSpec* gpu;
+  const GpuProfile* prof;
+  Precision prec;       // training precision (fp8 GEMMs where TE runs them)
+  Precision prec16;     // precision of non-fp8 kernels (attention, output layer)
+  double e;             // activation element bytes
+  double peak_gemm, peak16;
+  double hbm;
+};
+
+Ctx make_ctx(const Scenario& s) {
+  Ctx c;
+  c.gpu = &s.cluster.gpu;
+  c.prof = &gpu_profile(s.cluster.gpu);
+  c.prec = effective_precision(s.cluster.gpu, s.training.precision);
+  c.prec16 = c.prec == Precision::kFp8 ? Precision::kBf16 : c.prec;
+  c.e = bytes_per_element(s.training.precision);
+  c.peak_gemm = peak_tflops(s.cluster.gpu, c.prec) * kTera;
+  c.peak16 = peak_tflops(s.cluster.gpu, c.prec16) * kTera;
+  c.hbm = hbm_bytes_per_s(s.cluster.gpu, *c.prof);
+  return c;
+}
+
+// One GEMM (m x k) . (k x n), `batch` times, in precision p. Operand bytes per element `ein`,
+// output `eout`; `c_extra_bytes` adds accumulation traffic (fp32 main_grad read + write).
+Op gemm(const Ctx& c, Precision p, double m, double n, double k, double batch, double ein, double eout,
+        double c_extra_bytes = 0) {
+  Op o;
+  o.flops = 2.0 * m * n * k * batch;
+  o.bytes = batch * (ein * (m * k + k * n) + eout * m * n) + c_extra_bytes;
+  const double peak = p == c.prec ? c.peak_gemm : c.peak16;
+  const double eff = gemm_eff(*c.prof, p, m, n, k, batch);
+  o.s = std::max(o.flops / (peak * eff), o.bytes / c.hbm) + kKernelGap_s;
+  return o;
+}
+
+Op elementwise(const Ctx& c, double bytes) {
+  Op o;
+  o.bytes = bytes;
+  o.s = bytes / c.hbm + kKernelGap_s;
+  return o;
+}
+
+// Forward GEMM and its backward pair (dgrad + wgrad accumulating into fp32 main_grad).
+struct GemmCost {
+  Op fwd, bwd;
+};
+GemmCost linear(const Ctx& c, double m, double n, double k, bool fp8_ok, double batch = 1.0) {
+  const Precision p = fp8_ok ? c.prec : c.prec16;
+  const double ein = p == Precision::kFp8 ? 1.0 : c.e;
+  GemmCost g;
+  g.fwd = gemm(c, p, m, n, k, batch, ein, c.e);
+  g.bwd = gemm(c, p, m, k, n, batch, ein, c.e);                         // dgrad: dX = dY W^T
+  g.bwd += gemm(c, p, k, n, m, batch, ein, 4.0, batch * 4.0 * k * n);  // wgrad into fp32 main_grad
+  if (p == Precision::kFp8) {
+    g.fwd += elementwise(c, kFp8CastBytesPerElement * m * k * batch);
+    g.bwd += elementwise(c, kFp8CastBytesPerElement * m * n * batch);
+  }
+  return g;
+}
+
+struct LayerCompute {
+  Op fwd, bwd, recompute;
+  Op attn_fwd;  // attention core forward (for CP overlap and selective recompute)
+  double gemm_fwd_s = 0, gemm_bwd_s = 0;  // GEMM time (for TP overlap windows)
+};
+
+LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
+  LayerCompute lc;
+  const double t = static_cast<double>(p.tp);
+  const double b = static_cast<double>(p.micro_batch_size);
+  const double s = static_cast<double>(m.seq);
+  const double s_local = s / static_cast<double>(p.cp);
+  const double T = b * s_local;
+  const double h = static_cast<double>(m.hidden);
+  const double q = static_cast<double>(m.heads * m.head_dim);
+  const double kv = static_cast<double>(m.kv_heads * m.head_dim);
+  const double d = static_cast<double>(m.head_dim);
+  const double heads_local = static_cast<double>(m.heads) / t;
+  const double T_rep = p.sequence_parallel ? T / t : T;  // tokens of the replicated region
+  const double e = c.e;
+
+  // --- GEMMs
+  GemmCost gemms[5];
+  int n_gemms = 0;
+  gemms[n_gemms++] = linear(c, T, (q + 2.0 * kv) / t, h, true);  // QKV
+  gemms[n_gemms++] = linear(c, T, h, q / t, true);               // attention projection
+  if (m.moe()) {
+    const double E = static_cast<double>(m.experts);
+    const double ep = static_cast<double>(std::max<int64_t>(p.ep, 1));
+    const double local_experts = E / ep;
+    const double tokens_per_expert = T * static_cast<double>(m.top_k) * ep / E;
+    const double fe = static_cast<double>(m.expert_ffn);
+    gemms[n_gemms++] = linear(c, T, E, h, false);  // router
+    gemms[n_gemms++] = linear(c, tokens_per_expert, (m.gated_mlp ? 2.0 : 1.0) * fe / t, h, true, local_experts);
+    gemms[n_gemms++] = linear(c, tokens_per_expert, h, fe / t, true, local_experts);
+  } else {
+    const double f = static_cast<double>(m.ffn);
+    gemms[n_gemms++] = linear(c, T, (m.gated_mlp ? 2.0 : 1.0) * f / t, h, true);  // fc1 (gate+up)
+    gemms[n_gemms++] = linear(c, T, h, f / t, true);                               // fc2
+  }
+  for (int i = 0; i < n_gemms; ++i) {
+    const GemmCost& g = gemms[i];
+    lc.fwd += g.fwd;
+    lc.bwd += g.bwd;
+    lc.gemm_fwd_s += g.fwd.s;
+    lc.gemm_bwd_s += g.bwd.s;
+  }
+
+  // --- attention core
+  Op attn_fwd, attn_bwd;
+  if (m.attention == AttentionKernel::kFlash) {
+    // Local queries against the causal half of all keys (ring attention balances the halves).
+    const double work = 4.0 * T * s * kCausalWorkFraction * q / t;
+    const double seq_eff = s_local / (s_local + kFlashSeqHalf_tokens);
+    attn_fwd.flops = work;
+    const double clock = c.prof->sustained_clock_fraction;
+    attn_fwd.s = work / (c.peak16 * clock * c.prof->flash_forward_efficiency * seq_eff) + kKernelGap_s;
+    attn_fwd.bytes = e * T * (2.0 * q + 2.0 * kv) / t;
+    attn_bwd.flops = kFlashBackwardFlopsRatio * work;
+    attn_bwd.s = attn_bwd.flops / (c.peak16 * clock * c.prof->flash_backward_efficiency * seq_eff) + kKernelGap_s;
+    attn_bwd.bytes = 2.0 * attn_fwd.bytes;
+  } else {
+    // Materialized scores: batched GEMMs over b x a/t heads, full s x s (masking does not
+    // skip work), fused scale-mask-softmax, dropout.
+    const double batch = b * heads_local;
+    const double scores = batch * s_local * s;  // elements
+    attn_fwd += gemm(c, c.prec16, s_local, s, d, batch, e, e);  // Q K^T
+    attn_fwd += elementwise(c, 2.0 * e * scores);               // softmax: read, write
+    if (m.dropout) attn_fwd += elementwise(c, (2.0 * e + 1.0) * scores);  // dropout + mask
+    attn_fwd += gemm(c, c.prec16, s_local, d, s, batch, e, e);  // P V
+    attn_bwd += gemm(c, c.prec16, s_local, s, d, batch, e, e);  // dP = dO V^T
+    attn_bwd += gemm(c, c.prec16, s, d, s_local, batch, e, e);  // dV = P^T dO
+    if (m.dropout) attn_bwd += elementwise(c, (2.0 * e + 1.0) * scores);
+    attn_bwd += elementwise(c, 3.0 * e * scores);               // softmax backward
+    attn_bwd += gemm(c, c.prec16, s_local, d, s, batch, e, e);  // dQ = dS K
+    attn_bwd += gemm(c, c.prec16, s, d, s_local, batch, e, e);  // dK = dS^T Q
+  }
+  if (p.cp > 1 && m.attention == AttentionKernel::kFlash) {
+    // Ring attention merges each step's partial output into an fp32 accumulator rescaled by
+    // the log-sum-exp (forward), and accumulates dQ, dK, dV in fp32 across steps (backward).
+    const double steps = static_cast<double>(p.cp);
+    attn_fwd += elementwise(c, steps * kCpMergeBytesPerElement * T * q / t);
+    attn_bwd += elementwise(c, steps * kCpMergeBytesPerElement * T * (q + 2.0 * kv) / t);
+  }
+  lc.attn_fwd = attn_fwd;
+  lc.fwd += attn_fwd;
+  lc.bwd += attn_bwd;
+
+  // --- elementwise (forward bytes; backward kBackwardElementwiseFactor x)
+  double ew = 0;
+  const double norm_rw = 2.0 * e * h * T_rep;  // read input, write output
+  ew += 2.0 * norm_rw;                         // two norms
+  const double mask = m.dropout ? 1.0 : 0.0;
+  ew += 2.0 * (3.0 * e + mask) * h * T_rep;    // two (bias-dropout-)residual adds
+  if (m.moe()) {
+    const double fe = static_cast<double>(m.expert_ffn) / t;
+    const double routed = T * static_cast<double>(m.top_k);
+    ew += (m.gated_mlp ? 3.0 : 2.0) * e * fe * routed;  // activation
+    ew += 4.0 * e * h * routed;                         // permute and unpermute
+  } else {
+    const double f = static_cast<double>(m.ffn) / t;
+    ew += (m.gated_mlp ? 3.0 : 2.0) * e * f * T;  // SwiGLU (read 2, write 1) or bias-GeLU
+  }
+  if (!m.learned_positions) ew += 2.0 * e * (q + kv) / t * T;  // rotary embedding on q and k
+  lc.fwd += elementwise(c, ew);
+  lc.bwd += elementwise(c, kBackwardElementwiseFactor * ew);
+
+  if (p.recompute == Recompute::kFull) lc.recompute = lc.fwd;
+  if (p.recompute == Recompute::kSelective) lc.recompute = attn_fwd;
+  return lc;
+}
+
+struct Derived {
+  ModelShape shape;
+  Ctx ctx;
+  LayerCompute lc;
+  LayerCosts costs;
+  std::vector<int64_t> layers;
+  int64_t micro_batches = 1;
+};
+
+LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape& m, const Ctx& c,
+                            const LayerCompute& lc) {
+  LayerCosts out;
+  out.forward_s = lc.fwd.s;
+  out.backward_s = lc.bwd.s;
+  out.recompute_s = lc.recompute.s;
+  out.forward_flops = lc.fwd.flops;
+  out.backward_flops = lc.bwd.flops;
+  out.recompute_flops = lc.recompute.flops;
+  out.forward_mem_bytes = lc.fwd.bytes;
+  out.backward_mem_bytes = lc.bwd.bytes;
+  out.recompute_mem_bytes = lc.recompute.bytes;
+
+  const ClusterConfig& cl = sc.cluster;
+  const int64_t gpn = cl.gpus_per_node;
+  const double t = static_cast<double>(p.tp);
+  const double T = static_cast<double>(p.micro_batch_size) * static_cast<double>(m.seq) / static_cast<double>(p.cp);
+  const double h = static_cast<double>(m.hidden);
+  const double e = c.e;
+  const bool full = p.recompute == Recompute::kFull;
+
+  // --- tensor parallel
+  if (p.tp > 1) {
+    const GroupSpan span = group_span(GroupKind::kTp, p, gpn);
+    const int64_t S = static_cast<int64_t>(e * T * h);
+    double hidden_window_s = 0;  // collectives hidden behind GEMMs
+    double total = 0, exposed = 0;
+    if (p.sequence_parallel) {
+      const double ag = collective_time_s(CollectiveKind::kAllGather, S, span, cl);
+      const double rs = collective_time_s(CollectiveKind::kReduceScatter, S, span, cl);
+      const int32_t fwd_n = 2, bwd_n = 2 + (full ? 2 : 0);
+      // Backward: reduce-scatter of the input gradients (2), all-gather of the output
+      // gradients (2), and the all-gather of the saved (sharded) inputs again for the weight
+      // gradients, which Megatron overlaps with the dgrad GEMM (2).
+      const int32_t rec_n = full ? 2 : 0;
+      out.collectives.push_back({CollectiveKind::kAllGather, GroupKind::kTp, S, fwd_n, 4, rec_n, ag});
+      out.collectives.push_back({CollectiveKind::kReduceScatter, GroupKind::kTp, S, fwd_n, 2, rec_n, rs});
+      total = (fwd_n + bwd_n + 2) * ag + (fwd_n + bwd_n) * rs;
+      const double redo = 2.0 * ag;
+      const double redo_exposed = std::max(0.0, redo - kOverlapEfficiency * 0.5 * lc.gemm_bwd_s);
+      exposed = (fwd_n + bwd_n) * (ag + rs) + redo_exposed;
+      hidden_window_s = lc.gemm_fwd_s * (full ? 2.0 : 1.0) + lc.gemm_bwd_s;
+    } else {
+      const double ar = collective_time_s(CollectiveKind::kAllReduce, S, span, cl);
+      const int32_t fwd_n = 2, bwd_n = 2 + (full ? 2 : 0);
+      out.collectives.push_back({CollectiveKind::kAllReduce, GroupKind::kTp, S, fwd_n, 2, full ? 2 : 0, ar});
+      total = (fwd_n + bwd_n) * ar;
+      exposed = total;
+      hidden_window_s = lc.gemm_fwd_s * (full ? 2.0 : 1.0) + lc.gemm_bwd_s;
+    }
+    if (p.tp_comm_overlap) exposed = std::max(0.0, total - kOverlapEfficiency * hidden_window_s);
+    out.tp_total_s = total;
+    out.tp_exposed_s = exposed;
+  }
+
+  // --- context parallel: ring exchange of K and V (Megatron/TE P2P ring attention), hidden
+  // behind the attention steps.
+  if (p.cp > 1) {
+    const GroupSpan span = group_span(GroupKind::kCp, p, gpn);
+    const double kv = static_cast<double>(m.kv_heads * m.head_dim);
+    const int64_t kv_bytes = static_cast<int64_t>(e * T * 2.0 * kv / t);
+    const double hops = static_cast<double>(p.cp - 1);
+    const double hop_s = p2p_time_s(kv_bytes, span.crosses_nodes(), cl);
+    out.cp_send_bytes_forward = static_cast<int64_t>(hops) * kv_bytes;
+    out.cp_send_bytes_backward = 2 * out.cp_send_bytes_forward;  // K, V again and dK, dV
+    out.cp_time_forward_s = hops * hop_s;
+    out.cp_time_backward_s = 2.0 * hops * hop_s;
+    out.cp_total_s = out.cp_time_forward_s * (full ? 2.0 : 1.0) + out.cp_time_backward_s;
+    const double attn_s = lc.attn_fwd.s;
+    const double fwd_exposed = std::max(0.0, out.cp_time_forward_s - kOverlapEfficiency * attn_s);
+    const double bwd_exposed = std::max(0.0, out.cp_time_backward_s - kOverlapEfficiency * kFlashBackwardFlopsRatio * attn_s);
+    out.cp_exposed_s = fwd_exposed * (full ? 2.0 : 1.0) + bwd_exposed;
+  }
+
+  // --- expert parallel: token dispatch and combine
+  if (m.moe() && p.ep > 1) {
+    const GroupSpan span = group_span(GroupKind::kEp, p, gpn);
+    const int64_t S = static_cast<int64_t>(e * T * static_cast<double>(m.top_k) * h);
+    const double a2a = collective_time_s(CollectiveKind::kAllToAll, S, span, cl);
+    const int32_t fwd_n = 2, bwd_n = 2 + (full ? 2 : 0);
+    out.collectives.push_back({CollectiveKind::kAllToAll, GroupKind::kEp, S, fwd_n, 2, full ? 2 : 0, a2a});
+    out.ep_total_s = (fwd_n + bwd_n) * a2a;
+    out.ep_exposed_s = out.ep_total_s;
+  }
+
+  // --- embedding (first stage) and output layer + loss (last stage)
+  const double V = static_cast<double>(m.vocab);
+  {
+    Op fwd = elementwise(c, 2.0 * e * T * h);  // gather rows, write
+    // Backward: dense embedding gradient (V/t x h, 16-bit) accumulated into fp32 main_grad.
+    Op bwd = elementwise(c, V / t * h * (e + 8.0) + e * T * h);
+    out.embedding_forward_s = fwd.s;
+    out.embedding_backward_s = bwd.s;
+    out.embedding_forward_mem_bytes = fwd.bytes;
+    out.embedding_backward_mem_bytes = bwd.bytes;
+  }
+  {
+    const double T_out = T;  // the output GEMM sees all local tokens (sequence gathered)
+    GemmCost g = linear(c, T_out, V / t, h, false);
+    Op norm = elementwise(c, 2.0 * e * h * (p.sequence_parallel ? T / t : T));
+    Op loss_f = elementwise(c, kLossForwardBytesPerLogit * T_out * V / t);
+    Op loss_b = elementwise(c, kLossBackwardBytesPerLogit * T_out * V / t);
+    out.output_forward_s = g.fwd.s + norm.s + loss_f.s;
+    out.output_backward_s = g.bwd.s + kBackwardElementwiseFactor * norm.s + loss_b.s;
+    out.output_forward_flops = g.fwd.flops;
+    out.output_backward_flops = g.bwd.flops;
+    out.output_forward_mem_bytes = g.fwd.bytes + norm.bytes + loss_f.bytes;
+    out.output_backward_mem_bytes = g.bwd.bytes + kBackwardElementwiseFactor * norm.bytes + loss_b.bytes;
+  }
+
+  // --- pipeline message: 1/t of the activation per rank. With sequence parallelism the
+  // tensor is already sharded; without it Megatron sends 1/t from each TP rank and
+  // all-gathers it over NVLink on arrival (scatter/gather optimization, Narayanan et al. 2021
+  // section 4.1), which costs little next to the inter-node send and is not counted.
+  if (p.pp > 1) {
+    out.pp_message_bytes = static_cast<int64_t>(e * T * h / t);
+    out.pp_message_s = p2p_time_s(out.pp_message_bytes, pp_hop_crosses_nodes(p, gpn), cl);
+  }
+  return out;
+}
+
+}  // namespace
+
+double optimizer_step_time_s(const Scenario& sc, double sharded_params, double grad_params) {
+  const GpuProfile& prof = gpu_profile(sc.cluster.gpu);
+  return (optimizer_bytes_per_param(sc.training.precision, sc.training.optimizer) * sharded_params +
+          kGradZeroBytesPerParam * grad_params) / hbm_bytes_per_s(sc.cluster.gpu, prof);
+}
+
+LayerCosts layer_costs(const Scenario& sc, const Plan& p) {
+  const ModelShape m = model_shape(sc.model);
+  const Ctx c = make_ctx(sc);
+  const LayerCompute lc = layer_compute(c, m, p);
+  return layer_costs_impl(sc, p, m, c, lc);
+}
+
+// ============================================================================ iteration
+
+namespace {
+
+// Reason the plan cannot run at all, or empty.
+std::string plan_problem(const Scenario& sc, const Plan& p, const ModelShape& m) {
+  char buf[200];
+  if (p.tp < 1 || p.pp < 1 || p.dp < 1 || p.cp < 1 || p.ep < 1 || p.vpp < 1 || p.micro_batch_size < 1)
+    return "every parallel degree and the micro-batch size must be at least 1";
+  if (sc.cluster.num_gpus > 0 && p.world_size() != sc.cluster.num_gpus) {
+    std::snprintf(buf, sizeof buf, "tp x pp x dp x cp = %lld, the cluster has %lld GPUs",
+                  static_cast<long long>(p.world_size()), static_cast<long long>(sc.cluster.num_gpus));
+    return buf;
+  }
+  if (m.heads % p.tp != 0 || m.kv_heads % p.tp != 0) return "tensor parallel degree must divide the attention and key/value heads";
+  if (m.layers < p.pp * p.vpp) return "fewer layers than pipeline stages x virtual stages";
+  if (m.seq % p.cp != 0) return "context parallel degree must divide the sequence length";
+  if ((p.dp * p.cp) % p.ep != 0) return "expert parallel degree must divide dp x cp";
+  if (m.moe() && m.experts % p.ep != 0) return "expert parallel degree must divide the number of experts";
+  if (!m.moe() && p.ep > 1) return "expert parallelism needs a mixture-of-experts model";
+  if (sc.training.global_batch_size % (p.micro_batch_size * p.dp) != 0)
+    return "global batch size is not a multiple of micro_batch_size x dp";
+  if (p.vpp > 1 && p.schedule != Schedule::kInterleaved) return "virtual stages need the interleaved schedule";
+  if (p.zero_stage < 0 || p.zero_stage > 3) return "zero stage must be 0..3";
+  return {};
+}
+
+struct IterationModel {
+  TimeBreakdown breakdown;
+  double iteration_s = 0;
+  std::vector<CommEntry> comm;  // only filled when `detail`
+  int64_t critical_stage = 0;
+};
+
+void add_comm(std::vector<CommEntry>& v, const char* kind, const char* group, double bytes, int64_t count, double time_s) {
+  if (count <= 0 || bytes <= 0) return;
+  for (CommEntry& c : v) {
+    if (c.kind == kind && c.group == group) {
+      c.bytes += static_cast<int64_t>(bytes);
+      c.count += count;
+      c.time_s += time_s;
+      return;
+    }
+  }
+  v.push_back(CommEntry{kind, group, static_cast<int64_t>(bytes), count, time_s});
+}
+
+IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m, const Ctx& c,
+                         const LayerCompute& lc, const LayerCosts& L, const std::vector<int64_t>& layers,
+                         bool detail) {
+  IterationModel it;
+  const int64_t nmb = std::max<int64_t>(num_micro_batches(sc, p), 1);
+  const double mb = static_cast<double>(nmb);
+  const int64_t pp = p.pp;
+  const double v = p.schedule == Schedule::kInterleaved ? static_cast<double>(std::max<int64_t>(p.vpp, 1)) : 1.0;
+  const ClusterConfig& cl = sc.cluster;
+  const int64_t gpn = cl.gpus_per_node;
+
+  const double layer_compute_s = lc.fwd.s + lc.bwd.s + lc.recompute.s;
+  const double layer_exposed_s = L.tp_exposed_s + L.cp_exposed_s + L.ep_exposed_s;
+  const double pp_per_mb = pp > 1 ? 2.0 * v * L.pp_message_s : 0.0;
+
+  // Slowest stage per micro-batch.
+  double worst = -1, worst_compute = 0, worst_exposed = 0;
+  int64_t worst_stage = 0;
+  for (int64_t st = 0; st < pp; ++st) {
+    const double nl = static_cast<double>(layers[static_cast<size_t>(st)]);
+    double comp = nl * layer_compute_s;
+    if (st == 0) comp += L.embedding_forward_s + L.embedding_backward_s;
+    if (st == pp - 1) comp += L.output_forward_s + L.output_backward_s;
+    const double exp = nl * layer_exposed_s;
+    if (comp + exp > worst) {
+      worst = comp + exp;
+      worst_compute = comp;
+      worst_exposed = exp;
+      worst_stage = st;
+    }
+  }
+  it.critical_stage = worst_stage;
+  const double nl_w = static_cast<double>(layers[static_cast<size_t>(worst_stage)]);
+
+  TimeBreakdown& b = it.breakdown;
+  b.compute = mb * worst_compute;
+  b.tp_comm = mb * nl_w * L.tp_total_s;
+  b.cp_comm = mb * nl_w * L.cp_total_s;
+  b.ep_comm = mb * nl_w * L.ep_total_s;
+  b.pp_comm = mb * pp_per_mb;
+  double exposed = mb * (worst_exposed + pp_per_mb);
+  b.bubble = pp > 1 ? (static_cast<double>(pp) - 1.0) / v * (worst + pp_per_mb) : 0.0;
+
+  // --- data parallel gradient reduction and parameter gathers
+  const int64_t dense_group = p.dp * p.cp;
+  double dp_total = 0, dp_exposed = 0;
+  double opt_params = 0, grad_params = 0;
+  {
+    // The rank with the most parameters (first or last stage) paces the reduction.
+    StageParameters most{};
+    for (int64_t st : {int64_t{0}, pp - 1, worst_stage}) {
+      const StageParameters sp = stage_parameters(m, p, st, layers[static_cast<size_t>(st)]);
+      if (sp.total() > most.total()) most = sp;
+    }
+    const GroupSpan dspan = group_span(GroupKind::kDpCp, p, gpn);
+    const GroupSpan espan = group_span(GroupKind::kExpertDp, p, gpn);
+    const double w_bytes = c.e;  // weights are gathered in the compute precision (16-bit; fp32 training 4)
+    const double bwd_window = nl_w * (lc.bwd.s + lc.recompute.s);
+    const double fwd_window = nl_w * lc.fwd.s;
+    auto group_cost = [&](double params, const GroupSpan& span, const char* name) {
+      if (span.size <= 1 || params <= 0) return;
+      const int64_t g_bytes = static_cast<int64_t>(kGradReduceBytes * params);
+      const int64_t w_all = static_cast<int64_t>(w_bytes * params);
+      if (p.zero_stage == 0) {
+        const double ar = collective_time_s(CollectiveKind::kAllReduce, g_bytes, span, cl);
+        dp_total += ar;
+        dp_exposed += p.overlap_grad_reduce ? std::max(0.0, ar - kOverlapEfficiency * bwd_window) : ar;
+        if (detail) add_comm(it.comm, "all-reduce", name, collective_wire_bytes(CollectiveKind::kAllReduce, g_bytes, span.size), 1, ar);
+      } else if (p.zero_stage <= 2) {
+        const double rs = collective_time_s(CollectiveKind::kReduceScatter, g_bytes, span, cl);
+        const double ag = collective_time_s(CollectiveKind::kAllGather, w_all, span, cl);
+        dp_total += rs + ag;
+        dp_exposed += p.overlap_grad_reduce ? std::max(0.0, rs - kOverlapEfficiency * bwd_window) : rs;
+        dp_exposed += p.overlap_param_gather ? std::max(0.0, ag - kOverlapEfficiency * fwd_window) : ag;
+        if (detail) {
+          add_comm(it.comm, "reduce-scatter", name, collective_wire_bytes(CollectiveKind::kReduceScatter, g_bytes, span.size), 1, rs);
+          add_comm(it.comm, "all-gather", name, collective_wire_bytes(CollectiveKind::kAllGather, w_all, span.size), 1, ag);
+        }
+      } else {
+        // ZeRO-3 / FSDP: gather the weights before each micro-batch's forward and backward and
+        // reduce-scatter its gradients, layer by layer, prefetching the next layer.
+        const double rs = collective_time_s(CollectiveKind::kReduceScatter, g_bytes, span, cl);
+        const double ag = collective_time_s(CollectiveKind::kAllGather, w_all, span, cl);
+        const double per_mb = 2.0 * ag + rs;
+        const double window = p.overlap_param_gather || p.overlap_grad_reduce ? kOverlapEfficiency * (fwd_window + bwd_window) : 0.0;
+        dp_total += mb * per_mb;
+        dp_exposed += mb * std::max(0.0, per_mb - window) + (nl_w > 0 ? ag / nl_w : ag);
+        if (detail) {
+          add_comm(it.comm, "reduce-scatter", name, mb * collective_wire_bytes(CollectiveKind::kReduceScatter, g_bytes, span.size), nmb, mb * rs);
+          add_comm(it.comm, "all-gather", name, 2.0 * mb * collective_wire_bytes(CollectiveKind::kAllGather, w_all, span.size), 2 * nmb, 2.0 * mb * ag);
+        }
+      }
+    };
+    group_cost(most.dense, dspan, "dp");
+    group_cost(most.expert, espan, "edp");
+    // Tied embeddings over a pipeline: the first and last stage all-reduce the word
+    // embedding gradient after the backward (Megatron's embedding group).
+    if (m.tied_embeddings && pp > 1) {
+      GroupSpan two;
+      two.size = 2;
+      const bool crosses = group_span(GroupKind::kPp, p, gpn).crosses_nodes();
+      two.nodes = crosses ? 2 : 1;
+      two.ranks_per_node = crosses ? 1 : 2;
+      two.rail_aligned = crosses;
+      const int64_t bytes = static_cast<int64_t>(kGradReduceBytes * static_cast<double>(m.vocab * m.hidden) / static_cast<double>(p.tp));
+      const double ar = collective_time_s(CollectiveKind::kAllReduce, bytes, two, cl);
+      dp_total += ar;
+      dp_exposed += ar;
+      if (detail) add_comm(it.comm, "all-reduce", "embedding", collective_wire_bytes(CollectiveKind::kAllReduce, bytes, 2), 1, ar);
+    }
+    const double shards_dense = p.zero_stage >= 1 ? static_cast<double>(dense_group) : 1.0;
+    const double shards_expert = p.zero_stage >= 1 ? static_cast<double>(dense_group) / static_cast<double>(p.ep) : 1.0;
+    opt_params = most.dense / shards_dense + most.expert / shards_expert;
+    grad_params = p.zero_stage >= 2 ? opt_params : most.total();
+  }
+  b.dp_comm = dp_total;
+  exposed += dp_exposed;
+
+  // --- optimizer step (memory bound)
+  b.optimizer = optimizer_step_time_s(sc, opt_params, grad_params);
+
+  b.exposed_comm = exposed;
+  it.iteration_s = b.compute + b.bubble + b.optimizer + b.exposed_comm;
+
+  if (detail) {
+    const double nl_mb = mb * nl_w;
+    for (const LayerCosts::Collective& col : L.collectives) {
+      const int64_t count = static_cast<int64_t>(nl_mb) * (col.forward_count + col.backward_count + col.recompute_count);
+      const GroupSpan span = group_span(col.group, p, gpn);
+      add_comm(it.comm, to_string(col.kind), to_string(col.group),
+               static_cast<double>(count) * collective_wire_bytes(col.kind, col.bytes, span.size), count,
+               static_cast<double>(count) * col.time_s);
+    }
+    if (p.cp > 1) {
+      const double fwd_mult = p.recompute == Recompute::kFull ? 2.0 : 1.0;
+      const int64_t count = static_cast<int64_t>(nl_mb * (fwd_mult + 2.0) * static_cast<double>(p.cp - 1));
+      add_comm(it.comm, "send-recv", "cp",
+               nl_mb * (fwd_mult * static_cast<double>(L.cp_send_bytes_forward) + static_cast<double>(L.cp_send_bytes_backward)),
+               count, b.cp_comm);
+    }
+    if (pp > 1) {
+      const int64_t count = static_cast<int64_t>(2.0 * v * mb);
+      add_comm(it.comm, "send-recv", "pp", static_cast<double>(count) * static_cast<double>(L.pp_message_bytes), count, b.pp_comm);
+    }
+  }
+  return it;
+}
+
+std::string gib_text(double gib) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", gib);
+  return buf;
+}
+
+}  // namespace
+
+QuickEstimate quick_estimate(const Scenario& sc, const Plan& p) {
+  QuickEstimate q;
+  const ModelShape m = model_shape(sc.model);
+  q.reject_reason = plan_problem(sc, p, m);
+  if (!q.reject_reason.empty()) return q;
+  const Ctx c = make_ctx(sc);
+  const LayerCompute lc = layer_compute(c, m, p);
+  const LayerCosts L = layer_costs_impl(sc, p, m, c, lc);
+  const std::vector<int64_t> layers = stage_layers(m, p);
+  const IterationModel it = iteration(sc, p, m, c, lc, L, layers, false);
+  q.iteration_time_s = it.iteration_s;
+
+  // Peak memory: the first stage (most activations in flight, embedding), the last (output
+  // and logits) and the stage with the most layers.
+  int64_t most = 0;
+  for (size_t i = 0; i < layers.size(); ++i)
+    if (layers[i] > layers[static_cast<size_t>(most)]) most = static_cast<int64_t>(i);
+  double peak = 0;
+  for (int64_t st : {int64_t{0}, p.pp - 1, most}) {
+    const MemoryBreakdown mem = stage_memory(m, sc, p, st, layers[static_cast<size_t>(st)]);
+    peak = std::max(peak, bytes_to_gib(mem.total_bytes()));
+  }
+  q.peak_memory_gib = peak;
+  const double usable = usable_memory_gib(sc.cluster.gpu);
+  q.fits = peak <= usable;
+  if (!q.fits) {
+    q.reject_reason = "needs " + gib_text(peak) + " GiB per GPU, " + sc.cluster.gpu.name + " has " +
+                      gib_text(usable) + " GiB usable (" + gib_text(sc.cluster.gpu.memory_gib) +
+                      " minus the framework reserve)";
+  }
+  return q;
+}
+
+BackendResult estimate_plan(const Scenario& sc, const Plan& p) {
+  BackendResult r;
+  r.backend = "analytical";
+  r.plan = p;
+  const ModelShape m = model_shape(sc.model);
+  const std::string problem = plan_problem(sc, p, m);
+  const std::vector<int64_t> layers = stage_layers(m, p);
+  const double usable = usable_memory_gib(sc.cluster.gpu);
+  r.memory.capacity_gib = usable;
+  if (!problem.empty()) {
+    r.memory.fits = false;
+    return r;
+  }
+  const Ctx c = make_ctx(sc);
+  const LayerCompute lc = layer_compute(c, m, p);
+  const LayerCosts L = layer_costs_impl(sc, p, m, c, lc);
+  const IterationModel it = iteration(sc, p, m, c, lc, L, layers, true);
+
+  r.iteration_time_s = it.iteration_s;
+  r.time_breakdown_s = it.breakdown;
+  r.communication = it.comm;
+  const double tokens = static_cast<double>(sc.training.global_batch_size) * static_cast<double>(m.seq);
+  r.tokens_per_s = tokens / it.iteration_s;
+  const FlopsPerIteration f = flops_per_iteration(m, sc.training, p.recompute);
+  r.model_flops_per_iteration = f.model;
+  r.hardware_flops_per_iteration = f.hardware;
+  const double gpus = static_cast<double>(p.world_size());
+  r.model_tflops_per_gpu = f.model / it.iteration_s / gpus / kTera;
+  r.hardware_tflops_per_gpu = f.hardware / it.iteration_s / gpus / kTera;
+  const double peak = peak_tflops(sc.cluster.gpu, sc.training.precision);
+  r.mfu = peak > 0 ? r.model_tflops_per_gpu / peak : 0;
+  r.hfu = peak > 0 ? r.hardware_tflops_per_gpu / peak : 0;
+
+  double peak_gib = 0;
+  for (int64_t st = 0; st < p.pp; ++st) {
+    const MemoryBreakdown mem = stage_memory(m, sc, p, st, layers[static_cast<size_t>(st)]);
+    StageMemory sm;
+    sm.stage = st;
+    sm.weights_gib = bytes_to_gib(mem.weights_bytes);
+    sm.gradients_gib = bytes_to_gib(mem.gradients_bytes);
+    sm.optimizer_gib = bytes_to_gib(mem.optimizer_bytes);
+    sm.activations_gib = bytes_to_gib(mem.activations_bytes);
+    sm.buffers_gib = bytes_to_gib(mem.buffers_bytes);
+    sm.total_gib = bytes_to_gib(mem.total_bytes());
+    peak_gib = std::max(peak_gib, sm.total_gib);
+    r.memory.stages.push_back(sm);
+  }
+  r.memory.peak_gib = peak_gib;
+  r.memory.fits = peak_gib <= usable;
+  return r;
+}
+
+}  // namespace monarch

@@ -1,0 +1,131 @@
+// Cost model: seconds for compute, communication and a whole training iteration of a plan.
+//
+// Compute: a roofline per kernel, max(FLOPs / (peak x efficiency), bytes / (HBM bandwidth x
+// efficiency)), where the GEMM efficiency depends on the matrix shape (wave quantization over
+// the GPU's SMs and the K-loop prologue/epilogue) and on one measured ceiling per GPU kind and
+// precision (GpuProfile, sources in cost_model.cc).
+// Communication: NCCL-like alpha-beta costs per collective on the links the group really
+// crosses (core/placement.h): NVLink inside a node; hierarchical (intra-node phase + per-rail
+// inter-node phase) across nodes.
+// Iteration: per pipeline stage and micro-batch, the layers' forward, backward and recompute
+// plus exposed TP/CP/EP communication; the slowest stage paces m micro-batches; plus the
+// pipeline bubble, exposed PP/DP communication and the optimizer step.
+//
+//   iteration_time = compute + bubble + optimizer + exposed_comm
+//
+// and each *_comm field of the breakdown is that group's total communication time on the
+// critical rank, hidden or not.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/model_math.h"
+#include "core/placement.h"
+#include "core/plan_ir.h"
+#include "core/result.h"
+#include "core/scenario.h"
+
+namespace monarch {
+
+// Measured behaviour of one GPU kind (one calibration per kind and precision).
+struct GpuProfile {
+  const char* kind = "generic";
+  int64_t sm_count = 132;
+  int64_t tile_m = 128, tile_n = 256;  // CTA tile of the large-GEMM kernels cuBLAS picks
+  double gemm_efficiency_16bit = 0.8;  // large-GEMM ceiling / dense peak, bf16/fp16
+  double gemm_efficiency_fp8 = 0.65;   // large-GEMM ceiling / dense fp8 peak
+  double gemm_efficiency_tf32 = 0.7;   // fp32 training (tf32 tensor cores)
+  double flash_forward_efficiency = 0.6;   // fused attention forward FLOPs / peak (16-bit)
+  double flash_backward_efficiency = 0.45;
+  double memory_efficiency = 0.8;      // achieved / peak HBM bandwidth for elementwise kernels
+  double nvlink_efficiency = 0.8;      // NCCL bus bandwidth / NVLink bandwidth per direction
+  // Tensor-core clock sustained through hours of training at the board power limit, as a
+  // fraction of the clock the dense peak is quoted at. Short GEMM benchmarks (MAMF) run
+  // before the board reaches its power/thermal steady state.
+  double sustained_clock_fraction = 0.9;
+};
+
+// Profile for the GPU (matched on the name: A100, H100, H200, B200, GB200; others generic).
+const GpuProfile& gpu_profile(const GpuSpec& gpu);
+
+// Seconds for one GEMM-like kernel of `flops` FLOPs and `mem_bytes` HBM traffic with shape
+// (m x k) . (k x n). m, n or k <= 0 marks an elementwise (memory-bound) kernel.
+double compute_time_s(const GpuSpec& gpu, Precision precision, double flops, double mem_bytes,
+                      int64_t m, int64_t n, int64_t k);
+
+// Shape-dependent GEMM efficiency (fraction of dense peak) for the GPU and precision.
+double gemm_efficiency(const GpuSpec& gpu, Precision precision, int64_t m, int64_t n, int64_t k);
+
+// Seconds for one collective. `bytes_per_rank` is NCCL's "size": the all-reduce buffer, the
+// all-gather output / reduce-scatter input (all ranks' shards together), the all-to-all
+// send buffer, the broadcast buffer.
+double collective_time_s(CollectiveKind kind, int64_t bytes_per_rank, const GroupSpan& group,
+                         const ClusterConfig& cluster);
+// Bytes one rank sends on the wire for that collective (ring algorithms).
+double collective_wire_bytes(CollectiveKind kind, int64_t bytes_per_rank, int64_t group_size);
+
+// Seconds for one point-to-point message.
+double p2p_time_s(int64_t bytes, bool crosses_nodes, const ClusterConfig& cluster);
+
+// Per-layer costs of one micro-batch on one rank, for lowering into the task graph.
+struct LayerCosts {
+  // One transformer layer, one micro-batch, one rank. `recompute` is the forward work the
+  // backward repeats (whole layer for full recompute, the attention core for selective).
+  double forward_s = 0, backward_s = 0, recompute_s = 0;
+  double forward_flops = 0, backward_flops = 0, recompute_flops = 0;
+  double forward_mem_bytes = 0, backward_mem_bytes = 0, recompute_mem_bytes = 0;
+
+  struct Collective {
+    CollectiveKind kind = CollectiveKind::kAllReduce;
+    GroupKind group = GroupKind::kTp;
+    int64_t bytes = 0;          // NCCL size per rank
+    int32_t forward_count = 0;    // per layer per micro-batch
+    int32_t backward_count = 0;   // backward pass (without recomputation)
+    int32_t recompute_count = 0;  // forward collectives recomputation runs again
+    double time_s = 0;            // one operation
+  };
+  std::vector<Collective> collectives;  // TP and EP collectives of a layer
+  // Context parallelism: bytes of K and V each rank sends around the ring per layer.
+  int64_t cp_send_bytes_forward = 0, cp_send_bytes_backward = 0;
+  double cp_time_forward_s = 0, cp_time_backward_s = 0;  // total ring exchange time per layer
+  // Exposed (not hidden) communication seconds per layer and micro-batch.
+  double tp_exposed_s = 0, cp_exposed_s = 0, ep_exposed_s = 0;
+  double tp_total_s = 0, cp_total_s = 0, ep_total_s = 0;
+
+  // First stage: embedding; last stage: final norm, output projection, loss.
+  double embedding_forward_s = 0, embedding_backward_s = 0;
+  double embedding_forward_mem_bytes = 0, embedding_backward_mem_bytes = 0;
+  double output_forward_s = 0, output_backward_s = 0;
+  double output_forward_flops = 0, output_backward_flops = 0;
+  double output_forward_mem_bytes = 0, output_backward_mem_bytes = 0;
+
+  // Pipeline: activation message per micro-batch per stage boundary, and its time.
+  int64_t pp_message_bytes = 0;
+  double pp_message_s = 0;
+};
+
+LayerCosts layer_costs(const Scenario& scenario, const Plan& plan);
+
+// Seconds of the optimizer step on a rank that updates `sharded_params` parameters (after
+// ZeRO sharding) and zeroes the gradients of `grad_params` (HBM bound).
+double optimizer_step_time_s(const Scenario& scenario, double sharded_params, double grad_params);
+
+// The fast path used by search: iteration time and peak memory only (>= 100k plans per
+// second on one core; see bench/analytical_bench.cc).
+struct QuickEstimate {
+  double iteration_time_s = 0;
+  double peak_memory_gib = 0;
+  bool fits = false;
+  std::string reject_reason;  // empty when it fits
+};
+QuickEstimate quick_estimate(const Scenario& scenario, const Plan& plan);
+
+// The full result entry of the analytical backend.
+BackendResult estimate_plan(const Scenario& scenario, const Plan& plan);
+
+// Constants of the cost model (values and sources in cost_model.cc).
+extern const double kInterNodeEfficiency;  // NCCL bus bandwidth / NIC line rate
+
+}  // namespace monarch

@@ -1,0 +1,338 @@
+#include "core/cost_model.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/presets.h"
+#include "core/units.h"
+
+namespace monarch {
+namespace {
+
+ClusterConfig cluster(const char* gpu, int64_t gpus) {
+  const GpuPreset* p = find_gpu_preset(gpu);
+  EXPECT_NE(p, nullptr) << gpu;
+  ClusterConfig c;
+  c.gpu = p->spec;
+  c.num_gpus = gpus;
+  c.gpus_per_node = 8;
+  c.intra_node = p->default_intra_node;
+  c.inter_node = p->default_inter_node;
+  c.nics_per_node = 8;
+  return c;
+}
+
+Scenario llama8b(const char* gpu, int64_t gpus, Precision prec = Precision::kBf16) {
+  Scenario s;
+  s.model.architecture = Architecture::kLlama;
+  s.model.num_layers = 32;
+  s.model.hidden_size = 4096;
+  s.model.num_attention_heads = 32;
+  s.model.num_kv_heads = 8;
+  s.model.ffn_hidden_size = 14336;
+  s.model.vocab_size = 128256;
+  s.model.seq_length = 8192;
+  s.model.tie_embeddings = false;
+  s.cluster = cluster(gpu, gpus);
+  s.training.global_batch_size = 128;
+  s.training.precision = prec;
+  return s;
+}
+
+Scenario gpt175b(int64_t gpus) {
+  Scenario s;
+  s.model.architecture = Architecture::kGpt;
+  s.model.num_layers = 96;
+  s.model.hidden_size = 12288;
+  s.model.num_attention_heads = 96;
+  s.model.vocab_size = 51200;
+  s.model.seq_length = 2048;
+  s.cluster = cluster("A100-80GB", gpus);
+  s.training.global_batch_size = 64;
+  return s;
+}
+
+// ---------------------------------------------------------------- collectives
+
+TEST(Collectives, RingFormulasInsideANode) {
+  const ClusterConfig c = cluster("A100-80GB", 8);
+  GroupSpan g;
+  g.size = 8;
+  const double S = 1e9;
+  const double bw = 300e9 * gpu_profile(c.gpu).nvlink_efficiency;
+  const double lat = c.intra_node.latency_us * 1e-6;
+  EXPECT_NEAR(collective_time_s(CollectiveKind::kAllReduce, 1000000000, g, c), 2.0 * 7 / 8 * S / bw + 14 * lat, 1e-12);
+  EXPECT_NEAR(collective_time_s(CollectiveKind::kAllGather, 1000000000, g, c), 7.0 / 8 * S / bw + 7 * lat, 1e-12);
+  EXPECT_NEAR(collective_time_s(CollectiveKind::kReduceScatter, 1000000000, g, c), 7.0 / 8 * S / bw + 7 * lat, 1e-12);
+  // nccl-tests: busbw = algbw x 2(n-1)/n for all-reduce; our bus bandwidth is the NVLink
+  // bandwidth times the NCCL efficiency.
+  const double algbw = S / collective_time_s(CollectiveKind::kAllReduce, 1000000000, g, c);
+  EXPECT_NEAR(algbw * 2 * 7 / 8 / 1e9, 300 * gpu_profile(c.gpu).nvlink_efficiency, 1.0);
+  EXPECT_NEAR(collective_wire_bytes(CollectiveKind::kAllReduce, 800, 8), 1400, 1e-9);
+  g.size = 1;
+  EXPECT_EQ(collective_time_s(CollectiveKind::kAllReduce, 1000, g, c), 0);
+}
+
+TEST(Collectives, AcrossNodesTheNicsPaceTheGroup) {
+  const ClusterConfig c = cluster("H100-SXM", 128);
+  GroupSpan one_per_node{16, 16, 1, true};   // e.g. DP with tp 8: one rank per node
+  GroupSpan full_nodes{16, 2, 8, false};     // two full nodes
+  GroupSpan inside{8, 1, 8, false};
+  const int64_t S = 1 << 30;
+  const double t_inside = collective_time_s(CollectiveKind::kAllReduce, S, inside, c);
+  const double t_full = collective_time_s(CollectiveKind::kAllReduce, S, full_nodes, c);
+  const double t_one = collective_time_s(CollectiveKind::kAllReduce, S, one_per_node, c);
+  EXPECT_LT(t_inside, t_full);
+  EXPECT_LT(t_full, t_one);
+  // One rank per node: a ring over 16 NICs of 50 GB/s x 0.9.
+  EXPECT_NEAR(t_one, 2.0 * 15 / 16 * S / (50e9 * kInterNodeEfficiency) + 30 * 5e-6, 1e-9);
+  // Oversubscribed leaf uplinks slow traffic that leaves the rail.
+  ClusterConfig over = c;
+  over.oversubscription = 2;
+  EXPECT_GT(collective_time_s(CollectiveKind::kAllReduce, S, full_nodes, over), t_full);
+  over.topology = Topology::kRailOptimized;
+  EXPECT_DOUBLE_EQ(collective_time_s(CollectiveKind::kAllReduce, S, one_per_node, over), t_one);
+  // All-to-all across nodes: the off-node share goes over the NIC.
+  EXPECT_GT(collective_time_s(CollectiveKind::kAllToAll, S, full_nodes, c),
+            collective_time_s(CollectiveKind::kAllToAll, S, inside, c));
+}
+
+TEST(Collectives, PointToPoint) {
+  const ClusterConfig c = cluster("H100-SXM", 16);
+  EXPECT_LT(p2p_time_s(64 << 20, false, c), p2p_time_s(64 << 20, true, c));
+  EXPECT_NEAR(p2p_time_s(50000000, true, c), 5e-6 + 50e6 / (50e9 * kInterNodeEfficiency), 1e-12);
+  EXPECT_EQ(p2p_time_s(0, true, c), 0);
+}
+
+// ---------------------------------------------------------------- compute
+
+TEST(Compute, GemmEfficiencyDependsOnShape) {
+  const GpuSpec h100 = find_gpu_preset("H100-SXM")->spec;
+  const GpuSpec a100 = find_gpu_preset("A100-80GB")->spec;
+  // At the MAMF finder's best shape the model gives the measured ceiling (80.1% on H100,
+  // 85.9% on A100, ml-engineering) times the sustained-clock fraction.
+  EXPECT_NEAR(gemm_efficiency(h100, Precision::kBf16, 6144, 17920, 2816),
+              0.801 * gpu_profile(h100).sustained_clock_fraction, 0.01);
+  EXPECT_NEAR(gemm_efficiency(a100, Precision::kBf16, 6912, 16384, 2048),
+              0.859 * gpu_profile(a100).sustained_clock_fraction, 0.01);
+  // Short K, skinny N and few tiles cost efficiency.
+  const double big = gemm_efficiency(h100, Precision::kBf16, 8192, 8192, 8192);
+  EXPECT_LT(gemm_efficiency(h100, Precision::kBf16, 8192, 8192, 256), big);
+  EXPECT_LT(gemm_efficiency(h100, Precision::kBf16, 8192, 64, 8192), big);
+  EXPECT_LT(gemm_efficiency(h100, Precision::kBf16, 256, 256, 8192), 0.5 * big);
+  EXPECT_LT(big, 1.0);
+}
+
+TEST(Compute, RooflineAndPrecision) {
+  const GpuSpec h100 = find_gpu_preset("H100-SXM")->spec;
+  const GpuSpec a100 = find_gpu_preset("A100-80GB")->spec;
+  const double flops = 2.0 * 8192 * 8192 * 8192;
+  const double bytes = 3.0 * 2 * 8192 * 8192;
+  const double bf16 = compute_time_s(h100, Precision::kBf16, flops, bytes, 8192, 8192, 8192);
+  const double fp8 = compute_time_s(h100, Precision::kFp8, flops, bytes, 8192, 8192, 8192);
+  EXPECT_NEAR(bf16, flops / (989.5e12 * gemm_efficiency(h100, Precision::kBf16, 8192, 8192, 8192)), 1e-5);
+  EXPECT_LT(fp8, 0.75 * bf16);
+  // A100 has no fp8 tensor cores: fp8 runs as bf16.
+  EXPECT_DOUBLE_EQ(compute_time_s(a100, Precision::kFp8, flops, bytes, 8192, 8192, 8192),
+                   compute_time_s(a100, Precision::kBf16, flops, bytes, 8192, 8192, 8192));
+  // An elementwise kernel is bound by HBM bandwidth.
+  const double ew = compute_time_s(h100, Precision::kBf16, 0, 1e9, 0, 0, 0);
+  EXPECT_NEAR(ew, 1e9 / (3350e9 * gpu_profile(h100).memory_efficiency), 1e-5);
+}
+
+TEST(Compute, ProfilesByGpuName) {
+  GpuSpec g;
+  g.name = "NVIDIA H100 80GB HBM3";
+  EXPECT_STREQ(gpu_profile(g).kind, "H100");
+  g.name = "a100-40gb";
+  EXPECT_STREQ(gpu_profile(g).kind, "A100");
+  g.name = "GB200";
+  EXPECT_STREQ(gpu_profile(g).kind, "B200");
+  g.name = "MI300X";
+  EXPECT_STREQ(gpu_profile(g).kind, "generic");
+}
+
+// ---------------------------------------------------------------- layers and iterations
+
+TEST(LayerCosts, BackwardIsAboutTwiceForwardAndRecomputeRepeatsIt) {
+  Scenario s = llama8b("H100-SXM", 8);
+  Plan p;
+  p.dp = 8;
+  LayerCosts l = layer_costs(s, p);
+  EXPECT_GT(l.backward_s, 1.8 * l.forward_s);
+  EXPECT_LT(l.backward_s, 2.6 * l.forward_s);
+  EXPECT_NEAR(l.backward_flops / l.forward_flops, 2.0, 0.2);
+  EXPECT_EQ(l.recompute_s, 0);
+  p.recompute = Recompute::kFull;
+  l = layer_costs(s, p);
+  EXPECT_DOUBLE_EQ(l.recompute_s, l.forward_s);
+  p.recompute = Recompute::kSelective;
+  l = layer_costs(s, p);
+  EXPECT_GT(l.recompute_s, 0);
+  EXPECT_LT(l.recompute_s, 0.5 * l.forward_s);
+  EXPECT_TRUE(l.collectives.empty());
+  EXPECT_GT(l.output_forward_s, 0);
+  EXPECT_GT(l.embedding_backward_s, 0);
+}
+
+TEST(LayerCosts, TensorParallelCollectivesPerLayer) {
+  Scenario s = gpt175b(64);
+  Plan p;
+  p.tp = 8;
+  p.pp = 8;
+  LayerCosts l = layer_costs(s, p);
+  ASSERT_EQ(l.collectives.size(), 1u);
+  EXPECT_EQ(l.collectives[0].kind, CollectiveKind::kAllReduce);
+  EXPECT_EQ(l.collectives[0].bytes, 2 * 2048 * 12288);
+  EXPECT_EQ(l.collectives[0].forward_count, 2);
+  EXPECT_EQ(l.collectives[0].backward_count, 2);
+  EXPECT_NEAR(l.tp_exposed_s, 4 * l.collectives[0].time_s, 1e-12);
+  p.sequence_parallel = true;
+  l = layer_costs(s, p);
+  ASSERT_EQ(l.collectives.size(), 2u);
+  EXPECT_EQ(l.collectives[0].kind, CollectiveKind::kAllGather);
+  EXPECT_EQ(l.collectives[1].kind, CollectiveKind::kReduceScatter);
+  // The pipeline message is 1/t of the activation.
+  EXPECT_EQ(l.pp_message_bytes, 2 * 2048 * 12288 / 8);
+  // Overlapping TP communication with the GEMMs hides some of it.
+  const double exposed = l.tp_exposed_s;
+  p.tp_comm_overlap = true;
+  EXPECT_LT(layer_costs(s, p).tp_exposed_s, exposed);
+}
+
+TEST(Iteration, QuickEstimateAgreesWithTheFullResult) {
+  Scenario s = gpt175b(64);
+  Plan p;
+  p.tp = 8;
+  p.pp = 8;
+  p.vpp = 3;
+  p.schedule = Schedule::kInterleaved;
+  p.sequence_parallel = true;
+  p.recompute = Recompute::kSelective;
+  const QuickEstimate q = quick_estimate(s, p);
+  const BackendResult r = estimate_plan(s, p);
+  EXPECT_TRUE(q.fits) << q.reject_reason;
+  EXPECT_DOUBLE_EQ(q.iteration_time_s, r.iteration_time_s);
+  EXPECT_DOUBLE_EQ(q.peak_memory_gib, r.memory.peak_gib);
+}
+
+TEST(Iteration, BubbleShrinksWithInterleavingAndMoreMicroBatches) {
+  Scenario s = gpt175b(64);
+  Plan p;
+  p.tp = 8;
+  p.pp = 8;
+  p.sequence_parallel = true;
+  p.recompute = Recompute::kSelective;
+  const BackendResult one = estimate_plan(s, p);
+  // 1F1B: bubble = (p - 1) x per-micro-batch time; iteration ~ (m + p - 1) x that.
+  const double per_mb = one.time_breakdown_s.bubble / 7.0;
+  EXPECT_NEAR(one.time_breakdown_s.compute + one.time_breakdown_s.exposed_comm, 64 * per_mb, 0.02 * 64 * per_mb);
+  p.vpp = 2;
+  p.schedule = Schedule::kInterleaved;
+  const BackendResult two = estimate_plan(s, p);
+  EXPECT_NEAR(two.time_breakdown_s.bubble, one.time_breakdown_s.bubble / 2, 0.02 * one.time_breakdown_s.bubble);
+  EXPECT_LT(two.iteration_time_s, one.iteration_time_s);
+}
+
+TEST(Iteration, PhysicalOrderings) {
+  // More recompute costs time.
+  Scenario s = gpt175b(64);
+  Plan p;
+  p.tp = 8;
+  p.pp = 8;
+  p.sequence_parallel = true;
+  double prev = 0;
+  for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+    p.recompute = r;
+    const double t = quick_estimate(s, p).iteration_time_s;
+    EXPECT_GT(t, prev);
+    prev = t;
+  }
+  // Tensor parallelism across nodes is slower than inside one.
+  Scenario big = gpt175b(128);
+  Plan inside;
+  inside.tp = 8;
+  inside.pp = 8;
+  inside.dp = 2;
+  Plan across = inside;
+  across.tp = 16;
+  across.dp = 1;
+  EXPECT_GT(layer_costs(big, across).tp_total_s, layer_costs(big, inside).tp_total_s);
+  // fp8 is faster than bf16 on H100.
+  Plan dp8;
+  dp8.dp = 8;
+  dp8.zero_stage = 1;
+  EXPECT_LT(quick_estimate(llama8b("H100-SXM", 8, Precision::kFp8), dp8).iteration_time_s,
+            0.85 * quick_estimate(llama8b("H100-SXM", 8), dp8).iteration_time_s);
+  // H100 is faster than A100, B200 faster than H100.
+  EXPECT_LT(quick_estimate(llama8b("H100-SXM", 8), dp8).iteration_time_s,
+            0.5 * quick_estimate(llama8b("A100-80GB", 8), dp8).iteration_time_s);
+  EXPECT_LT(quick_estimate(llama8b("B200", 8), dp8).iteration_time_s,
+            quick_estimate(llama8b("H100-SXM", 8), dp8).iteration_time_s);
+}
+
+TEST(Iteration, OverlapHidesDataParallelCommunication) {
+  Scenario s = llama8b("H100-SXM", 64);
+  s.training.global_batch_size = 512;
+  Plan p;
+  p.dp = 64;
+  p.zero_stage = 1;
+  const BackendResult hidden = estimate_plan(s, p);
+  p.overlap_grad_reduce = false;
+  p.overlap_param_gather = false;
+  const BackendResult exposed = estimate_plan(s, p);
+  EXPECT_GT(hidden.time_breakdown_s.dp_comm, 0);
+  EXPECT_NEAR(hidden.time_breakdown_s.dp_comm, exposed.time_breakdown_s.dp_comm, 1e-12);
+  EXPECT_GT(exposed.time_breakdown_s.exposed_comm, hidden.time_breakdown_s.exposed_comm + 0.9 * exposed.time_breakdown_s.dp_comm);
+  EXPECT_GT(exposed.iteration_time_s, hidden.iteration_time_s);
+}
+
+TEST(Iteration, RejectsPlansThatDoNotFitOrCannotRun) {
+  Scenario s = gpt175b(8);
+  Plan p;
+  p.tp = 8;
+  QuickEstimate q = quick_estimate(s, p);
+  EXPECT_FALSE(q.fits);
+  EXPECT_NE(q.reject_reason.find("GiB per GPU"), std::string::npos) << q.reject_reason;
+  EXPECT_NE(q.reject_reason.find("A100-80GB"), std::string::npos) << q.reject_reason;
+  EXPECT_GT(q.peak_memory_gib, 80 * 18.0 / 8);  // 175B x 18 bytes / 8 GPUs alone is > 350 GiB
+  Plan wrong;
+  wrong.tp = 4;  // 4 GPUs of 8
+  q = quick_estimate(s, wrong);
+  EXPECT_FALSE(q.fits);
+  EXPECT_EQ(q.iteration_time_s, 0);
+  EXPECT_NE(q.reject_reason.find("8 GPUs"), std::string::npos) << q.reject_reason;
+  wrong.tp = 8;
+  wrong.ep = 2;
+  EXPECT_FALSE(quick_estimate(s, wrong).reject_reason.empty());
+  const BackendResult r = estimate_plan(s, wrong);
+  EXPECT_FALSE(r.memory.fits);
+  EXPECT_EQ(r.iteration_time_s, 0);
+}
+
+TEST(Iteration, MixtureOfExpertsWithExpertParallelism) {
+  Scenario s = llama8b("H100-SXM", 64);
+  s.model.vocab_size = 32000;
+  s.model.seq_length = 4096;
+  s.model.num_experts = 8;
+  s.model.moe_top_k = 2;
+  s.training.global_batch_size = 256;
+  Plan p;
+  p.dp = 64;
+  p.ep = 8;
+  p.zero_stage = 1;
+  const BackendResult r = estimate_plan(s, p);
+  ASSERT_GT(r.iteration_time_s, 0);
+  EXPECT_GT(r.time_breakdown_s.ep_comm, 0);
+  bool a2a = false;
+  for (const CommEntry& c : r.communication) a2a |= c.kind == "all-to-all" && c.group == "ep";
+  EXPECT_TRUE(a2a);
+  // Experts are sharded 8 ways: less memory than with ep = 1.
+  Plan no_ep = p;
+  no_ep.ep = 1;
+  EXPECT_LT(r.memory.peak_gib, estimate_plan(s, no_ep).memory.peak_gib);
+}
+
+}  // namespace
+}  // namespace monarch

@@ -1,0 +1,291 @@
+#include "core/model_math.h"
+
+#include <algorithm>
+#include <cassert>
+
+#include "core/units.h"
+
+namespace monarch {
+
+AttentionKernel default_attention_kernel(const ModelConfig& m) {
+  return m.architecture == Architecture::kGpt ? AttentionKernel::kMaterialized : AttentionKernel::kFlash;
+}
+
+ModelShape model_shape(const ModelConfig& c) {
+  ModelShape m;
+  m.layers = c.num_layers;
+  m.hidden = c.hidden_size;
+  m.heads = c.num_attention_heads > 0 ? c.num_attention_heads : 1;
+  m.kv_heads = c.num_kv_heads > 0 ? c.num_kv_heads : m.heads;
+  m.head_dim = m.hidden / m.heads;
+  m.ffn = c.ffn_hidden_size > 0 ? c.ffn_hidden_size : 4 * c.hidden_size;
+  m.vocab = c.vocab_size;
+  m.seq = c.seq_length;
+  const bool gpt = c.architecture == Architecture::kGpt;
+  m.gated_mlp = !gpt;
+  m.biases = gpt;
+  m.layernorm = gpt;
+  m.dropout = gpt;
+  m.learned_positions = gpt;
+  m.tied_embeddings = c.tie_embeddings;
+  m.experts = c.num_experts > 1 ? c.num_experts : 0;
+  m.top_k = c.moe_top_k > 0 ? c.moe_top_k : 1;
+  m.expert_ffn = c.moe_ffn_hidden_size > 0 ? c.moe_ffn_hidden_size : m.ffn;
+  m.capacity_factor = c.moe_capacity_factor;
+  m.attention = default_attention_kernel(c);
+  return m;
+}
+
+// ---------------------------------------------------------------- parameters
+
+namespace {
+
+int64_t norm_params(const ModelShape& m) { return m.layernorm ? 2 * m.hidden : m.hidden; }
+int64_t kv_width(const ModelShape& m) { return m.kv_heads * m.head_dim; }
+int64_t qkv_width(const ModelShape& m) { return m.heads * m.head_dim + 2 * kv_width(m); }
+
+// Weights of the linear layers (no biases), per layer.
+int64_t attention_matrix_params(const ModelShape& m) {
+  return m.hidden * qkv_width(m) + m.heads * m.head_dim * m.hidden;
+}
+int64_t mlp_matrix_params(const ModelShape& m, int64_t ffn) {
+  return (m.gated_mlp ? 3 : 2) * m.hidden * ffn;
+}
+int64_t mlp_bias_params(const ModelShape& m, int64_t ffn) {
+  return m.biases ? (m.gated_mlp ? 2 * ffn : ffn) + m.hidden : 0;
+}
+
+}  // namespace
+
+ParameterCounts parameter_counts(const ModelShape& m) {
+  ParameterCounts p;
+  p.embedding = m.vocab * m.hidden + (m.learned_positions ? m.seq * m.hidden : 0);
+  p.output = m.tied_embeddings ? 0 : m.vocab * m.hidden;
+  p.final_norm = norm_params(m);
+  p.attention_per_layer = norm_params(m) + attention_matrix_params(m) + (m.biases ? qkv_width(m) + m.hidden : 0);
+  if (m.moe()) {
+    p.expert_per_layer = m.experts * (mlp_matrix_params(m, m.expert_ffn) + mlp_bias_params(m, m.expert_ffn));
+    p.mlp_per_layer = norm_params(m) + m.hidden * m.experts /* router */ + p.expert_per_layer;
+  } else {
+    p.mlp_per_layer = norm_params(m) + mlp_matrix_params(m, m.ffn) + mlp_bias_params(m, m.ffn);
+  }
+  p.per_layer = p.attention_per_layer + p.mlp_per_layer;
+  p.total = p.embedding + p.output + p.final_norm + m.layers * p.per_layer;
+  return p;
+}
+
+double megatron_gpt_parameters(int64_t l, int64_t h, int64_t v, int64_t s) {
+  const double L = static_cast<double>(l), H = static_cast<double>(h);
+  return 12.0 * L * H * H * (1.0 + 13.0 / (12.0 * H) + static_cast<double>(v + s) / (12.0 * L * H));
+}
+
+std::vector<int64_t> stage_layers(const ModelShape& m, const Plan& plan) {
+  if (static_cast<int64_t>(plan.layers_per_stage.size()) == plan.pp) return plan.layers_per_stage;
+  const int64_t p = std::max<int64_t>(plan.pp, 1);
+  std::vector<int64_t> out(static_cast<size_t>(p), m.layers / p);
+  const int64_t extra = m.layers % p;
+  for (int64_t i = 0; i < extra; ++i) ++out[static_cast<size_t>(i)];  // as strategies/lowering
+  return out;
+}
+
+StageParameters stage_parameters(const ModelShape& m, const Plan& plan, int64_t stage, int64_t layers) {
+  const double t = static_cast<double>(plan.tp);
+  const double ep = static_cast<double>(std::max<int64_t>(plan.ep, 1));
+  const double norm = static_cast<double>(norm_params(m));
+  StageParameters sp;
+  // Attention: column-parallel QKV (weights and bias split), row-parallel projection (weight
+  // split, bias replicated), norm replicated.
+  double attn = static_cast<double>(attention_matrix_params(m) + (m.biases ? qkv_width(m) : 0)) / t +
+                (m.biases ? static_cast<double>(m.hidden) : 0.0) + norm;
+  double mlp_dense = 0, mlp_expert = 0;
+  if (m.moe()) {
+    const double one_expert = static_cast<double>(mlp_matrix_params(m, m.expert_ffn)) / t +
+                              static_cast<double>(mlp_bias_params(m, m.expert_ffn)) / t;
+    mlp_dense = norm + static_cast<double>(m.hidden * m.experts);
+    mlp_expert = static_cast<double>(m.experts) / ep * one_expert;
+  } else {
+    const double fc2_bias = m.biases ? static_cast<double>(m.hidden) : 0.0;
+    mlp_dense = norm + static_cast<double>(mlp_matrix_params(m, m.ffn)) / t +
+                (static_cast<double>(mlp_bias_params(m, m.ffn)) - fc2_bias) / t + fc2_bias;
+  }
+  const double L = static_cast<double>(layers);
+  sp.dense = L * (attn + mlp_dense);
+  sp.expert = L * mlp_expert;
+  const double word = static_cast<double>(m.vocab * m.hidden) / t;  // vocab-parallel
+  if (stage == 0) sp.dense += word + (m.learned_positions ? static_cast<double>(m.seq * m.hidden) : 0.0);
+  if (stage == plan.pp - 1) {
+    sp.dense += norm;
+    // Untied: the output projection. Tied with pp > 1: Megatron keeps a copy of the word
+    // embeddings on the last stage and all-reduces its gradient with the first stage.
+    if (!m.tied_embeddings || plan.pp > 1) sp.dense += word;
+  }
+  return sp;
+}
+
+// ---------------------------------------------------------------- FLOPs
+
+double attention_core_forward_flops_per_token(const ModelShape& m) {
+  // QK^T: 2 s d per head, attention x V: 2 s d per head -> 4 s h (full matrix).
+  return 4.0 * static_cast<double>(m.seq) * static_cast<double>(m.heads * m.head_dim);
+}
+
+double layer_forward_flops_per_token(const ModelShape& m) {
+  double gemm_params = static_cast<double>(attention_matrix_params(m));
+  if (m.moe()) {
+    gemm_params += static_cast<double>(m.hidden * m.experts) +
+                   static_cast<double>(m.top_k) * static_cast<double>(mlp_matrix_params(m, m.expert_ffn));
+  } else {
+    gemm_params += static_cast<double>(mlp_matrix_params(m, m.ffn));
+  }
+  return 2.0 * gemm_params + attention_core_forward_flops_per_token(m);
+}
+
+double output_forward_flops_per_token(const ModelShape& m) {
+  return 2.0 * static_cast<double>(m.hidden) * static_cast<double>(m.vocab);
+}
+
+FlopsPerIteration flops_per_iteration(const ModelShape& m, const TrainingConfig& t, Recompute r) {
+  const double tokens = static_cast<double>(t.global_batch_size) * static_cast<double>(m.seq);
+  const double L = static_cast<double>(m.layers);
+  const double fwd = tokens * (L * layer_forward_flops_per_token(m) + output_forward_flops_per_token(m));
+  FlopsPerIteration f;
+  f.model = 3.0 * fwd;
+  f.hardware = f.model;
+  if (r == Recompute::kFull) f.hardware += tokens * L * layer_forward_flops_per_token(m);
+  if (r == Recompute::kSelective) f.hardware += tokens * L * attention_core_forward_flops_per_token(m);
+  return f;
+}
+
+// ---------------------------------------------------------------- activations
+
+double korthikanti_table2_bytes(int64_t s, int64_t b, int64_t h, int64_t a, int64_t t, bool sp, Recompute r) {
+  const double sbh = static_cast<double>(s) * static_cast<double>(b) * static_cast<double>(h);
+  const double T = static_cast<double>(t);
+  const double attn = 5.0 * static_cast<double>(a) * static_cast<double>(s) / static_cast<double>(h);
+  if (r == Recompute::kFull) return sp ? 2.0 * sbh / T : 2.0 * sbh;
+  const double base = sp ? 34.0 / T : 10.0 + 24.0 / T;
+  return sbh * (base + (r == Recompute::kSelective ? 0.0 : attn / T));
+}
+
+double layer_activation_bytes(const ModelShape& m, int64_t micro_batch, int64_t tp, int64_t cp, bool sp,
+                              Recompute r, double e) {
+  const double t = static_cast<double>(tp);
+  const double s_local = static_cast<double>(m.seq) / static_cast<double>(cp);
+  const double T = s_local * static_cast<double>(micro_batch);  // tokens on this rank
+  const double h = static_cast<double>(m.hidden);
+  const double sp_div = sp ? t : 1.0;  // sequence parallel shards the replicated part
+  if (r == Recompute::kFull) return e * T * h / sp_div;  // the layer input only
+
+  const double mask = 1.0;  // dropout masks: one byte per element
+  // Replicated across TP ranks unless sequence parallel: the two norm inputs, the inputs of
+  // QKV and of the first MLP projection (the norm outputs), the two dropout masks.
+  double replicated = 4.0 * e * T * h + (m.dropout ? 2.0 * mask * T * h : 0.0);
+  // Split across TP ranks: Q, K, V; the attention projection input; the MLP internals.
+  const double kv = static_cast<double>(m.kv_heads * m.head_dim);
+  const double q = static_cast<double>(m.heads * m.head_dim);
+  double split = e * T * (q + 2.0 * kv) + e * T * q;
+  double experts_sp = 0;
+  if (m.moe()) {
+    const double k = static_cast<double>(m.top_k);
+    const double fe = static_cast<double>(m.expert_ffn);
+    split += e * T * k * fe * (m.gated_mlp ? 3.0 : 2.0);
+    experts_sp += e * T * k * h;                                 // dispatched tokens (expert input)
+    replicated += 4.0 * T * static_cast<double>(m.experts);      // fp32 router probabilities
+  } else {
+    split += e * T * static_cast<double>(m.ffn) * (m.gated_mlp ? 3.0 : 2.0);
+  }
+  double core = 0;  // attention core, split across TP ranks (heads)
+  const double a = static_cast<double>(m.heads);
+  if (m.attention == AttentionKernel::kMaterialized) {
+    // Scores of the local queries against all keys: softmax output, dropout mask and output.
+    const double scores = a * T * static_cast<double>(m.seq);
+    core = m.dropout ? (2.0 * e + mask) * scores : e * scores;
+  } else {
+    core = 4.0 * a * T;  // fp32 log-sum-exp per row
+  }
+  if (r == Recompute::kSelective) core = 0;
+  return replicated / sp_div + (split + core) / t + experts_sp / sp_div;
+}
+
+double micro_batches_in_flight(const Plan& plan, int64_t stage, int64_t m) {
+  const int64_t p = std::max<int64_t>(plan.pp, 1);
+  if (p == 1) return std::min<int64_t>(1, m);
+  switch (plan.schedule) {
+    case Schedule::kGpipe: return static_cast<double>(m);
+    case Schedule::kOneFOneB: return static_cast<double>(std::min(p - stage, m));
+    case Schedule::kInterleaved: {
+      const int64_t v = std::max<int64_t>(plan.vpp, 1);
+      // Megatron's interleaved schedule: (p - stage - 1) * 2 + (v - 1) * p warm-up chunk passes,
+      // plus the one running.
+      const int64_t chunks = std::min((p - stage - 1) * 2 + (v - 1) * p + 1, m * v);
+      return static_cast<double>(chunks) / static_cast<double>(v);
+    }
+  }
+  return 1;
+}
+
+// ---------------------------------------------------------------- memory
+
+StateBytesPerParameter state_bytes_per_parameter(Precision p, Optimizer o) {
+  const bool mixed = p != Precision::kFp32;
+  StateBytesPerParameter b;
+  b.weights = mixed ? 2 : 4;
+  b.gradients = 4;  // fp32 gradient accumulation (Megatron main_grad; fp32 training)
+  if (o == Optimizer::kAdam) {
+    b.optimizer = 8 + (mixed ? 4 : 0);  // m, v (+ fp32 master weights)
+  } else {
+    b.optimizer = 4 + (mixed ? 4 : 0);  // momentum (+ fp32 master weights)
+  }
+  return b;
+}
+
+MemoryBreakdown stage_memory(const ModelShape& m, const Scenario& sc, const Plan& plan, int64_t stage,
+                             int64_t layers) {
+  MemoryBreakdown mem;
+  const StageParameters params = stage_parameters(m, plan, stage, layers);
+  const StateBytesPerParameter sb = state_bytes_per_parameter(sc.training.precision, sc.training.optimizer);
+  const double dense_shards = static_cast<double>(plan.dp * plan.cp);
+  const double expert_shards = dense_shards / static_cast<double>(std::max<int64_t>(plan.ep, 1));
+  auto states = [&](double bytes_per_param, bool sharded) {
+    return bytes_per_param * (sharded ? params.dense / dense_shards + params.expert / expert_shards
+                                      : params.dense + params.expert);
+  };
+  mem.weights_bytes = states(sb.weights, plan.zero_stage >= 3);
+  mem.gradients_bytes = states(sb.gradients, plan.zero_stage >= 2);
+  mem.optimizer_bytes = states(sb.optimizer, plan.zero_stage >= 1);
+
+  const double e = bytes_per_element(sc.training.precision);
+  const int64_t mbs = plan.micro_batch_size;
+  const int64_t n_mb = std::max<int64_t>(num_micro_batches(sc, plan), 1);
+  const double in_flight = micro_batches_in_flight(plan, stage, n_mb);
+  const double per_layer = layer_activation_bytes(m, mbs, plan.tp, plan.cp, plan.sequence_parallel, plan.recompute, e);
+  const double t = static_cast<double>(plan.tp);
+  const double sp_div = plan.sequence_parallel ? t : 1.0;
+  const double T = static_cast<double>(m.seq) / static_cast<double>(plan.cp) * static_cast<double>(mbs);
+  const double h = static_cast<double>(m.hidden);
+  double act = static_cast<double>(layers) * per_layer * in_flight;
+  if (stage == 0 && m.dropout) act += T * h / sp_div * in_flight;  // embedding dropout mask
+  if (stage == plan.pp - 1) {
+    // Korthikanti et al. 2022, section 4.3: final norm input and output projection input
+    // (2sbh/t each with sequence parallelism) and the fp32 logits for the loss (4sbv/t).
+    const double last_in_flight = plan.pp > 1 && plan.schedule == Schedule::kGpipe ? static_cast<double>(n_mb) : 1.0;
+    act += (2.0 * e * T * h / sp_div + 4.0 * T * static_cast<double>(m.vocab) / t) * last_in_flight;
+  }
+  mem.activations_bytes = act;
+
+  // Temporary buffers.
+  double buffers = 0;
+  const ParameterCounts pc = parameter_counts(m);
+  if (plan.zero_stage >= 3) buffers += 2.0 * sb.weights * static_cast<double>(pc.per_layer) / t;  // gathered layer + prefetch
+  if (plan.tp > 1 && plan.sequence_parallel) buffers += e * T * h;  // all-gathered layer input
+  if (plan.tp_comm_overlap && plan.tp > 1) buffers += 2.0 * e * T * h;  // userbuffers for overlapped TP
+  if (sc.training.precision == Precision::kFp8) buffers += 2.0 * params.total();  // fp8 weight + transpose casts
+  mem.buffers_bytes = buffers;
+  return mem;
+}
+
+double usable_memory_gib(const GpuSpec& gpu) {
+  return gpu.memory_gib * (1.0 - kFragmentationFraction) - kCudaContextReserve_gib - kNcclReserve_gib;
+}
+
+}  // namespace monarch

@@ -1,0 +1,170 @@
+// Model arithmetic: exact parameter counts, FLOPs per iteration and memory per rank for a
+// transformer (gpt, llama, mixture of experts) under a parallel plan. Pure functions of the
+// scenario and the plan; the cost model (core/cost_model.h) turns them into time.
+//
+// Notation as in Megatron's papers: L layers, h hidden, a attention heads, g key/value heads,
+// d = h / a head size, f MLP hidden, V vocabulary, s sequence length, b micro-batch size,
+// t tensor parallel, p pipeline parallel, v virtual stages (model chunks) per pipeline rank.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/scenario.h"
+
+namespace monarch {
+
+// How attention scores are computed; decides what attention keeps for the backward pass.
+enum class AttentionKernel {
+  // Scores (b, a, s, s) written to memory, softmax and dropout as separate kernels, as in
+  // Megatron-LM 2021-22 (Korthikanti et al. 2022, Table 2 keeps 5as/h bytes per token for it).
+  kMaterialized,
+  // FlashAttention / cuDNN fused attention: tiles of the scores stay on chip, the backward
+  // recomputes them; only the output and the row log-sum-exp are kept. Causal masking skips
+  // the tiles above the diagonal (half the work).
+  kFlash,
+};
+
+// The attention kernel a framework uses for the model. gpt is the Megatron GPT-3 reference
+// block (learned positions, LayerNorm, GeLU, dropout) as run in Megatron-LM's published GPT
+// results (Narayanan 2021, Korthikanti 2022: materialized scores with fused softmax);
+// llama models are trained with fused flash attention (Transformer Engine / cuDNN in NeMo
+// and Megatron-Core, FlashAttention in torchtitan).
+AttentionKernel default_attention_kernel(const ModelConfig& m);
+
+// Everything about the transformer's shape that the formulas need, derived once.
+struct ModelShape {
+  int64_t layers = 0;          // L
+  int64_t hidden = 0;          // h
+  int64_t heads = 0;           // a
+  int64_t kv_heads = 0;        // g
+  int64_t head_dim = 0;        // d = h / a
+  int64_t ffn = 0;             // f (dense MLP)
+  int64_t vocab = 0;           // V
+  int64_t seq = 0;             // s
+  bool gated_mlp = false;      // SwiGLU: two input projections (gate, up)
+  bool biases = false;         // gpt: biases on every linear layer
+  bool layernorm = false;      // LayerNorm (weight + bias) vs RMSNorm (weight)
+  bool dropout = false;        // gpt: dropout after attention probs, attention and MLP
+  bool learned_positions = false;
+  bool tied_embeddings = false;
+  int64_t experts = 0;         // 0 or 1 = dense
+  int64_t top_k = 1;
+  int64_t expert_ffn = 0;
+  double capacity_factor = 1.0;
+  AttentionKernel attention = AttentionKernel::kFlash;
+
+  bool moe() const { return experts > 1; }
+};
+
+ModelShape model_shape(const ModelConfig& m);
+
+// ---------------------------------------------------------------- parameters
+struct ParameterCounts {
+  int64_t embedding = 0;       // word (+ position) embeddings
+  int64_t output = 0;          // output projection; 0 when tied
+  int64_t final_norm = 0;
+  int64_t attention_per_layer = 0;  // QKV, projection, their biases, the norm before them
+  int64_t mlp_per_layer = 0;        // dense MLP, or router + all experts, + the norm before
+  int64_t expert_per_layer = 0;     // of mlp_per_layer: the expert weights (0 when dense)
+  int64_t per_layer = 0;
+  int64_t total = 0;
+};
+
+ParameterCounts parameter_counts(const ModelShape& m);
+
+// Megatron's closed form (Narayanan et al. 2021, eq. 2 / Table 1):
+// P = 12 l h^2 (1 + 13 / (12 h) + (V + s) / (12 l h)). No final LayerNorm; f = 4h, tied.
+double megatron_gpt_parameters(int64_t layers, int64_t hidden, int64_t vocab, int64_t seq);
+
+// Layers on each pipeline stage: plan.layers_per_stage when given, else an even split with
+// the remainder on the earliest stages (as strategies/lowering.h chunk_layers).
+std::vector<int64_t> stage_layers(const ModelShape& m, const Plan& plan);
+
+// Parameters held by one rank of a pipeline stage.
+struct StageParameters {
+  double dense = 0;   // replicated across data parallel ranks (dp x cp)
+  double expert = 0;  // expert weights, replicated across expert-data-parallel ranks
+  double total() const { return dense + expert; }
+};
+StageParameters stage_parameters(const ModelShape& m, const Plan& plan, int64_t stage,
+                                 int64_t layers_on_stage);
+
+// ---------------------------------------------------------------- FLOPs
+// Attention FLOPs are counted for the FULL s x s score matrix (QK^T and attention over V,
+// 4 s h per token per layer forward), not the causal half. This is the convention of
+// Megatron-LM (Narayanan et al. 2021 eq. 3, Korthikanti et al. 2022 MFU/HFU) and of the
+// published MFU figures we compare with, so our MFU is comparable to theirs. The time model
+// uses the work the kernel really does (flash kernels skip masked tiles; see cost_model).
+struct FlopsPerIteration {
+  double model = 0;     // forward + backward once (3x forward)
+  double hardware = 0;  // + the forward work recomputation repeats
+};
+FlopsPerIteration flops_per_iteration(const ModelShape& m, const TrainingConfig& t, Recompute r);
+
+// Forward FLOPs per token of one transformer layer: dense GEMMs and full attention.
+double layer_forward_flops_per_token(const ModelShape& m);
+// Forward FLOPs per token of the attention core (QK^T and attention x V), full matrix.
+double attention_core_forward_flops_per_token(const ModelShape& m);
+// Forward FLOPs per token of the output projection (logits).
+double output_forward_flops_per_token(const ModelShape& m);
+
+// ---------------------------------------------------------------- activations
+// Korthikanti et al. 2022, Table 2, exactly as printed: activation bytes of one layer of the
+// GPT block (f = 4h, 16-bit activations, 1-byte dropout masks, materialized attention).
+// `selective` drops the 5as/h term; `full` keeps only the layer input (2sbh).
+double korthikanti_table2_bytes(int64_t s, int64_t b, int64_t h, int64_t a, int64_t t,
+                                bool sequence_parallel, Recompute r);
+
+// Activation bytes one rank keeps for one layer and one micro-batch, derived term by term
+// (the derivation of Korthikanti's Table 2, generalised to grouped-query attention, gated
+// MLPs, no dropout, flash attention, MoE and context parallelism). Reproduces Table 2
+// exactly for the GPT block. `element_bytes` is the activation element size (2 for
+// bf16/fp16/fp8, 4 for fp32).
+double layer_activation_bytes(const ModelShape& m, int64_t micro_batch, int64_t tp, int64_t cp,
+                              bool sequence_parallel, Recompute r, double element_bytes);
+
+// Micro-batches whose activations a stage keeps at its peak, in units of "one micro-batch
+// through all of this rank's layers": GPipe m; 1F1B min(p - stage, m); interleaved
+// (warm-up + 1 chunk passes) / v, which is p (1 + (p - 1) / (p v)) on the first stage
+// (Korthikanti et al. 2022, section 4.2.3).
+double micro_batches_in_flight(const Plan& plan, int64_t stage, int64_t num_micro_batches);
+
+// ---------------------------------------------------------------- memory per rank
+// Bytes per parameter held by a rank for model states, before ZeRO sharding.
+struct StateBytesPerParameter {
+  double weights = 0;
+  double gradients = 0;
+  double optimizer = 0;
+};
+// Mixed precision (bf16/fp16/fp8) with Adam: 2 (16-bit weights) + 4 (fp32 gradient
+// accumulation buffer, Megatron main_grad) + 12 (fp32 master weights, Adam m and v) = 18.
+// fp32 with Adam: 4 + 4 + 8. SGD with momentum: optimizer 4 (momentum) + 4 master if mixed.
+StateBytesPerParameter state_bytes_per_parameter(Precision p, Optimizer o);
+
+struct MemoryBreakdown {
+  double weights_bytes = 0;
+  double gradients_bytes = 0;
+  double optimizer_bytes = 0;
+  double activations_bytes = 0;
+  double buffers_bytes = 0;
+  double total_bytes() const {
+    return weights_bytes + gradients_bytes + optimizer_bytes + activations_bytes + buffers_bytes;
+  }
+};
+
+// Memory of the busiest rank of `stage`.
+MemoryBreakdown stage_memory(const ModelShape& m, const Scenario& s, const Plan& plan,
+                             int64_t stage, int64_t layers_on_stage);
+
+// Memory a framework leaves unusable: CUDA context and library handles, NCCL channel buffers,
+// and fragmentation of the caching allocator.
+inline constexpr double kCudaContextReserve_gib = 1.0;  // CUDA context + cuBLAS/cuDNN workspaces; ~0.6-1 GiB measured by nvidia-smi on A100/H100 for a PyTorch process
+inline constexpr double kNcclReserve_gib = 1.0;         // NCCL channel buffers for TP/DP/PP communicators (NCCL_BUFFSIZE 4 MiB x channels x peers)
+inline constexpr double kFragmentationFraction = 0.05;  // PyTorch caching allocator: reserved - allocated typically 3-8% in Megatron runs
+
+// GPU memory usable for the model after the reserve, GiB.
+double usable_memory_gib(const GpuSpec& gpu);
+
+}  // namespace monarch

@@ -1,0 +1,304 @@
+#include "core/model_math.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/units.h"
+
+namespace monarch {
+namespace {
+
+ModelConfig gpt(int64_t layers, int64_t hidden, int64_t heads, int64_t seq = 2048, int64_t vocab = 51200) {
+  ModelConfig m;
+  m.architecture = Architecture::kGpt;
+  m.num_layers = layers;
+  m.hidden_size = hidden;
+  m.num_attention_heads = heads;
+  m.vocab_size = vocab;
+  m.seq_length = seq;
+  m.tie_embeddings = true;
+  return m;
+}
+
+ModelConfig llama(int64_t layers, int64_t hidden, int64_t heads, int64_t kv, int64_t ffn, int64_t vocab, int64_t seq) {
+  ModelConfig m;
+  m.architecture = Architecture::kLlama;
+  m.num_layers = layers;
+  m.hidden_size = hidden;
+  m.num_attention_heads = heads;
+  m.num_kv_heads = kv;
+  m.ffn_hidden_size = ffn;
+  m.vocab_size = vocab;
+  m.seq_length = seq;
+  m.tie_embeddings = false;
+  return m;
+}
+
+// Narayanan et al. 2021 (Megatron-LM SC'21), Table 1: heads, hidden, layers and the printed
+// parameter count in billions (V = 51200, s = 2048, tied embeddings).
+struct Table1Row {
+  double billions;
+  int64_t heads, hidden, layers;
+};
+constexpr Table1Row kTable1[] = {{1.7, 24, 2304, 24},      {3.6, 32, 3072, 30},     {7.5, 32, 4096, 36},
+                                 {18.4, 48, 6144, 40},     {39.1, 64, 8192, 48},    {76.1, 80, 10240, 60},
+                                 {145.6, 96, 12288, 80},   {310.1, 128, 16384, 96}, {529.6, 128, 20480, 105},
+                                 {1008.0, 160, 25600, 128}};
+
+TEST(Parameters, MegatronTable1To0Point1PercentOrThePrintedDigit) {
+  for (const Table1Row& r : kTable1) {
+    const ParameterCounts p = parameter_counts(model_shape(gpt(r.layers, r.hidden, r.heads)));
+    const double b = static_cast<double>(p.total) / 1e9;
+    // The table prints one decimal: the small models are only known to +-0.05 B.
+    EXPECT_LE(std::fabs(b - r.billions), std::max(0.001 * r.billions, 0.05)) << r.billions << "B: " << b;
+    // Exact count = Megatron's closed form + the final LayerNorm (2h), which the form omits.
+    EXPECT_NEAR(static_cast<double>(p.total), megatron_gpt_parameters(r.layers, r.hidden, 51200, 2048) + 2.0 * r.hidden, 1.0);
+  }
+  // The large ones to 0.1%.
+  for (const Table1Row& r : kTable1) {
+    if (r.billions < 39) continue;
+    const double b = static_cast<double>(parameter_counts(model_shape(gpt(r.layers, r.hidden, r.heads))).total) / 1e9;
+    EXPECT_NEAR(b, r.billions, 0.001 * r.billions);
+  }
+}
+
+TEST(Parameters, LlamaAndMixtralMatchTheirReleasedCheckpoints) {
+  // Hugging Face model cards / safetensors index: Llama 3.1 8B 8,030,261,248 parameters,
+  // Llama 3 70B 70,553,706,496, Mixtral 8x7B 46,702,792,704.
+  EXPECT_EQ(parameter_counts(model_shape(llama(32, 4096, 32, 8, 14336, 128256, 8192))).total, 8030261248);
+  EXPECT_EQ(parameter_counts(model_shape(llama(80, 8192, 64, 8, 28672, 128256, 8192))).total, 70553706496);
+  ModelConfig mixtral = llama(32, 4096, 32, 8, 14336, 32000, 4096);
+  mixtral.num_experts = 8;
+  mixtral.moe_top_k = 2;
+  const ParameterCounts p = parameter_counts(model_shape(mixtral));
+  EXPECT_EQ(p.total, 46702792704);
+  EXPECT_EQ(p.expert_per_layer, 8 * 3 * 4096 * 14336);
+}
+
+TEST(Parameters, TiedEmbeddingsAndPerStageShares) {
+  ModelConfig m = gpt(24, 2048, 16);
+  const ModelShape tied = model_shape(m);
+  m.tie_embeddings = false;
+  const ModelShape untied = model_shape(m);
+  EXPECT_EQ(parameter_counts(untied).total - parameter_counts(tied).total, 51200 * 2048);
+
+  // Summed over stages and TP ranks, the shares are the model (plus the output copy Megatron
+  // keeps on the last stage for tied embeddings when pp > 1, and replicated norms/biases).
+  Plan p;
+  p.pp = 4;
+  p.tp = 1;
+  const std::vector<int64_t> layers = stage_layers(untied, p);
+  double sum = 0;
+  for (int64_t s = 0; s < 4; ++s) sum += stage_parameters(untied, p, s, layers[static_cast<size_t>(s)]).total();
+  EXPECT_DOUBLE_EQ(sum, static_cast<double>(parameter_counts(untied).total));
+  // With TP the matrices split; the embedding is vocabulary-parallel.
+  p.tp = 8;
+  const StageParameters first = stage_parameters(untied, p, 0, 6);
+  // (learned position embeddings, s x h, are replicated)
+  EXPECT_NEAR(first.dense, static_cast<double>(6 * parameter_counts(untied).per_layer + 51200 * 2048) / 8 + 2048.0 * 2048,
+              0.01 * first.dense);
+}
+
+TEST(Parameters, UnevenLayersGoToTheEarliestStages) {
+  Plan p;
+  p.pp = 4;
+  EXPECT_EQ(stage_layers(model_shape(gpt(10, 1024, 16)), p), (std::vector<int64_t>{3, 3, 2, 2}));
+  p.layers_per_stage = {1, 4, 4, 1};
+  EXPECT_EQ(stage_layers(model_shape(gpt(10, 1024, 16)), p), p.layers_per_stage);
+}
+
+// ---------------------------------------------------------------- FLOPs
+
+TEST(Flops, MatchMegatronFormulasAndTheirPublishedMfu) {
+  // Narayanan et al. 2021, eq. 3: 72 B s l h^2 (1 + s / 6h + V / 12lh) without recompute and
+  // 96 B s l h^2 (1 + s / 6h + V / 16lh) with full recompute.
+  const ModelShape m = model_shape(gpt(48, 6144, 64));
+  TrainingConfig t;
+  t.global_batch_size = 4;
+  const double B = 4, s = 2048, l = 48, h = 6144, V = 51200;
+  const FlopsPerIteration none = flops_per_iteration(m, t, Recompute::kNone);
+  EXPECT_NEAR(none.model, 72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h)), 1e-9 * none.model);
+  EXPECT_DOUBLE_EQ(none.hardware, none.model);
+  const FlopsPerIteration full = flops_per_iteration(m, t, Recompute::kFull);
+  EXPECT_NEAR(full.hardware, 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h)), 1e-9 * full.hardware);
+  EXPECT_DOUBLE_EQ(full.model, none.model);
+  const FlopsPerIteration sel = flops_per_iteration(m, t, Recompute::kSelective);
+  EXPECT_GT(sel.hardware, sel.model);
+  EXPECT_LT(sel.hardware, full.hardware);
+  // Megatron-LM README (Korthikanti et al. 2022): 22B, 8 A100s, 1.10 s per iteration = 41.5% MFU.
+  EXPECT_NEAR(none.model / 1.10 / 8 / 312e12, 0.415, 0.003);
+}
+
+// ---------------------------------------------------------------- activations
+
+// Korthikanti et al. 2022, Table 2, for every combination of TP, sequence parallelism and
+// recompute: the term-by-term derivation in layer_activation_bytes reproduces the printed
+// formulas, and the printed formulas are what the paper prints.
+TEST(Activations, KorthikantiTable2EveryCombination) {
+  for (const auto& [layers, h, a] : {std::tuple{48, 6144, 64}, {96, 12288, 96}, {105, 20480, 128}, {128, 25600, 160}}) {
+    const ModelShape m = model_shape(gpt(layers, h, a));
+    ASSERT_EQ(m.attention, AttentionKernel::kMaterialized);
+    const double s = 2048;
+    for (int64_t b : {1, 4})
+      for (int64_t t : {1, 2, 4, 8})
+        for (bool sp : {false, true})
+          for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+            const double table = korthikanti_table2_bytes(2048, b, h, a, t, sp, r);
+            const double sbh = s * static_cast<double>(b) * h;
+            const double T = static_cast<double>(t), attn = 5.0 * a * s / h;
+            double printed = 0;
+            if (r == Recompute::kFull) printed = 2 * sbh;                      // "sbh x 2"
+            else if (t == 1) printed = sbh * (34 + (r == Recompute::kNone ? attn : 0));  // no parallelism
+            else if (!sp) printed = sbh * (10 + 24 / T + (r == Recompute::kNone ? attn / T : 0));
+            else printed = sbh * (34 / T + (r == Recompute::kNone ? attn / T : 0));
+            // Table 2 prints 2sbh for full recompute; with sequence parallelism the stored
+            // layer input is itself sharded along the sequence, 2sbh/t (Megatron stores it so).
+            if (r == Recompute::kFull && sp) printed /= T;
+            EXPECT_DOUBLE_EQ(table, printed) << h << " t" << t << " sp" << sp << " r" << static_cast<int>(r);
+            EXPECT_NEAR(layer_activation_bytes(m, b, t, 1, sp, r, 2.0), table, 1e-9 * table)
+                << h << " t" << t << " sp" << sp << " r" << static_cast<int>(r);
+          }
+  }
+}
+
+TEST(Activations, FlashAttentionGqaSwigluAndContextParallel) {
+  const ModelShape m = model_shape(llama(32, 4096, 32, 8, 14336, 128256, 8192));
+  ASSERT_EQ(m.attention, AttentionKernel::kFlash);
+  // Per token, tp 1, bf16: norms 4h + QKV/fc1 inputs 4h, Q 2h, K and V 2 x 2 x 1024,
+  // projection input 2h, SwiGLU 3 x 2f, log-sum-exp 4a bytes.
+  const double per_token = 4.0 * 2 * 4096 + 2.0 * 4096 + 4.0 * 1024 + 2.0 * 4096 + 6.0 * 14336 + 4.0 * 32;
+  EXPECT_NEAR(layer_activation_bytes(m, 1, 1, 1, false, Recompute::kNone, 2.0), 8192 * per_token, 1.0);
+  // Context parallelism splits the sequence.
+  EXPECT_NEAR(layer_activation_bytes(m, 1, 1, 4, false, Recompute::kNone, 2.0), 2048 * per_token, 1.0);
+  // No quadratic term: doubling the sequence doubles the memory.
+  ModelConfig longer = llama(32, 4096, 32, 8, 14336, 128256, 16384);
+  EXPECT_NEAR(layer_activation_bytes(model_shape(longer), 1, 1, 1, false, Recompute::kNone, 2.0),
+              2 * 8192 * per_token, 1.0);
+}
+
+TEST(Activations, MicroBatchesInFlightPerSchedule) {
+  Plan p;
+  p.pp = 8;
+  p.schedule = Schedule::kGpipe;
+  EXPECT_EQ(micro_batches_in_flight(p, 0, 64), 64);
+  p.schedule = Schedule::kOneFOneB;
+  EXPECT_EQ(micro_batches_in_flight(p, 0, 64), 8);
+  EXPECT_EQ(micro_batches_in_flight(p, 7, 64), 1);
+  EXPECT_EQ(micro_batches_in_flight(p, 0, 4), 4);  // fewer micro-batches than stages
+  p.schedule = Schedule::kInterleaved;
+  p.vpp = 3;
+  // Korthikanti et al. 2022, section 4.2.3: p (1 + (p - 1) / (p v)) on the first stage.
+  EXPECT_NEAR(micro_batches_in_flight(p, 0, 64), 8.0 * (1 + 7.0 / 24), 1e-12);
+  p.pp = 1;
+  EXPECT_EQ(micro_batches_in_flight(p, 0, 64), 1);
+}
+
+// ---------------------------------------------------------------- memory per rank
+
+Scenario scenario_for(const ModelConfig& m, int64_t gpus, int64_t gbs) {
+  Scenario s;
+  s.model = m;
+  s.cluster.gpu.name = "A100-80GB";
+  s.cluster.gpu.memory_gib = 80;
+  s.cluster.gpu.peak_tflops = {19.5, 156, 312, 312, 0};
+  s.cluster.gpu.memory_bandwidth_GBps = 2039;
+  s.cluster.num_gpus = gpus;
+  s.cluster.gpus_per_node = 8;
+  s.training.global_batch_size = gbs;
+  return s;
+}
+
+TEST(Memory, ModelStatesPerZeroStage) {
+  const ModelConfig mc = gpt(8, 1024, 16);
+  const ModelShape m = model_shape(mc);
+  const Scenario s = scenario_for(mc, 8, 8);
+  Plan p;
+  p.dp = 8;
+  const double P = stage_parameters(m, p, 0, 8).total();
+  auto per_param = [&](int64_t zero) {
+    p.zero_stage = zero;
+    const MemoryBreakdown b = stage_memory(m, s, p, 0, 8);
+    return (b.weights_bytes + b.gradients_bytes + b.optimizer_bytes) / P;
+  };
+  EXPECT_NEAR(per_param(0), 18.0, 1e-9);             // 2 + 4 + 12
+  EXPECT_NEAR(per_param(1), 6.0 + 12.0 / 8, 1e-9);   // Megatron distributed optimizer
+  EXPECT_NEAR(per_param(2), 2.0 + 16.0 / 8, 1e-9);
+  EXPECT_NEAR(per_param(3), 18.0 / 8, 1e-9);
+  Scenario fp32 = s;
+  fp32.training.precision = Precision::kFp32;
+  p.zero_stage = 0;
+  const MemoryBreakdown b = stage_memory(m, fp32, p, 0, 8);
+  EXPECT_NEAR((b.weights_bytes + b.gradients_bytes + b.optimizer_bytes) / P, 16.0, 1e-9);
+}
+
+// Korthikanti et al. 2022, Figure 1: per-GPU memory of the first pipeline stage for the 22B,
+// 175B, 530B and 1T models (configurations of their Table 3, micro-batch 1 except 22B at 4),
+// split into parameters + optimizer state (18 bytes per parameter, no data parallelism) and
+// activations (Table 2 x layers; with 1F1B the first stage holds p micro-batches of L/p
+// layers). The figure's message: with tensor parallelism alone the activations do not fit
+// an 80 GB A100 (22B, 175B, 530B, 1T), with sequence parallelism + selective recompute all
+// four fit. The figure leaves out the embedding-dropout, output-layer and loss activations
+// (section 4.3), the interleaving factor, temporary buffers and the framework reserve;
+// below they are subtracted from our stage memory to compare like with like. The published
+// bar heights are not printed in the paper's text; the GiB figures below are the formulas'.
+TEST(Memory, KorthikantiFigure1) {
+  struct Case {
+    const char* name;
+    int64_t layers, hidden, heads, tp, pp, b;
+    double states_gib, baseline_act_gib, present_act_gib;
+  };
+  const Case cases[] = {
+      {"22B", 48, 6144, 64, 8, 1, 4, 46.3, 59.2, 9.6},
+      {"175B", 96, 12288, 96, 8, 8, 1, 45.7, 51.8, 9.6},
+      {"530B", 105, 20480, 128, 8, 35, 1, 31.7, 86.1, 17.4},
+      {"1T", 128, 25600, 160, 8, 64, 1, 33.0, 131.2, 26.6},
+  };
+  for (const Case& c : cases) {
+    const ModelConfig mc = gpt(c.layers, c.hidden, c.heads);
+    const ModelShape m = model_shape(mc);
+    Scenario s = scenario_for(mc, c.tp * c.pp, c.b * 512);
+    Plan p;
+    p.tp = c.tp;
+    p.pp = c.pp;
+    p.micro_batch_size = c.b;
+    const int64_t lps = c.layers / c.pp;
+    const double states = 18.0 * static_cast<double>(parameter_counts(m).total) / static_cast<double>(c.tp * c.pp);
+    EXPECT_NEAR(bytes_to_gib(states), c.states_gib, 0.01 * c.states_gib) << c.name;
+    // The first stage holds L/p layers' shares, the (vocabulary-parallel) word embedding and
+    // the (replicated) position embedding.
+    const double stage0 = stage_parameters(m, p, 0, lps).total();
+    const double expect0 = (static_cast<double>(lps * parameter_counts(m).per_layer) + 51200.0 * c.hidden) / c.tp +
+                           2048.0 * c.hidden;
+    EXPECT_NEAR(stage0, expect0, 0.01 * expect0) << c.name;
+
+    const double pf = static_cast<double>(c.pp);
+    const double layers_held = static_cast<double>(lps) * pf;  // 1F1B: p micro-batches of L/p layers
+    for (bool present : {false, true}) {
+      p.sequence_parallel = present;
+      p.recompute = present ? Recompute::kSelective : Recompute::kNone;
+      const MemoryBreakdown mem = stage_memory(m, s, p, 0, lps);
+      // Remove what the figure leaves out: the embedding dropout mask (sbh/t with SP, x p).
+      const double T = 2048.0 * static_cast<double>(c.b);
+      const double emb = T * c.hidden / (present ? c.tp : 1) * std::min<double>(pf, 512);
+      const double layers_only = mem.activations_bytes - emb - (c.pp == 1 ? (2.0 * 2 * T * c.hidden / (present ? c.tp : 1) + 4.0 * T * 51200 / c.tp) : 0.0);
+      EXPECT_NEAR(layers_only, layers_held * korthikanti_table2_bytes(2048, c.b, c.hidden, c.heads, c.tp, present, p.recompute),
+                  1e-6 * layers_only) << c.name;
+      EXPECT_NEAR(bytes_to_gib(layers_only), present ? c.present_act_gib : c.baseline_act_gib, 0.01 * layers_only / kGiB + 0.05)
+          << c.name << (present ? " present work" : " baseline");
+      const double total_gib = bytes_to_gib(states + layers_only);
+      if (present) EXPECT_LT(total_gib, 80.0) << c.name;
+      else EXPECT_GT(total_gib, 80.0) << c.name;
+    }
+  }
+}
+
+TEST(Memory, FitsAgainstUsableMemoryWithTheReserve) {
+  GpuSpec g;
+  g.memory_gib = 80;
+  EXPECT_NEAR(usable_memory_gib(g), 80 * (1 - kFragmentationFraction) - kCudaContextReserve_gib - kNcclReserve_gib, 1e-12);
+  EXPECT_LT(usable_memory_gib(g), 80);
+}
+
+}  // namespace
+}  // namespace monarch

@@ -1,0 +1,167 @@
+#include "core/plan_io.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+namespace monarch {
+namespace {
+
+// Two ranks of a 2-stage pipeline, one micro-batch: every kind of task once.
+PlanGraph tiny() {
+  PlanGraph g;
+  g.plan.pp = 2;
+  g.world_size = 2;
+  g.num_micro_batches = 1;
+  g.groups.push_back({GroupKind::kPp, {0, 1}});
+  for (int32_t r = 0; r < 2; ++r) {
+    RankProgram p;
+    p.rank = r;
+    p.stage = r;
+    Task a;
+    a.kind = TaskKind::kAlloc;
+    a.category = MemCategory::kActivations;
+    a.buffer = 0;
+    a.bytes = 4096;
+    a.micro_batch = 0;
+    p.tasks.push_back(a);
+    Task c;
+    c.kind = TaskKind::kCompute;
+    c.phase = Phase::kForward;
+    c.op = OpKind::kLayer;
+    c.layer = r * 2;
+    c.num_layers = 2;
+    c.micro_batch = 0;
+    c.flops = 1.5e12;
+    c.mem_bytes = 3.25e9;
+    c.duration_s = 0.0123456789012345;
+    c.deps = {0};
+    p.tasks.push_back(c);
+    Task x;
+    x.kind = r == 0 ? TaskKind::kSend : TaskKind::kRecv;
+    x.stream = r == 0 ? Stream::kPpSend : Stream::kPpRecv;
+    x.peer = 1 - r;
+    x.tag = 7;
+    x.bytes = 1 << 20;
+    x.duration_s = 1e-4;
+    x.deps = {1};
+    p.tasks.push_back(x);
+    Task k;
+    k.kind = TaskKind::kCollective;
+    k.stream = Stream::kDpComm;
+    k.collective = CollectiveKind::kAllReduce;
+    k.group = 0;
+    k.seq = 0;
+    k.dtype = DType::kFp32;
+    k.bytes = 123456789012;
+    k.count = 3;
+    k.duration_s = 0.5;
+    p.tasks.push_back(k);
+    Task f = a;
+    f.kind = TaskKind::kFree;
+    f.deps = {1, 3};
+    p.tasks.push_back(f);
+    g.ranks.push_back(p);
+  }
+  return g;
+}
+
+bool same_task(const Task& a, const Task& b) {
+  return a.kind == b.kind && a.stream == b.stream && a.phase == b.phase && a.op == b.op && a.layer == b.layer &&
+         a.num_layers == b.num_layers && a.chunk == b.chunk && a.micro_batch == b.micro_batch && a.flops == b.flops &&
+         a.mem_bytes == b.mem_bytes && a.duration_s == b.duration_s && a.collective == b.collective && a.group == b.group &&
+         a.seq == b.seq && a.dtype == b.dtype && a.bytes == b.bytes && a.count == b.count && a.peer == b.peer && a.tag == b.tag &&
+         a.category == b.category && a.buffer == b.buffer && a.deps == b.deps;
+}
+
+TEST(PlanIo, RoundTripsEveryField) {
+  const PlanGraph g = tiny();
+  const nlohmann::json j = plan_graph_to_json(g);
+  EXPECT_EQ(j["format"], "monarch-plan/1");
+  auto back = plan_graph_from_json(nlohmann::json::parse(j.dump()));
+  ASSERT_TRUE(back.ok()) << back.problems()[0].to_string();
+  EXPECT_EQ(back->plan, g.plan);
+  EXPECT_EQ(back->world_size, 2);
+  EXPECT_EQ(back->num_micro_batches, 1);
+  ASSERT_EQ(back->groups.size(), 1u);
+  EXPECT_EQ(back->groups[0].ranks, (std::vector<int32_t>{0, 1}));
+  ASSERT_EQ(back->ranks.size(), 2u);
+  for (size_t r = 0; r < 2; ++r) {
+    ASSERT_EQ(back->ranks[r].tasks.size(), g.ranks[r].tasks.size());
+    EXPECT_EQ(back->ranks[r].stage, g.ranks[r].stage);
+    for (size_t i = 0; i < g.ranks[r].tasks.size(); ++i)
+      EXPECT_TRUE(same_task(back->ranks[r].tasks[i], g.ranks[r].tasks[i])) << "rank " << r << " task " << i;
+  }
+}
+
+Problems problems_of(const nlohmann::json& j) {
+  auto g = plan_graph_from_json(j);
+  return g.ok() ? Problems{} : g.problems();
+}
+
+TEST(PlanIo, RejectsOtherVersionsAndNamesTheKey) {
+  nlohmann::json j = plan_graph_to_json(tiny());
+  j["format"] = "monarch-plan/2";
+  Problems p = problems_of(j);
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].where, "/format");
+  EXPECT_NE(p[0].message.find("monarch-plan/1"), std::string::npos);
+  j.erase("format");
+  EXPECT_EQ(problems_of(j)[0].where, "/format");
+}
+
+TEST(PlanIo, NamesTheJsonPathOfMalformedTasks) {
+  nlohmann::json j = plan_graph_to_json(tiny());
+  j["ranks"][1]["tasks"][2]["peer"] = 5;
+  Problems p = problems_of(j);
+  ASSERT_FALSE(p.empty());
+  EXPECT_EQ(p[0].where, "/ranks/1/tasks/2/peer");
+
+  j = plan_graph_to_json(tiny());
+  j["ranks"][0]["tasks"][1]["deps"] = {1};  // itself
+  EXPECT_EQ(problems_of(j)[0].where, "/ranks/0/tasks/1/deps/0");
+
+  j = plan_graph_to_json(tiny());
+  j["ranks"][0]["tasks"][3]["collective"] = "all-reduse";
+  p = problems_of(j);
+  EXPECT_EQ(p[0].where, "/ranks/0/tasks/3/collective");
+  EXPECT_NE(p[0].message.find("\"all-reduce\""), std::string::npos);
+
+  j = plan_graph_to_json(tiny());
+  j["ranks"][0]["tasks"][1]["colour"] = "red";
+  EXPECT_EQ(problems_of(j)[0].where, "/ranks/0/tasks/1/colour");
+
+  j = plan_graph_to_json(tiny());
+  j["ranks"][0]["tasks"][3]["group"] = 1;
+  EXPECT_EQ(problems_of(j)[0].where, "/ranks/0/tasks/3/group");
+
+  j = plan_graph_to_json(tiny());
+  j["ranks"].erase(1);
+  EXPECT_EQ(problems_of(j)[0].where, "/ranks");
+
+  j = plan_graph_to_json(tiny());
+  j["world_size"] = 4;
+  EXPECT_EQ(problems_of(j)[0].where, "/world_size");
+}
+
+TEST(PlanIo, FileRoundTripAndUnreadableFiles) {
+  const std::string path = std::string(MONARCH_BINARY_DIR) + "/plan_io_test_plan.json";
+  ASSERT_TRUE(write_plan_file(path, tiny()).empty());
+  auto back = read_plan_file(path);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->ranks[1].tasks.size(), 5u);
+  {
+    std::ofstream out(path);
+    out << "{\"format\": \"monarch-plan/1\", ";
+  }
+  auto bad = read_plan_file(path);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.problems()[0].message.find("not valid JSON"), std::string::npos);
+  std::remove(path.c_str());
+  EXPECT_FALSE(read_plan_file(path).ok());
+  EXPECT_FALSE(write_plan_file("/nonexistent-dir/x.json", tiny()).empty());
+}
+
+}  // namespace
+}  // namespace monarch

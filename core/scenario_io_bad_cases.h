@@ -1,0 +1,127 @@
+// The table of bad scenarios shared by core/scenario_io_test.cc (the reader) and
+// tests/cli_test.cc (the same cases through the monarch-sim binary: exit status 2).
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace monarch::testing_cases {
+
+using nlohmann::json;
+
+// A valid scenario: the example of ../shared/spec/scenario.md with every degree fixed.
+inline json base_scenario() {
+  return json::parse(R"({
+    "name": "gpt3-175b-on-64-a100",
+    "model": { "architecture": "gpt", "num_layers": 96, "hidden_size": 12288,
+               "num_attention_heads": 96, "vocab_size": 51200, "seq_length": 2048 },
+    "cluster": { "gpu": "A100-80GB", "num_gpus": 64, "gpus_per_node": 8,
+                 "intra_node": { "bandwidth_GBps": 300, "latency_us": 2 },
+                 "inter_node": { "bandwidth_GBps": 25, "nics_per_node": 8, "latency_us": 5,
+                                 "topology": "fat-tree", "oversubscription": 1 } },
+    "training": { "global_batch_size": 64, "micro_batch_size": 1, "precision": "bf16" },
+    "parallelism": { "tp": 8, "pp": 8, "cp": 1, "dp": 1, "vpp": 3, "sequence_parallel": true,
+                     "activation_recompute": "selective" }
+  })");
+}
+
+struct BadCase {
+  const char* name;
+  std::vector<std::pair<std::string, std::string>> edits;  // JSON pointer -> JSON value, or "DELETE"
+  const char* where;    // JSON path the problem must name
+  const char* message;  // words the message must contain
+};
+
+inline const BadCase kBadCases[] = {
+    {"model missing", {{"/model", "DELETE"}}, "/model", "missing"},
+    {"model not an object", {{"/model", "5"}}, "/model", "expected an object"},
+    {"misspelled top-level key", {{"/modle", "{}"}}, "/modle", "did you mean \"model\""},
+    {"misspelled model key", {{"/model/hiden_size", "4096"}}, "/model/hiden_size", "did you mean \"hidden_size\""},
+    {"hidden size as a string", {{"/model/hidden_size", "\"12288\""}}, "/model/hidden_size", "a string"},
+    {"negative hidden size", {{"/model/hidden_size", "-4"}}, "/model/hidden_size", "found -4"},
+    {"zero hidden size", {{"/model/hidden_size", "0"}}, "/model/hidden_size", "found 0"},
+    {"absurd hidden size", {{"/model/hidden_size", "1e12"}}, "/model/hidden_size", "<= 1048576"},
+    {"fractional hidden size", {{"/model/hidden_size", "12288.5"}}, "/model/hidden_size", "not a fraction"},
+    {"num_layers missing", {{"/model/num_layers", "DELETE"}}, "/model/num_layers", "missing"},
+    {"misspelled architecture", {{"/model/architecture", "\"gtp\""}}, "/model/architecture", "did you mean \"gpt\""},
+    {"architecture missing", {{"/model/architecture", "DELETE"}}, "/model/architecture", "missing"},
+    {"unknown model preset", {{"/model/preset", "\"gpt3-175\""}}, "/model/preset", "did you mean \"gpt3-175b\""},
+    {"hf_config file missing", {{"/model/hf_config", "\"no/such/config.json\""}}, "/model/hf_config", "does not exist"},
+    {"llama without ffn size", {{"/model/architecture", "\"llama\""}}, "/model/ffn_hidden_size", "required for llama"},
+    {"hidden not a multiple of heads", {{"/model/num_attention_heads", "100"}}, "/model/hidden_size", "multiple of num_attention_heads"},
+    {"kv heads do not divide heads", {{"/model/num_kv_heads", "5"}}, "/model/num_kv_heads", "divisor of num_attention_heads"},
+    {"tp does not divide heads", {{"/model/num_attention_heads", "12"}}, "/parallelism/tp", "num_attention_heads (12)"},
+    {"tp does not divide kv heads", {{"/model/num_kv_heads", "4"}}, "/parallelism/tp", "num_kv_heads (4)"},
+    {"degrees do not multiply to num_gpus", {{"/parallelism/dp", "2"}}, "/parallelism", "cluster.num_gpus (64)"},
+    {"more stages than layers", {{"/model/num_layers", "4"}, {"/parallelism/vpp", "DELETE"}}, "/parallelism/pp", "at most num_layers (4)"},
+    {"batch not divisible by micro x dp", {{"/training/global_batch_size", "63"}, {"/parallelism/tp", "1"}, {"/parallelism/dp", "8"}, {"/model/num_attention_heads", "96"}}, "/training/global_batch_size", "multiple of micro_batch_size x data_parallel_degree"},
+    {"micro batch above global batch", {{"/training/micro_batch_size", "128"}}, "/training/micro_batch_size", "at most global_batch_size"},
+    {"absurd GPU count", {{"/cluster/num_gpus", "1e15"}}, "/cluster/num_gpus", "<= 4194304"},
+    {"GPU count beyond 64 bits", {{"/cluster/num_gpus", "18446744073709551615"}}, "/cluster/num_gpus", "<= 4194304"},
+    {"partial node", {{"/cluster/num_gpus", "60"}}, "/cluster/num_gpus", "multiple of gpus_per_node (8)"},
+    {"unknown GPU preset", {{"/cluster/gpu", "\"H100\""}}, "/cluster/gpu", "did you mean \"H100-SXM\""},
+    {"custom GPU without memory", {{"/cluster/gpu", R"({"name": "X1", "peak_tflops": {"bf16": 100}, "memory_bandwidth_GBps": 1000})"}}, "/cluster/gpu/memory_gib", "missing"},
+    {"misspelled peak key", {{"/cluster/gpu", R"({"name": "A100-80GB", "peak_tflops": {"bfl16": 100}})"}}, "/cluster/gpu/peak_tflops/bfl16", "did you mean \"bf16\""},
+    {"zero stage 4", {{"/parallelism/zero_stage", "4"}}, "/parallelism/zero_stage", "0..3"},
+    {"unknown schedule", {{"/parallelism/pipeline_schedule", "\"zigzag\""}}, "/parallelism/pipeline_schedule", "one of gpipe, 1f1b, interleaved-1f1b"},
+    {"1f1b with virtual stages", {{"/parallelism/pipeline_schedule", "\"1f1b\""}}, "/parallelism/pipeline_schedule", "interleaved-1f1b"},
+    {"vpp inconsistent with layers", {{"/parallelism/vpp", "5"}}, "/parallelism/vpp", "multiple of pipeline_parallel_degree x virtual_pipeline_degree"},
+    {"vpp without pipeline", {{"/parallelism/pp", "1"}, {"/parallelism/dp", "8"}}, "/parallelism/vpp", "expected 1 when pipeline_parallel_degree is 1"},
+    {"degree given twice", {{"/parallelism/tensor_parallel_degree", "8"}}, "/parallelism/tp", "a second time"},
+    {"fp8 on a GPU without fp8", {{"/training/precision", "\"fp8\""}}, "/training/precision", "no FP8 tensor cores"},
+    {"unknown precision", {{"/training/precision", "\"bfloat16\""}}, "/training/precision", "one of fp32, bf16, fp16, fp8"},
+    {"misspelled optimizer", {{"/training/optimizer", "\"adan\""}}, "/training/optimizer", "did you mean \"adam\""},
+    {"unknown backend", {{"/backends", R"(["analytical", "ns3"])"}}, "/backends/1", "one of analytical, simgrid, real-cpu, real-gpu"},
+    {"backends not a list", {{"/backends", "\"analytical\""}}, "/backends", "non-empty array"},
+    {"backend twice", {{"/backends", R"(["simgrid", "simgrid"])"}}, "/backends/1", "twice"},
+    {"top_k zero", {{"/search/top_k", "0"}}, "/search/top_k", "found 0"},
+    {"unknown objective", {{"/search/objective", "\"throughput\""}}, "/search/objective", "one of iteration_time, memory"},
+    {"oversubscription below 1", {{"/cluster/inter_node/oversubscription", "0.5"}}, "/cluster/inter_node/oversubscription", ">= 1"},
+    {"unknown topology", {{"/cluster/inter_node/topology", "\"torus\""}}, "/cluster/inter_node/topology", "one of fat-tree"},
+    {"negative NVLink bandwidth", {{"/cluster/intra_node/bandwidth_GBps", "-300"}}, "/cluster/intra_node/bandwidth_GBps", "> 0"},
+    {"latency as a string", {{"/cluster/intra_node/latency_us", "\"2us\""}}, "/cluster/intra_node/latency_us", "a string"},
+    {"training missing", {{"/training", "DELETE"}}, "/training", "missing"},
+    {"global batch missing", {{"/training/global_batch_size", "DELETE"}}, "/training/global_batch_size", "missing"},
+    {"sequence_parallel not a bool", {{"/parallelism/sequence_parallel", "\"yes\""}}, "/parallelism/sequence_parallel", "true or false"},
+    {"cp does not split the sequence", {{"/model/seq_length", "2050"}, {"/parallelism/cp", "2"}, {"/parallelism/pp", "4"}}, "/parallelism/cp", "seq_length (2050)"},
+    {"expert parallel on a dense model", {{"/parallelism/ep", "2"}}, "/parallelism/ep", "dense model"},
+    {"moe top-k above experts", {{"/model/num_experts", "8"}, {"/model/moe_top_k", "9"}}, "/model/moe_top_k", "at most num_experts (8)"},
+    {"moe without top-k", {{"/model/num_experts", "8"}}, "/model/moe_top_k", "missing"},
+    {"straggler GPU out of range", {{"/whatif", R"({"stragglers": [{"gpu": 64, "slowdown": 2}]})"}}, "/whatif/stragglers/0/gpu", "0..63"},
+    {"straggler speeds up", {{"/whatif", R"({"stragglers": [{"gpu": 3, "slowdown": 0.5}]})"}}, "/whatif/stragglers/0/slowdown", ">= 1"},
+    {"straggler names gpu and node", {{"/whatif", R"({"stragglers": [{"gpu": 3, "node": 1, "slowdown": 2}]})"}}, "/whatif/stragglers/0", "exactly one"},
+    {"degraded link above 1", {{"/whatif", R"({"degraded_links": [{"node": 1, "bandwidth_factor": 2}]})"}}, "/whatif/degraded_links/0/bandwidth_factor", "<= 1"},
+    {"degraded link node out of range", {{"/whatif", R"({"degraded_links": [{"node": 8, "bandwidth_factor": 0.5}]})"}}, "/whatif/degraded_links/0/node", "0..7"},
+    {"name not a string", {{"/name", "5"}}, "/name", "a string"},
+    {"steps zero", {{"/training/steps", "0"}}, "/training/steps", "found 0"},
+    {"absurd vocabulary", {{"/model/vocab_size", "1e30"}}, "/model/vocab_size", "<= 16777216"},
+    {"dp below -1", {{"/parallelism/dp", "-2"}}, "/parallelism/dp", "-1 (derived)"},
+    {"seq length as a bool", {{"/model/seq_length", "true"}}, "/model/seq_length", "a boolean"},
+    {"tie_embeddings not a bool", {{"/model/tie_embeddings", "\"no\""}}, "/model/tie_embeddings", "true or false"},
+    {"transformer key on a dlrm model", {{"/model/architecture", "\"dlrm\""}}, "/model/num_layers", "not used by a dlrm model"},
+    {"capacity factor given twice differently", {{"/model/moe_capacity_factor", "1.25"}, {"/training/moe_capacity_factor", "2"}}, "/training/moe_capacity_factor", "/model/moe_capacity_factor is 1.25"},
+    {"version 2", {{"/version", "2"}}, "/version", "scenario format version"},
+};
+
+// Short names in test listings instead of the bytes of the struct.
+inline void PrintTo(const BadCase& c, std::ostream* os) { *os << c.name; }
+
+// base_scenario() with the case's edits applied.
+inline json apply_edits(const BadCase& c) {
+  json j = base_scenario();
+  for (const auto& [ptr, value] : c.edits) {
+    json::json_pointer p(ptr);
+    if (value == "DELETE") {
+      j[p.parent_pointer()].erase(p.back());
+    } else {
+      j[p] = json::parse(value);
+    }
+  }
+  return j;
+}
+
+}  // namespace monarch::testing_cases

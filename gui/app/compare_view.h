@@ -1,0 +1,57 @@
+// Two runs side by side: pick A and B from the runs on offer (the store's runs and this
+// session's results), see the time breakdown as bars and every metric with its difference.
+#pragma once
+
+#include <QWidget>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "core/problem.h"
+
+#include "core/result.h"
+#include "gui/models/compare_model.h"
+
+class QComboBox;
+class QChartView;
+class QLabel;
+class QTableView;
+
+namespace monarch::gui {
+
+struct RunChoice {
+  QString label;  // "store #12 simgrid tp=8 pp=4 ..." or "plan #1 analytical ..."
+  std::optional<BackendResult> result;  // absent until loaded (store runs load on demand)
+  int64_t store_id = -1;                // >= 0: a run of the results store
+};
+
+// Loads a store run by id (the store's problems when it cannot).
+using RunLoader = std::function<Expected<BackendResult>(int64_t id)>;
+
+class CompareView : public QWidget {
+  Q_OBJECT
+ public:
+  explicit CompareView(QWidget* parent = nullptr);
+  void set_loader(RunLoader loader) { loader_ = std::move(loader); }
+  // Replaces the runs on offer; keeps the chosen ones when their labels are still there.
+  void set_runs(std::vector<RunChoice> runs);
+  void choose(int a, int b);
+  CompareModel* model() const { return model_; }
+  int run_count() const { return static_cast<int>(runs_.size()); }
+
+ private:
+  void refresh();
+  // Loads runs_[i] when needed; false (with the reason in `why`) when it cannot.
+  bool ensure_loaded(int i, QString* why);
+
+  std::vector<RunChoice> runs_;
+  RunLoader loader_;
+  CompareModel* model_;
+  QComboBox* a_;
+  QComboBox* b_;
+  QTableView* table_;
+  QChartView* chart_view_;
+  QLabel* note_;
+};
+
+}  // namespace monarch::gui

@@ -1,0 +1,395 @@
+#include "gui/app/timeline_view.h"
+
+#include <QHBoxLayout>
+#include <QHelpEvent>
+#include <QKeyEvent>
+#include <QLabel>
+#include <QMouseEvent>
+#include <QPainter>
+#include <QScrollBar>
+#include <QToolButton>
+#include <QToolTip>
+#include <QVBoxLayout>
+#include <QWheelEvent>
+#include <algorithm>
+#include <cmath>
+
+#include "gui/models/format.h"
+
+namespace monarch::gui {
+namespace {
+
+constexpr int kHScrollSteps = 1000000;  // resolution of the horizontal scroll bar
+constexpr double kZoomStep = 1.5;       // per click / key press / wheel notch
+
+bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
+bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
+
+}  // namespace
+
+QColor span_color(const TimelineSpan& s) {
+  if (s.category == "compute") {
+    if (starts_with(s.name, "bwd") || contains(s.name, "backward")) return QColor(37, 99, 175);
+    if (starts_with(s.name, "recompute") || contains(s.name, "recomp")) return QColor(140, 180, 230);
+    return QColor(86, 150, 220);
+  }
+  if (s.category == "optimizer") return QColor(120, 120, 120);
+  if (s.category == "p2p") return QColor(214, 60, 60);
+  if (s.category == "collective") {
+    if (contains(s.name, "AllReduce") || contains(s.name, "all-reduce")) return QColor(240, 150, 30);
+    if (contains(s.name, "AllGather") || contains(s.name, "all-gather")) return QColor(60, 170, 90);
+    if (contains(s.name, "ReduceScatter") || contains(s.name, "reduce-scatter")) return QColor(150, 90, 190);
+    if (contains(s.name, "AllToAll") || contains(s.name, "all-to-all")) return QColor(200, 90, 150);
+    return QColor(180, 150, 40);
+  }
+  return QColor(160, 160, 160);
+}
+
+// ---------------- TimelineCanvas ----------------
+
+TimelineCanvas::TimelineCanvas(QWidget* parent) : QAbstractScrollArea(parent) {
+  setFocusPolicy(Qt::StrongFocus);
+  viewport()->setMouseTracking(true);
+  viewport()->setAttribute(Qt::WA_OpaquePaintEvent);
+  horizontalScrollBar()->setRange(0, 0);
+  verticalScrollBar()->setSingleStep(kRowHeightPx);
+  axis_ = TimeAxis::fit(1.0, plot_width());
+}
+
+double TimelineCanvas::plot_width() const {
+  return std::max(1, viewport()->width() - kGutterPx);
+}
+
+RowWindow TimelineCanvas::row_window() const {
+  RowWindow w;
+  w.row_count = rows_.row_count();
+  w.row_height_px = kRowHeightPx;
+  w.offset_px = verticalScrollBar()->value();
+  w.viewport_px = std::max(0, viewport()->height() - kRulerPx);
+  return w;
+}
+
+void TimelineCanvas::set_spans(std::vector<TimelineSpan> spans) {
+  rows_ = TimelineRows(std::move(spans));
+  axis_ = TimeAxis::fit(rows_.end_s(), plot_width());
+  verticalScrollBar()->setValue(0);
+  update_scrollbars();
+  viewport()->update();
+}
+
+void TimelineCanvas::update_scrollbars() {
+  const int content = rows_.row_count() * kRowHeightPx;
+  const int page = std::max(0, viewport()->height() - kRulerPx);
+  verticalScrollBar()->setPageStep(page);
+  verticalScrollBar()->setRange(0, std::max(0, content - page));
+  QScrollBar* h = horizontalScrollBar();
+  const double slack_s = axis_.total_s - axis_.span_s;
+  const QSignalBlocker block(h);
+  if (slack_s <= 0) {
+    h->setRange(0, 0);
+  } else {
+    h->setRange(0, kHScrollSteps);
+    h->setPageStep(std::max(1, static_cast<int>(kHScrollSteps * axis_.span_s / axis_.total_s)));
+    h->setSingleStep(std::max(1, h->pageStep() / 10));
+    h->setValue(static_cast<int>(std::lround(axis_.start_s / slack_s * kHScrollSteps)));
+  }
+}
+
+void TimelineCanvas::scrollContentsBy(int, int) {
+  QScrollBar* h = horizontalScrollBar();
+  const double slack_s = axis_.total_s - axis_.span_s;
+  if (h->maximum() > 0 && slack_s > 0) {
+    axis_.start_s = slack_s * h->value() / kHScrollSteps;
+    axis_.clamp();
+  }
+  viewport()->update();
+}
+
+void TimelineCanvas::zoom_in() {
+  axis_.zoom(kZoomStep, plot_width() / 2);
+  update_scrollbars();
+  viewport()->update();
+}
+
+void TimelineCanvas::zoom_out() {
+  axis_.zoom(1 / kZoomStep, plot_width() / 2);
+  update_scrollbars();
+  viewport()->update();
+}
+
+void TimelineCanvas::fit() {
+  axis_ = TimeAxis::fit(rows_.end_s(), plot_width());
+  update_scrollbars();
+  viewport()->update();
+}
+
+void TimelineCanvas::resizeEvent(QResizeEvent* e) {
+  QAbstractScrollArea::resizeEvent(e);
+  axis_.set_width(plot_width());
+  update_scrollbars();
+}
+
+void TimelineCanvas::paintEvent(QPaintEvent*) {
+  QPainter p(viewport());
+  const QRect vr = viewport()->rect();
+  const QPalette& pal = palette();
+  p.fillRect(vr, pal.color(QPalette::Base));
+  stats_ = PaintStats{};
+
+  const RowWindow win = row_window();
+  const double pw = plot_width();
+  const double t0 = axis_.start_s;
+  const double t1 = axis_.end_s();
+  const QFontMetrics fm(font());
+
+  // Rows: only those in view.
+  p.save();
+  p.setClipRect(QRect(0, kRulerPx, vr.width(), vr.height() - kRulerPx));
+  const QBrush idle_brush(QColor(220, 90, 90, 160), Qt::BDiagPattern);
+  for (int r = win.first_visible(); r < win.last_visible(); ++r) {
+    const TimelineRows::Row& row = rows_.rows()[static_cast<size_t>(r)];
+    const int y = kRulerPx + static_cast<int>(win.y_of(r));
+    const QRect band(kGutterPx, y, static_cast<int>(pw), kRowHeightPx);
+    if (r % 2) p.fillRect(band, pal.color(QPalette::AlternateBase));
+    if (row.stream == "compute") {
+      // Idle compute stream up to the end of the iteration: bubble and waits show through.
+      const double x_end = std::min(axis_.x_of(rows_.end_s()), pw);
+      const double x_begin = std::max(axis_.x_of(0), 0.0);
+      if (x_end > x_begin)
+        p.fillRect(QRectF(kGutterPx + x_begin, y + 2, x_end - x_begin, kRowHeightPx - 4), idle_brush);
+    }
+    const auto [first, last] = rows_.visible(r, t0, t1);
+    double drawn_until_px = -1;
+    for (int i = first; i < last; ++i) {
+      const TimelineSpan& s = rows_.spans()[static_cast<size_t>(row.spans[static_cast<size_t>(i)])];
+      double x0 = std::max(axis_.x_of(s.start_s), 0.0);
+      double x1 = std::min(axis_.x_of(s.end_s), pw);
+      if (x1 < x0) continue;
+      if (x1 - x0 < 1) {
+        // Sub-pixel span: one pixel column per run of them, not one rectangle each.
+        if (std::floor(x0) <= drawn_until_px) continue;
+        x0 = std::floor(x0);
+        x1 = x0 + 1;
+      }
+      drawn_until_px = std::floor(x1 - 1e-9);
+      const QRectF rect(kGutterPx + x0, y + 2, x1 - x0, kRowHeightPx - 4);
+      p.fillRect(rect, span_color(s));
+      ++stats_.spans_drawn;
+      if (rect.width() > 40) {
+        p.setPen(Qt::white);
+        p.drawText(rect.adjusted(3, 0, -2, 0), Qt::AlignVCenter | Qt::AlignLeft,
+                   fm.elidedText(QString::fromStdString(s.name), Qt::ElideRight, static_cast<int>(rect.width()) - 5));
+      }
+    }
+    // Row label in the gutter.
+    p.fillRect(QRect(0, y, kGutterPx, kRowHeightPx), pal.color(QPalette::Window));
+    p.setPen(pal.color(QPalette::WindowText));
+    p.drawText(QRect(4, y, kGutterPx - 8, kRowHeightPx), Qt::AlignVCenter | Qt::AlignLeft,
+               QStringLiteral("rank %1 %2").arg(row.rank).arg(QString::fromStdString(row.stream)));
+    ++stats_.rows_drawn;
+  }
+  p.restore();
+
+  // Ruler.
+  p.fillRect(QRect(0, 0, vr.width(), kRulerPx), pal.color(QPalette::Window));
+  p.setPen(pal.color(QPalette::Mid));
+  p.drawLine(0, kRulerPx - 1, vr.width(), kRulerPx - 1);
+  p.drawLine(kGutterPx - 1, 0, kGutterPx - 1, vr.height());
+  p.setPen(pal.color(QPalette::WindowText));
+  if (rows_.row_count() > 0) {
+    for (double t : axis_.ticks(90)) {
+      const int x = kGutterPx + static_cast<int>(std::lround(axis_.x_of(t)));
+      p.drawLine(x, kRulerPx - 6, x, kRulerPx - 1);
+      p.drawText(x + 3, kRulerPx - 8, format_seconds(t));
+    }
+    p.drawText(QRect(4, 0, kGutterPx - 8, kRulerPx), Qt::AlignVCenter | Qt::AlignLeft,
+               QStringLiteral("%1 rows").arg(rows_.row_count()));
+  }
+}
+
+void TimelineCanvas::wheelEvent(QWheelEvent* e) {
+  const double notches = e->angleDelta().y() / 120.0;
+  if (e->modifiers() & Qt::ControlModifier) {
+    const double x = e->position().x() - kGutterPx;
+    axis_.zoom(std::pow(kZoomStep, notches), std::clamp(x, 0.0, plot_width()));
+    update_scrollbars();
+    viewport()->update();
+    e->accept();
+    return;
+  }
+  if (e->modifiers() & Qt::ShiftModifier) {
+    axis_.pan_px(-notches * plot_width() / 10);
+    update_scrollbars();
+    viewport()->update();
+    e->accept();
+    return;
+  }
+  QAbstractScrollArea::wheelEvent(e);
+}
+
+void TimelineCanvas::mousePressEvent(QMouseEvent* e) {
+  if (e->button() == Qt::LeftButton) {
+    dragging_ = true;
+    drag_last_ = e->position().toPoint();
+    viewport()->setCursor(Qt::ClosedHandCursor);
+  }
+}
+
+void TimelineCanvas::mouseMoveEvent(QMouseEvent* e) {
+  if (!dragging_) return;
+  const QPoint pos = e->position().toPoint();
+  const QPoint d = pos - drag_last_;
+  drag_last_ = pos;
+  axis_.pan_px(-d.x());
+  verticalScrollBar()->setValue(verticalScrollBar()->value() - d.y());
+  update_scrollbars();
+  viewport()->update();
+}
+
+void TimelineCanvas::mouseReleaseEvent(QMouseEvent*) {
+  dragging_ = false;
+  viewport()->unsetCursor();
+}
+
+void TimelineCanvas::keyPressEvent(QKeyEvent* e) {
+  switch (e->key()) {
+    case Qt::Key_Plus:
+    case Qt::Key_Equal: zoom_in(); return;
+    case Qt::Key_Minus: zoom_out(); return;
+    case Qt::Key_F: fit(); return;
+    case Qt::Key_Left: axis_.pan_px(-plot_width() / 10); break;
+    case Qt::Key_Right: axis_.pan_px(plot_width() / 10); break;
+    default: QAbstractScrollArea::keyPressEvent(e); return;
+  }
+  update_scrollbars();
+  viewport()->update();
+}
+
+QString TimelineCanvas::tooltip_at(QPoint pos) const {
+  if (pos.x() < kGutterPx || pos.y() < kRulerPx) return {};
+  const int row = row_window().row_at(pos.y() - kRulerPx);
+  if (row < 0) return {};
+  const double x = pos.x() - kGutterPx;
+  int32_t idx = rows_.span_at(row, axis_.t_of(x));
+  // Narrow spans: accept a hit within 2 px.
+  if (idx < 0) idx = rows_.span_at(row, axis_.t_of(x - 2));
+  if (idx < 0) idx = rows_.span_at(row, axis_.t_of(x + 2));
+  if (idx < 0) return {};
+  const TimelineSpan& s = rows_.spans()[static_cast<size_t>(idx)];
+  return QStringLiteral("<b>%1</b><br>rank %2, stream %3, %4<br>start %5, end %6<br>duration %7")
+      .arg(QString::fromStdString(s.name).toHtmlEscaped())
+      .arg(s.rank)
+      .arg(QString::fromStdString(s.stream).toHtmlEscaped())
+      .arg(QString::fromStdString(s.category).toHtmlEscaped())
+      .arg(format_seconds(s.start_s), format_seconds(s.end_s), format_seconds(s.end_s - s.start_s));
+}
+
+bool TimelineCanvas::viewportEvent(QEvent* e) {
+  if (e->type() == QEvent::ToolTip) {
+    auto* help = static_cast<QHelpEvent*>(e);
+    const QString text = tooltip_at(help->pos());
+    if (text.isEmpty()) {
+      QToolTip::hideText();
+      e->ignore();
+    } else {
+      QToolTip::showText(help->globalPos(), text, viewport());
+    }
+    return true;
+  }
+  return QAbstractScrollArea::viewportEvent(e);
+}
+
+// ---------------- TimelineView ----------------
+
+namespace {
+
+QWidget* legend_item(const QColor& c, const QString& text, QWidget* parent, Qt::BrushStyle style = Qt::SolidPattern) {
+  auto* w = new QLabel(parent);
+  QPixmap pm(12, 12);
+  pm.fill(Qt::transparent);
+  QPainter p(&pm);
+  p.fillRect(pm.rect(), QBrush(c, style));
+  p.setPen(Qt::darkGray);
+  p.drawRect(pm.rect().adjusted(0, 0, -1, -1));
+  p.end();
+  auto* box = new QWidget(parent);
+  auto* l = new QHBoxLayout(box);
+  l->setContentsMargins(0, 0, 6, 0);
+  l->setSpacing(3);
+  w->setPixmap(pm);
+  l->addWidget(w);
+  l->addWidget(new QLabel(text, box));
+  return box;
+}
+
+}  // namespace
+
+TimelineView::TimelineView(QWidget* parent) : QWidget(parent) {
+  auto* layout = new QVBoxLayout(this);
+  auto* bar = new QHBoxLayout;
+  auto* zin = new QToolButton(this);
+  zin->setText(QStringLiteral("Zoom in"));
+  auto* zout = new QToolButton(this);
+  zout->setText(QStringLiteral("Zoom out"));
+  auto* fitb = new QToolButton(this);
+  fitb->setText(QStringLiteral("Fit"));
+  bar->addWidget(zin);
+  bar->addWidget(zout);
+  bar->addWidget(fitb);
+  bar->addSpacing(12);
+  TimelineSpan probe;
+  probe.category = "compute";
+  probe.name = "fwd";
+  bar->addWidget(legend_item(span_color(probe), QStringLiteral("forward"), this));
+  probe.name = "bwd";
+  bar->addWidget(legend_item(span_color(probe), QStringLiteral("backward"), this));
+  probe.category = "collective";
+  probe.name = "ncclAllReduce";
+  bar->addWidget(legend_item(span_color(probe), QStringLiteral("all-reduce"), this));
+  probe.name = "ncclAllGather";
+  bar->addWidget(legend_item(span_color(probe), QStringLiteral("all-gather"), this));
+  probe.name = "ncclReduceScatter";
+  bar->addWidget(legend_item(span_color(probe), QStringLiteral("reduce-scatter"), this));
+  probe.name = "ncclAllToAll";
+  bar->addWidget(legend_item(span_color(probe), QStringLiteral("all-to-all"), this));
+  probe.category = "p2p";
+  bar->addWidget(legend_item(span_color(probe), QStringLiteral("send/recv"), this));
+  probe.category = "optimizer";
+  bar->addWidget(legend_item(span_color(probe), QStringLiteral("optimizer"), this));
+  bar->addWidget(legend_item(QColor(235, 120, 120), QStringLiteral("compute idle (bubble)"), this, Qt::BDiagPattern));
+  bar->addStretch(1);
+  layout->addLayout(bar);
+  summary_ = new QLabel(this);
+  summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  layout->addWidget(summary_);
+  canvas_ = new TimelineCanvas(this);
+  layout->addWidget(canvas_, 1);
+  connect(zin, &QToolButton::clicked, canvas_, &TimelineCanvas::zoom_in);
+  connect(zout, &QToolButton::clicked, canvas_, &TimelineCanvas::zoom_out);
+  connect(fitb, &QToolButton::clicked, canvas_, &TimelineCanvas::fit);
+  clear(QStringLiteral("No timeline yet: run a simulation of a plan."));
+}
+
+void TimelineView::show_result(const BackendResult& r, const QString& title) {
+  canvas_->set_spans(r.timeline);
+  if (r.timeline.empty()) {
+    summary_->setText(QStringLiteral("%1: this result has no timeline (the analytical backend "
+                                     "predicts totals only; run SimGrid for a timeline).")
+                          .arg(title));
+    return;
+  }
+  summary_->setText(QStringLiteral("%1 — iteration %2, bubble %3, %4 spans on %5 rows. "
+                                   "Ctrl+wheel zooms, drag pans, F fits.")
+                        .arg(title, format_seconds(r.iteration_time_s),
+                             format_seconds(r.time_breakdown_s.bubble))
+                        .arg(r.timeline.size())
+                        .arg(canvas_->rows().row_count()));
+}
+
+void TimelineView::clear(const QString& why) {
+  canvas_->set_spans({});
+  summary_->setText(why);
+}
+
+}  // namespace monarch::gui

@@ -1,0 +1,211 @@
+// The whole window under QT_QPA_PLATFORM=offscreen, on a shipped scenario with the real
+// search and analytical model: open, search, check the table, visit every view, save a
+// screenshot of each and fail on a blank one; bad input shows a message and keeps edits;
+// cancel frees the window; `monarch-gui --screenshot` writes one PNG per view.
+#include <gtest/gtest.h>
+
+#include <QApplication>
+#include <QChart>
+#include <QChartView>
+#include <QDir>
+#include <QFile>
+#include <QImage>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <unordered_map>
+
+#include "gui/app/compare_view.h"
+#include "gui/app/main_window.h"
+#include "gui/app/result_views.h"
+#include "gui/app/scenario_editor.h"
+#include "gui/app/timeline_view.h"
+#include "gui/app/whatif_view.h"
+
+namespace monarch::gui {
+namespace {
+
+QApplication& app() {
+  static int argc = 1;
+  static char name[] = "window_test";
+  static char* argv[] = {name, nullptr};
+  static QApplication a(argc, argv);
+  return a;
+}
+
+const QString kScenario = QStringLiteral(MONARCH_SOURCE_DIR "/scenarios/llama3-8b-8-h100.json");
+
+// Share of pixels that differ from the most common colour: 0 for a blank image.
+double non_background_fraction(const QImage& image) {
+  const QImage img = image.convertToFormat(QImage::Format_RGB32);
+  std::unordered_map<QRgb, int64_t> counts;
+  for (int y = 0; y < img.height(); ++y) {
+    const auto* line = reinterpret_cast<const QRgb*>(img.constScanLine(y));
+    for (int x = 0; x < img.width(); ++x) ++counts[line[x]];
+  }
+  int64_t top = 0;
+  for (const auto& [c, n] : counts) top = std::max(top, n);
+  const int64_t total = int64_t{img.width()} * img.height();
+  return total > 0 ? 1.0 - static_cast<double>(top) / static_cast<double>(total) : 0.0;
+}
+
+// Views must show real content: more than 2% of their pixels off the background colour.
+constexpr double kMinContentFraction = 0.02;
+
+TEST(NonBackgroundFraction, SeesBlankImages) {
+  QImage blank(100, 100, QImage::Format_RGB32);
+  blank.fill(Qt::white);
+  EXPECT_EQ(non_background_fraction(blank), 0.0);
+  for (int x = 0; x < 100; ++x) blank.setPixel(x, 50, qRgb(0, 0, 0));
+  EXPECT_NEAR(non_background_fraction(blank), 0.01, 1e-9);
+}
+
+TEST(MainWindow, SearchThenEveryViewWithANonBlankScreenshot) {
+  app();
+  ASSERT_TRUE(QFile::exists(kScenario)) << kScenario.toStdString();
+  MainWindow w;
+  w.resize(1400, 900);
+  w.show();
+  ASSERT_FALSE(w.open_scenario(kScenario));
+  ASSERT_TRUE(w.editor()->scenario()) << w.message().toStdString();
+  ASSERT_TRUE(w.start_search());
+  EXPECT_TRUE(w.busy());
+  w.wait_for_work();
+  ASSERT_FALSE(w.busy());
+  PlansModel* plans = w.plans()->model();
+  ASSERT_GT(plans->rowCount(), 0) << w.message().toStdString();
+  EXPECT_LE(plans->rowCount(), w.editor()->scenario()->search.top_k);
+  // Ranked best first by iteration time (the scenario's objective).
+  for (int r = 1; r < plans->rowCount(); ++r)
+    EXPECT_LE(plans->result(r - 1).iteration_time_s, plans->result(r).iteration_time_s);
+  for (int r = 0; r < plans->rowCount(); ++r) {
+    EXPECT_TRUE(plans->result(r).memory.fits);
+    EXPECT_EQ(plans->result(r).plan.world_size(), w.editor()->scenario()->cluster.num_gpus);
+  }
+  EXPECT_EQ(w.plans()->table()->model()->rowCount(), plans->rowCount());
+  // The best plan is selected and shown by the per-result views.
+  EXPECT_EQ(w.memory()->model()->rowCount(), plans->result(0).plan.pp);
+  EXPECT_EQ(w.communication()->model()->rowCount(), static_cast<int>(plans->result(0).communication.size()));
+  ASSERT_TRUE(w.whatif()->result());
+  EXPECT_DOUBLE_EQ(w.whatif()->result()->iteration_time_s, plans->result(0).iteration_time_s);
+
+  for (const QString& name : MainWindow::view_names()) {
+    ASSERT_TRUE(w.show_view(name));
+    QCoreApplication::processEvents();
+    EXPECT_TRUE(w.view(name)->isVisible()) << name.toStdString();
+  }
+  w.show_view(QStringLiteral("compare"));
+  EXPECT_GE(w.compare()->run_count(), plans->rowCount());
+  EXPECT_GT(w.compare()->model()->rowCount(), 0);
+
+  QTemporaryDir dir;
+  ASSERT_TRUE(w.save_screenshots(dir.path()).empty());
+  for (const QString& name : MainWindow::view_names()) {
+    QImage shot(QDir(dir.path()).filePath(name + ".png"));
+    ASSERT_FALSE(shot.isNull()) << name.toStdString();
+    EXPECT_GT(shot.width(), 400) << name.toStdString();
+    EXPECT_GT(non_background_fraction(shot), kMinContentFraction) << name.toStdString() << " looks blank";
+  }
+}
+
+TEST(MainWindow, WhatIfReRunsTheAnalyticalModel) {
+  app();
+  MainWindow w;
+  ASSERT_FALSE(w.open_scenario(kScenario));
+  ASSERT_TRUE(w.start_search());
+  w.wait_for_work();
+  ASSERT_GT(w.plans()->model()->rowCount(), 0);
+  const BackendResult best = w.plans()->model()->result(0);
+  const double bw = w.editor()->scenario()->cluster.inter_node.bandwidth_GBps;
+  w.whatif()->set_inter_node_bandwidth_GBps(bw / 100);
+  ASSERT_TRUE(w.whatif()->result()) << (w.whatif()->problems().empty() ? "" : w.whatif()->problems()[0].to_string());
+  // A plan that communicates across nodes cannot get faster with 100x less bandwidth.
+  EXPECT_GE(w.whatif()->result()->iteration_time_s, best.iteration_time_s);
+  w.whatif()->set_inter_node_bandwidth_GBps(bw);
+  EXPECT_DOUBLE_EQ(w.whatif()->result()->iteration_time_s, best.iteration_time_s);
+  // An impossible micro-batch: a message with the JSON path, no crash, no result.
+  w.whatif()->set_micro_batch_size(1000003);
+  EXPECT_FALSE(w.whatif()->result());
+  ASSERT_FALSE(w.whatif()->problems().empty());
+}
+
+TEST(MainWindow, BadInputShowsAMessageAndKeepsEdits) {
+  app();
+  QTemporaryDir dir;
+  MainWindow w;
+  ASSERT_FALSE(w.open_scenario(kScenario));
+  w.editor()->set_field_text("/training/global_batch_size", "64");
+  const nlohmann::json edited = w.editor()->document();
+
+  const QString broken = dir.filePath("broken.json");
+  QFile f(broken);
+  ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+  f.write("{ \"model\": { \"num_layers\": 2,, } }");
+  f.close();
+  ASSERT_TRUE(w.open_scenario(broken));
+  EXPECT_TRUE(w.message().contains("Could not open")) << w.message().toStdString();
+  EXPECT_EQ(w.editor()->document(), edited);
+  EXPECT_TRUE(w.editor()->modified());
+  ASSERT_TRUE(w.open_scenario(dir.filePath("does-not-exist.json")));
+  EXPECT_EQ(w.editor()->document(), edited);
+
+  // A field out of range: the search refuses with a message, the edit stays.
+  w.editor()->set_field_text("/cluster/num_gpus", "0");
+  EXPECT_FALSE(w.editor()->scenario());
+  EXPECT_FALSE(w.editor()->field_problem("/cluster/num_gpus").isEmpty());
+  EXPECT_FALSE(w.start_search());
+  EXPECT_TRUE(w.message().contains("problem")) << w.message().toStdString();
+  EXPECT_EQ(w.editor()->document()["cluster"]["num_gpus"], 0);
+}
+
+TEST(MainWindow, CancelFreesTheWindowAndKeepsThePreviousResults) {
+  app();
+  MainWindow w;
+  ASSERT_FALSE(w.open_scenario(kScenario));
+  ASSERT_TRUE(w.start_search());
+  w.wait_for_work();
+  const int rows = w.plans()->model()->rowCount();
+  ASSERT_GT(rows, 0);
+  ASSERT_TRUE(w.start_search());
+  EXPECT_FALSE(w.start_search());  // one piece of work at a time
+  w.cancel_work();
+  EXPECT_FALSE(w.busy());
+  EXPECT_TRUE(w.message().contains("cancelled")) << w.message().toStdString();
+  EXPECT_EQ(w.plans()->model()->rowCount(), rows);
+  // The window takes new work at once.
+  ASSERT_TRUE(w.start_search());
+  w.wait_for_work();
+  EXPECT_EQ(w.plans()->model()->rowCount(), rows);
+}
+
+TEST(MonarchGuiCommand, ScreenshotWritesOnePngPerViewAndRejectsBadInput) {
+  app();
+  QTemporaryDir dir;
+  QProcess p;
+  p.setProcessChannelMode(QProcess::SeparateChannels);
+  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+  env.insert("QT_QPA_PLATFORM", "offscreen");
+  p.setProcessEnvironment(env);
+  p.start(QStringLiteral(MONARCH_GUI_EXE), {"--screenshot", dir.filePath("shots"), kScenario});
+  ASSERT_TRUE(p.waitForFinished(120000));
+  EXPECT_EQ(p.exitCode(), 0) << p.readAllStandardError().toStdString();
+  for (const QString& name : MainWindow::view_names()) {
+    QImage shot(dir.filePath("shots/" + name + ".png"));
+    ASSERT_FALSE(shot.isNull()) << name.toStdString();
+    EXPECT_GT(non_background_fraction(shot), kMinContentFraction) << name.toStdString();
+  }
+  // An invalid scenario: exit 2 and the JSON path on stderr, no PNGs.
+  const QString bad = dir.filePath("bad.json");
+  QFile f(bad);
+  ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+  f.write(R"({"model": {"preset": "llama3-8b"}, "cluster": {"gpu": "H100-SXM", "num_gpus": -8, "gpus_per_node": 8},
+              "training": {"global_batch_size": 8}})");
+  f.close();
+  p.start(QStringLiteral(MONARCH_GUI_EXE), {"--screenshot", dir.filePath("bad-shots"), bad});
+  ASSERT_TRUE(p.waitForFinished(60000));
+  EXPECT_EQ(p.exitCode(), 2);
+  EXPECT_TRUE(p.readAllStandardError().contains("/cluster/num_gpus"));
+  EXPECT_FALSE(QDir(dir.filePath("bad-shots")).exists());
+}
+
+}  // namespace
+}  // namespace monarch::gui

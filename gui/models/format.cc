@@ -1,0 +1,70 @@
+#include "gui/models/format.h"
+
+#include <cmath>
+
+namespace monarch::gui {
+
+QString format_seconds(double s) {
+  const double a = std::fabs(s);
+  if (a == 0) return QStringLiteral("0 s");
+  if (a >= 1) return QString::number(s, 'g', 4) + QStringLiteral(" s");
+  if (a >= 1e-3) return QString::number(s * 1e3, 'g', 4) + QStringLiteral(" ms");
+  if (a >= 1e-6) return QString::number(s * 1e6, 'g', 4) + QStringLiteral(" us");
+  return QString::number(s * 1e9, 'g', 4) + QStringLiteral(" ns");
+}
+
+QString format_bytes(double bytes) {
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double v = bytes;
+  int u = 0;
+  while (std::fabs(v) >= 1024 && u < 5) {
+    v /= 1024;
+    ++u;
+  }
+  if (u == 0) return QString::number(static_cast<qint64>(v)) + QStringLiteral(" B");
+  return QString::number(v, 'f', std::fabs(v) >= 100 ? 0 : (std::fabs(v) >= 10 ? 1 : 2)) +
+         QLatin1Char(' ') + QLatin1String(kUnits[u]);
+}
+
+QString plan_summary(const Plan& p) {
+  QString s = QStringLiteral("tp=%1 pp=%2 dp=%3 cp=%4 ep=%5 vpp=%6 mbs=%7 %8")
+                  .arg(p.tp)
+                  .arg(p.pp)
+                  .arg(p.dp)
+                  .arg(p.cp)
+                  .arg(p.ep)
+                  .arg(p.vpp)
+                  .arg(p.micro_batch_size)
+                  .arg(QLatin1String(to_string(p.schedule)));
+  if (p.sequence_parallel) s += QStringLiteral(" sp");
+  s += QStringLiteral(" recompute=%1 zero=%2")
+           .arg(QLatin1String(to_string(p.recompute)))
+           .arg(p.zero_stage);
+  return s;
+}
+
+int64_t group_size(const Plan& p, std::string_view g) {
+  if (g == "tp") return p.tp;
+  if (g == "cp") return p.cp;
+  if (g == "ep") return p.ep;
+  if (g == "dp") return p.dp;
+  if (g == "pp") return p.pp > 1 ? 2 : 1;
+  if (g == "world") return p.world_size();
+  // Expert data parallel (Megatron-core with expert TP = TP): tp*cp*dp / (tp*ep) ranks.
+  if (g == "edp" || g == "expert-dp" || g == "expert_dp") {
+    const int64_t n = p.cp * p.dp / (p.ep > 0 ? p.ep : 1);
+    return n > 0 ? n : 1;
+  }
+  return 0;
+}
+
+double bus_bandwidth_factor(std::string_view kind, int64_t n) {
+  if (n < 1) return 0;
+  const double nn = static_cast<double>(n);
+  if (kind == "all-reduce") return 2.0 * (nn - 1) / nn;
+  if (kind == "all-gather" || kind == "reduce-scatter" || kind == "all-to-all") return (nn - 1) / nn;
+  if (kind == "broadcast" || kind == "reduce" || kind == "send-recv" || kind == "p2p") return 1.0;
+  return 0;
+}
+
+}  // namespace monarch::gui

@@ -1,0 +1,69 @@
+#include "gui/models/memory_model.h"
+
+#include <QBrush>
+#include <QColor>
+
+#include "gui/models/plans_model.h"  // kSortRole
+
+namespace monarch::gui {
+
+MemoryModel::MemoryModel(QObject* parent) : QAbstractTableModel(parent) {}
+
+void MemoryModel::set_report(MemoryReport report) {
+  beginResetModel();
+  report_ = std::move(report);
+  endResetModel();
+}
+
+double MemoryModel::gib(int row, Column c) const {
+  const StageMemory& s = report_.stages.at(static_cast<size_t>(row));
+  switch (c) {
+    case kStage: return static_cast<double>(s.stage);
+    case kWeights: return s.weights_gib;
+    case kGradients: return s.gradients_gib;
+    case kOptimizer: return s.optimizer_gib;
+    case kActivations: return s.activations_gib;
+    case kBuffers: return s.buffers_gib;
+    case kTotal: return s.total_gib;
+    case kColumnCount: break;
+  }
+  return 0;
+}
+
+int MemoryModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(report_.stages.size());
+}
+
+int MemoryModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : kColumnCount;
+}
+
+QVariant MemoryModel::data(const QModelIndex& index, int role) const {
+  if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)) return {};
+  const auto col = static_cast<Column>(index.column());
+  const double v = gib(index.row(), col);
+  if (role == kSortRole) return col == kStage ? QVariant(qint64(v)) : QVariant(v);
+  if (role == Qt::DisplayRole) {
+    if (col == kStage) return qint64(v);
+    return QString::number(v, 'f', 2);
+  }
+  if (role == Qt::TextAlignmentRole) return int(Qt::AlignRight | Qt::AlignVCenter);
+  if (role == Qt::ForegroundRole && col == kTotal && report_.capacity_gib > 0 && v > report_.capacity_gib)
+    return QBrush(QColor(180, 30, 30));
+  if (role == Qt::ToolTipRole && col == kTotal && report_.capacity_gib > 0)
+    return QStringLiteral("%1% of %2 GiB usable")
+        .arg(v / report_.capacity_gib * 100, 0, 'f', 1)
+        .arg(report_.capacity_gib, 0, 'f', 1);
+  return {};
+}
+
+QVariant MemoryModel::headerData(int section, Qt::Orientation o, int role) const {
+  if (o != Qt::Horizontal || role != Qt::DisplayRole) return QAbstractTableModel::headerData(section, o, role);
+  static const char* const kNames[kColumnCount] = {"Stage", "Weights (GiB)", "Gradients (GiB)",
+                                                   "Optimizer (GiB)", "Activations (GiB)",
+                                                   "Buffers (GiB)", "Total (GiB)"};
+  if (section < 0 || section >= kColumnCount) return {};
+  return QString::fromLatin1(kNames[section]);
+}
+
+}  // namespace monarch::gui

@@ -1,0 +1,277 @@
+// The GUI's table models over hand-built result values: Qt's model contract
+// (QAbstractItemModelTester), what each cell shows, sorting and filtering, and the
+// nccl-tests bandwidth arithmetic.
+#include <gtest/gtest.h>
+
+#include <QAbstractItemModelTester>
+#include <QBrush>
+
+#include "gui/models/communication_model.h"
+#include "gui/models/compare_model.h"
+#include "gui/models/format.h"
+#include "gui/models/memory_model.h"
+#include "gui/models/plans_model.h"
+#include "gui/models/timeline_rows.h"
+
+namespace monarch::gui {
+namespace {
+
+using Tester = QAbstractItemModelTester;
+
+BackendResult make_result(int64_t tp, int64_t pp, int64_t dp, double iteration_s, bool fits,
+                          Schedule schedule = Schedule::kOneFOneB) {
+  BackendResult r;
+  r.backend = "analytical";
+  r.plan.tp = tp;
+  r.plan.pp = pp;
+  r.plan.dp = dp;
+  r.plan.schedule = schedule;
+  r.iteration_time_s = iteration_s;
+  r.tokens_per_s = 1000.0 / iteration_s;
+  r.mfu = 0.4;
+  r.memory.fits = fits;
+  r.memory.capacity_gib = 76;
+  r.memory.peak_gib = fits ? 60 : 91.2;
+  for (int64_t s = 0; s < pp; ++s) {
+    StageMemory m;
+    m.stage = s;
+    m.weights_gib = 10 + s;
+    m.gradients_gib = 5;
+    m.optimizer_gib = 20;
+    m.activations_gib = 15 - s;
+    m.buffers_gib = 1;
+    m.total_gib = m.weights_gib + m.gradients_gib + m.optimizer_gib + m.activations_gib + m.buffers_gib;
+    r.memory.stages.push_back(m);
+  }
+  r.time_breakdown_s.compute = iteration_s * 0.7;
+  r.time_breakdown_s.bubble = iteration_s * 0.1;
+  return r;
+}
+
+QString cell(const QAbstractItemModel& m, int row, int col, int role = Qt::DisplayRole) {
+  return m.data(m.index(row, col), role).toString();
+}
+
+TEST(PlansModel, PassesModelTesterAndShowsEachPlan) {
+  PlansModel model;
+  Tester tester(&model, Tester::FailureReportingMode::Fatal);
+  model.set_results({make_result(8, 8, 1, 13.8, true, Schedule::kInterleaved),
+                     make_result(4, 16, 1, 15.0, true), make_result(2, 4, 8, 9.0, false)});
+  ASSERT_EQ(model.rowCount(), 3);
+  ASSERT_EQ(model.columnCount(), PlansModel::kColumnCount);
+  EXPECT_EQ(cell(model, 0, PlansModel::kRank), "1");
+  EXPECT_EQ(cell(model, 0, PlansModel::kTp), "8");
+  EXPECT_EQ(cell(model, 0, PlansModel::kSchedule), "interleaved-1f1b");
+  EXPECT_EQ(cell(model, 0, PlansModel::kIterationTime), "13.8 s");
+  EXPECT_EQ(cell(model, 0, PlansModel::kMfu), "40.0%");
+  EXPECT_EQ(cell(model, 2, PlansModel::kFits), "no");
+  EXPECT_EQ(cell(model, 2, PlansModel::kPeakMemory), "91.2 GiB");
+  EXPECT_TRUE(model.data(model.index(2, 0), Qt::ForegroundRole).value<QBrush>().color().red() > 150);
+  EXPECT_FALSE(model.data(model.index(0, 0), Qt::ForegroundRole).isValid());
+  EXPECT_EQ(model.headerData(PlansModel::kIterationTime, Qt::Horizontal).toString(), "Iteration");
+  model.set_results({});
+  EXPECT_EQ(model.rowCount(), 0);
+}
+
+TEST(PlansFilterModel, SortsNumericallyAndFilters) {
+  PlansModel model;
+  model.set_results({make_result(8, 8, 1, 10.0, true), make_result(4, 16, 1, 9.0, true),
+                     make_result(2, 4, 8, 100.0, false, Schedule::kGpipe)});
+  PlansFilterModel proxy;
+  proxy.setSourceModel(&model);
+  Tester tester(&proxy, Tester::FailureReportingMode::Fatal);
+  proxy.sort(PlansModel::kIterationTime, Qt::AscendingOrder);
+  // Text order would put "10 s" and "100 s" before "9 s".
+  EXPECT_EQ(cell(proxy, 0, PlansModel::kIterationTime), "9 s");
+  EXPECT_EQ(cell(proxy, 1, PlansModel::kIterationTime), "10 s");
+  EXPECT_EQ(cell(proxy, 2, PlansModel::kIterationTime), "100 s");
+  proxy.sort(PlansModel::kTp, Qt::DescendingOrder);
+  EXPECT_EQ(cell(proxy, 0, PlansModel::kTp), "8");
+
+  proxy.set_fits_only(true);
+  EXPECT_EQ(proxy.rowCount(), 2);
+  proxy.set_fits_only(false);
+  proxy.set_text("GPIPE");
+  ASSERT_EQ(proxy.rowCount(), 1);
+  EXPECT_EQ(cell(proxy, 0, PlansModel::kTp), "2");
+  proxy.set_text("");
+  EXPECT_EQ(proxy.rowCount(), 3);
+}
+
+TEST(RejectedModel, ShowsPlanAndReason) {
+  RejectedModel model;
+  Tester tester(&model, Tester::FailureReportingMode::Fatal);
+  RejectedPlan r;
+  r.plan.tp = 2;
+  r.plan.pp = 1;
+  r.plan.dp = 32;
+  r.reason = "needs 91.2 GiB per GPU, A100-80GB has 80";
+  model.set_rejected({r, r});
+  ASSERT_EQ(model.rowCount(), 2);
+  EXPECT_EQ(cell(model, 0, RejectedModel::kDp), "32");
+  EXPECT_EQ(cell(model, 1, RejectedModel::kReason), "needs 91.2 GiB per GPU, A100-80GB has 80");
+  EXPECT_TRUE(cell(model, 0, RejectedModel::kReason, Qt::ToolTipRole).contains("tp=2 pp=1 dp=32"));
+}
+
+TEST(MemoryModel, OneRowPerStageOneColumnPerCategory) {
+  MemoryModel model;
+  Tester tester(&model, Tester::FailureReportingMode::Fatal);
+  BackendResult r = make_result(8, 4, 1, 10, true);
+  r.memory.stages[3].total_gib = 80;  // over the 76 GiB capacity
+  model.set_report(r.memory);
+  ASSERT_EQ(model.rowCount(), 4);
+  EXPECT_EQ(model.capacity_gib(), 76);
+  EXPECT_EQ(cell(model, 1, MemoryModel::kStage), "1");
+  EXPECT_EQ(cell(model, 1, MemoryModel::kWeights), "11.00");
+  EXPECT_DOUBLE_EQ(model.gib(1, MemoryModel::kActivations), 14);
+  EXPECT_DOUBLE_EQ(model.data(model.index(2, MemoryModel::kOptimizer), kSortRole).toDouble(), 20);
+  EXPECT_TRUE(model.data(model.index(3, MemoryModel::kTotal), Qt::ForegroundRole).isValid());
+  EXPECT_FALSE(model.data(model.index(0, MemoryModel::kTotal), Qt::ForegroundRole).isValid());
+}
+
+TEST(Bandwidth, NcclTestsBusFactors) {
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor("all-reduce", 8), 2.0 * 7 / 8);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor("all-gather", 4), 3.0 / 4);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor("reduce-scatter", 2), 0.5);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor("all-to-all", 16), 15.0 / 16);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor("send-recv", 2), 1.0);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor("all-reduce", 1), 0.0);  // one rank moves nothing
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor("gossip", 8), 0.0);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor("all-reduce", 0), 0.0);
+  Plan p;
+  p.tp = 8;
+  p.pp = 4;
+  p.dp = 16;
+  p.cp = 2;
+  p.ep = 4;
+  EXPECT_EQ(group_size(p, "tp"), 8);
+  EXPECT_EQ(group_size(p, "dp"), 16);
+  EXPECT_EQ(group_size(p, "pp"), 2);
+  EXPECT_EQ(group_size(p, "edp"), 8);
+  EXPECT_EQ(group_size(p, "world"), 8 * 4 * 16 * 2);
+  EXPECT_EQ(group_size(p, "nope"), 0);
+}
+
+TEST(CommunicationModel, AlgbwAndBusbwTheNcclTestsWay) {
+  BackendResult r = make_result(8, 1, 4, 1, true);
+  r.communication = {{"all-reduce", "tp", 8'000'000'000, 10, 0.1},
+                     {"all-gather", "dp", 2'000'000'000, 1, 0.05},
+                     {"all-reduce", "mystery", 1'000'000'000, 1, 0.1},
+                     {"reduce-scatter", "dp", 1'000, 1, 0.0}};
+  CommunicationModel model;
+  Tester tester(&model, Tester::FailureReportingMode::Fatal);
+  model.set_result(r);
+  ASSERT_EQ(model.rowCount(), 4);
+  const auto& rows = model.rows();
+  EXPECT_EQ(rows[0].group_ranks, 8);
+  EXPECT_NEAR(rows[0].algbw_GBps, 80.0, 1e-9);
+  EXPECT_NEAR(rows[0].busbw_GBps, 80.0 * 2 * 7 / 8, 1e-9);  // 140
+  EXPECT_EQ(cell(model, 0, CommunicationModel::kBusBw), "140.0");
+  EXPECT_NEAR(rows[1].algbw_GBps, 40.0, 1e-9);
+  EXPECT_NEAR(rows[1].busbw_GBps, 30.0, 1e-9);
+  EXPECT_EQ(cell(model, 2, CommunicationModel::kRanks), "?");
+  EXPECT_EQ(cell(model, 2, CommunicationModel::kAlgBw), "10.0");
+  EXPECT_EQ(cell(model, 2, CommunicationModel::kBusBw), "—");  // unknown group size
+  EXPECT_EQ(cell(model, 3, CommunicationModel::kAlgBw), "—");  // zero time
+  EXPECT_EQ(cell(model, 0, CommunicationModel::kBytes), "7.45 GiB");
+  EXPECT_EQ(cell(model, 0, CommunicationModel::kTime), "100 ms");
+}
+
+TEST(CompareModel, SideBySideWithDifferences) {
+  BackendResult a = make_result(8, 2, 1, 10.0, true);
+  BackendResult b = make_result(8, 3, 1, 12.5, true);
+  a.communication = {{"all-reduce", "tp", 100, 1, 2.0}};
+  b.communication = {{"all-reduce", "tp", 100, 1, 1.0}, {"all-reduce", "dp", 50, 1, 0.5}};
+  CompareModel model;
+  Tester tester(&model, Tester::FailureReportingMode::Fatal);
+  model.set_results(a, "analytical", b, "simgrid");
+  EXPECT_EQ(model.headerData(CompareModel::kA, Qt::Horizontal).toString(), "analytical");
+  EXPECT_EQ(model.headerData(CompareModel::kB, Qt::Horizontal).toString(), "simgrid");
+  auto find = [&](const QString& metric) {
+    for (int r = 0; r < model.rowCount(); ++r)
+      if (cell(model, r, CompareModel::kMetric) == metric) return r;
+    return -1;
+  };
+  const int it = find("iteration time (s)");
+  ASSERT_GE(it, 0);
+  EXPECT_EQ(cell(model, it, CompareModel::kPercent), "+25.0%");
+  EXPECT_DOUBLE_EQ(model.data(model.index(it, CompareModel::kDifference), kSortRole).toDouble(), 2.5);
+  const int stage2 = find("stage 2 total (GiB)");
+  ASSERT_GE(stage2, 0);
+  EXPECT_EQ(cell(model, stage2, CompareModel::kA), "—");
+  EXPECT_EQ(cell(model, stage2, CompareModel::kPercent), "—");
+  const int tp = find("all-reduce tp time (s)");
+  ASSERT_GE(tp, 0);
+  EXPECT_EQ(cell(model, tp, CompareModel::kPercent), "-50.0%");
+  const int dp = find("all-reduce dp time (s)");
+  ASSERT_GE(dp, 0);
+  EXPECT_EQ(cell(model, dp, CompareModel::kA), "—");
+  EXPECT_EQ(cell(model, find("cp comm (s)"), CompareModel::kPercent), "+0.0%");  // 0 vs 0
+  model.clear();
+  EXPECT_EQ(model.rowCount(), 0);
+}
+
+TEST(CompareRow, PercentNeedsANonZeroBase) {
+  EXPECT_FALSE((CompareRow{"", "", 0.0, 1.0}.percent()));
+  EXPECT_DOUBLE_EQ(*CompareRow({"", "", 4.0, 3.0}).percent(), -25.0);
+  EXPECT_FALSE((CompareRow{"", "", std::nullopt, 1.0}.percent()));
+}
+
+TEST(Format, UnitsAreAlwaysPrinted) {
+  EXPECT_EQ(format_seconds(13.8), "13.8 s");
+  EXPECT_EQ(format_seconds(0.0125), "12.5 ms");
+  EXPECT_EQ(format_seconds(3.5e-5), "35 us");
+  EXPECT_EQ(format_seconds(0), "0 s");
+  EXPECT_EQ(format_bytes(512), "512 B");
+  EXPECT_EQ(format_bytes(1.5 * 1024 * 1024 * 1024), "1.50 GiB");
+  Plan p;
+  p.sequence_parallel = true;
+  EXPECT_EQ(plan_summary(p), "tp=1 pp=1 dp=1 cp=1 ep=1 vpp=1 mbs=1 1f1b sp recompute=none zero=0");
+}
+
+TEST(TimelineRows, OneRowPerRankAndStreamComputeFirst) {
+  std::vector<TimelineSpan> spans = {
+      {1, "tp", "ncclAllReduce tp", "collective", 0.5, 0.6},
+      {0, "compute", "fwd L0 mb1", "compute", 1.0, 2.0},
+      {0, "compute", "fwd L0 mb0", "compute", 0.0, 1.0},
+      {0, "dp", "ncclAllReduce dp", "collective", 2.0, 3.0},
+      {1, "compute", "fwd L1 mb0", "compute", 1.0, 2.0},
+  };
+  TimelineRows rows(spans);
+  ASSERT_EQ(rows.row_count(), 4);
+  EXPECT_EQ(rows.rows()[0].stream, "compute");
+  EXPECT_EQ(rows.rows()[1].stream, "dp");
+  EXPECT_EQ(rows.rows()[2].rank, 1);
+  EXPECT_EQ(rows.rows()[2].stream, "compute");
+  EXPECT_EQ(rows.rows()[3].stream, "tp");
+  EXPECT_DOUBLE_EQ(rows.end_s(), 3.0);
+  // Row 0 sorted by start.
+  EXPECT_EQ(rows.spans()[rows.rows()[0].spans[0]].name, "fwd L0 mb0");
+  EXPECT_EQ(rows.spans()[rows.span_at(0, 1.5)].name, "fwd L0 mb1");
+  EXPECT_EQ(rows.span_at(1, 1.5), -1);
+  EXPECT_EQ(rows.span_at(99, 1.5), -1);
+}
+
+TEST(TimelineRows, VisibleWindowFindsExactlyTheIntersectingSpans) {
+  // One rank, 10000 back-to-back spans of 1 ms, plus one long span overlapping many.
+  std::vector<TimelineSpan> spans;
+  for (int i = 0; i < 10000; ++i)
+    spans.push_back({0, "compute", "k", "compute", i * 1e-3, (i + 1) * 1e-3});
+  TimelineRows rows(spans);
+  auto [f, l] = rows.visible(0, 5.0005, 5.0025);
+  // Spans 5000, 5001, 5002 intersect [5.0005, 5.0025].
+  EXPECT_EQ(f, 5000);
+  EXPECT_EQ(l, 5003);
+  auto [f2, l2] = rows.visible(0, 20, 30);
+  EXPECT_EQ(f2, l2);
+  spans.push_back({0, "compute", "long", "compute", 1.0, 9.0});
+  TimelineRows with_long(spans);
+  auto [f3, l3] = with_long.visible(0, 8.5, 8.5);
+  bool has_long = false;
+  for (int i = f3; i < l3; ++i) has_long |= with_long.spans()[with_long.rows()[0].spans[i]].name == "long";
+  EXPECT_TRUE(has_long);
+  EXPECT_LT(l3 - f3, 7600);  // does not return the whole row
+}
+
+}  // namespace
+}  // namespace monarch::gui

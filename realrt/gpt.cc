@@ -1,0 +1,501 @@
+#include "realrt/gpt.h"
+
+#include <cassert>
+#include <cmath>
+#include <cstring>
+#include <numbers>
+
+#include "realrt/kernels.h"
+
+namespace monarch::realrt {
+
+namespace {
+
+uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+uint64_t hash3(uint64_t a, uint64_t b, uint64_t c) {
+  uint64_t s = a;
+  splitmix64(s);
+  s ^= b * 0xD1342543DE82EF95ull;
+  splitmix64(s);
+  s ^= c * 0xAF251AF3B0F025B5ull;
+  return splitmix64(s);
+}
+
+uint64_t name_hash(const std::string& name) {  // FNV-1a, 64 bit
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char ch : name) h = (h ^ ch) * 0x100000001b3ull;
+  return h;
+}
+
+int64_t local_size(const ParamInfo& p, int64_t tp) {
+  return p.shard == ShardKind::kReplicated ? p.rows * p.cols : p.rows * p.cols / tp;
+}
+
+}  // namespace
+
+Expected<GptConfig> gpt_config_from(const ModelConfig& m) {
+  Problems problems;
+  if (m.architecture != Architecture::kGpt)
+    problems.push_back({"/model/architecture", std::string("the real runtime trains \"gpt\" models, found \"") +
+                                                   to_string(m.architecture) + "\""});
+  if (m.is_moe()) problems.push_back({"/model/num_experts", "the real runtime trains dense models only"});
+  if (!m.tie_embeddings) problems.push_back({"/model/tie_embeddings", "the real runtime ties embeddings"});
+  if (m.num_kv_heads != 0 && m.num_kv_heads != m.num_attention_heads)
+    problems.push_back({"/model/num_kv_heads", "the real runtime's gpt uses multi-head attention (kv heads = heads)"});
+  GptConfig c;
+  c.num_layers = m.num_layers;
+  c.hidden = m.hidden_size;
+  c.heads = m.num_attention_heads;
+  c.ffn = m.ffn_hidden_size > 0 ? m.ffn_hidden_size : 4 * m.hidden_size;
+  c.vocab = m.vocab_size;
+  c.seq = m.seq_length;
+  if (c.num_layers <= 0 || c.hidden <= 0 || c.heads <= 0 || c.vocab <= 0 || c.seq <= 0)
+    problems.push_back({"/model", "num_layers, hidden_size, num_attention_heads, vocab_size and seq_length must be positive"});
+  else if (c.hidden % c.heads != 0)
+    problems.push_back({"/model/num_attention_heads", "must divide hidden_size"});
+  if (!problems.empty()) return problems;
+  return c;
+}
+
+const ParamInfo* ParamLayout::find(const std::string& name) const {
+  for (const auto& p : params)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+ParamLayout make_param_layout(const GptConfig& cfg, const ChunkSpec& spec) {
+  const int64_t C = cfg.hidden, F = cfg.ffn;
+  const double std_resid = kInitStd / std::sqrt(2.0 * static_cast<double>(cfg.num_layers));
+  ParamLayout out;
+  auto add = [&](std::string name, int64_t rows, int64_t cols, ShardKind shard, double std, double value) {
+    ParamInfo p{std::move(name), 0, rows, cols, shard, std, value, 0};
+    p.size = local_size(p, spec.tp_size);
+    p.offset = out.total;
+    out.total += p.size;
+    out.params.push_back(std::move(p));
+  };
+  // Sharded across the tensor-parallel group.
+  if (spec.has_embedding || spec.has_head) add("wte", cfg.vocab, C, ShardKind::kRows, kInitStd, 0);
+  for (int64_t l = spec.first_layer; l < spec.first_layer + spec.num_layers; ++l) {
+    const std::string h = "h" + std::to_string(l) + ".";
+    add(h + "qkv_w", C, 3 * C, ShardKind::kColumns3, kInitStd, 0);
+    add(h + "qkv_b", 1, 3 * C, ShardKind::kColumns3, 0, 0);
+    add(h + "proj_w", C, C, ShardKind::kRows, std_resid, 0);
+    add(h + "fc_w", C, F, ShardKind::kColumns, kInitStd, 0);
+    add(h + "fc_b", 1, F, ShardKind::kColumns, 0, 0);
+    add(h + "fcproj_w", F, C, ShardKind::kRows, std_resid, 0);
+  }
+  out.replicated_offset = out.total;
+  // Replicated across the tensor-parallel group.
+  if (spec.has_embedding) add("wpe", cfg.seq, C, ShardKind::kReplicated, kInitStd, 0);
+  for (int64_t l = spec.first_layer; l < spec.first_layer + spec.num_layers; ++l) {
+    const std::string h = "h" + std::to_string(l) + ".";
+    add(h + "ln1_w", 1, C, ShardKind::kReplicated, 0, 1);
+    add(h + "ln1_b", 1, C, ShardKind::kReplicated, 0, 0);
+    add(h + "proj_b", 1, C, ShardKind::kReplicated, 0, 0);
+    add(h + "ln2_w", 1, C, ShardKind::kReplicated, 0, 1);
+    add(h + "ln2_b", 1, C, ShardKind::kReplicated, 0, 0);
+    add(h + "fcproj_b", 1, C, ShardKind::kReplicated, 0, 0);
+  }
+  if (spec.has_head) {
+    add("lnf_w", 1, C, ShardKind::kReplicated, 0, 1);
+    add("lnf_b", 1, C, ShardKind::kReplicated, 0, 0);
+  }
+  return out;
+}
+
+template <typename T>
+void init_params(T* params, const ParamLayout& layout, const GptConfig&, const ChunkSpec& spec, uint64_t seed) {
+  const int64_t tp = spec.tp_size, t = spec.tp_rank;
+  for (const auto& p : layout.params) {
+    std::vector<double> full(static_cast<size_t>(p.rows * p.cols), p.init_value);
+    if (p.init_std > 0) {
+      uint64_t state = hash3(seed, name_hash(p.name), 0x1217);
+      for (size_t i = 0; i < full.size(); i += 2) {  // Box-Muller: two normals per pair of uniforms
+        const double u1 = (static_cast<double>(splitmix64(state) >> 11) + 1.0) * 0x1.0p-53;
+        const double u2 = static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53;
+        const double r = std::sqrt(-2.0 * std::log(u1)) * p.init_std;
+        full[i] = r * std::cos(2 * std::numbers::pi * u2);
+        if (i + 1 < full.size()) full[i + 1] = r * std::sin(2 * std::numbers::pi * u2);
+      }
+    }
+    T* dst = params + p.offset;
+    switch (p.shard) {
+      case ShardKind::kReplicated:
+        for (int64_t i = 0; i < p.rows * p.cols; ++i) dst[i] = static_cast<T>(full[i]);
+        break;
+      case ShardKind::kColumns: {
+        const int64_t lc = p.cols / tp;
+        for (int64_t r = 0; r < p.rows; ++r)
+          for (int64_t c = 0; c < lc; ++c) dst[r * lc + c] = static_cast<T>(full[r * p.cols + t * lc + c]);
+        break;
+      }
+      case ShardKind::kColumns3: {
+        const int64_t sec = p.cols / 3, ls = sec / tp;
+        for (int64_t r = 0; r < p.rows; ++r)
+          for (int64_t k = 0; k < 3; ++k)
+            for (int64_t c = 0; c < ls; ++c)
+              dst[r * 3 * ls + k * ls + c] = static_cast<T>(full[r * p.cols + k * sec + t * ls + c]);
+        break;
+      }
+      case ShardKind::kRows: {
+        const int64_t lr = p.rows / tp;
+        for (int64_t r = 0; r < lr; ++r)
+          for (int64_t c = 0; c < p.cols; ++c) dst[r * p.cols + c] = static_cast<T>(full[(t * lr + r) * p.cols + c]);
+        break;
+      }
+    }
+  }
+}
+template void init_params<float>(float*, const ParamLayout&, const GptConfig&, const ChunkSpec&, uint64_t);
+template void init_params<double>(double*, const ParamLayout&, const GptConfig&, const ChunkSpec&, uint64_t);
+
+void synthetic_batch(int32_t* tokens, int32_t* targets, uint64_t seed, int64_t first_sample, int64_t batch,
+                     int64_t seq, int64_t vocab) {
+  const uint64_t v = static_cast<uint64_t>(vocab);
+  for (int64_t b = 0; b < batch; ++b) {
+    const uint64_t g = static_cast<uint64_t>(first_sample + b);
+    uint64_t x = hash3(seed, g, 0) % v;
+    for (int64_t k = 0; k < seq; ++k) {
+      const uint64_t h = hash3(seed, g, static_cast<uint64_t>(k + 1));
+      const uint64_t jump = (h / v) % 4 == 0 ? h % v : 0;
+      const uint64_t next = (5 * x + 3 + jump) % v;
+      tokens[k * batch + b] = static_cast<int32_t>(x);
+      targets[k * batch + b] = static_cast<int32_t>(next);
+      x = next;
+    }
+  }
+}
+
+template <typename T>
+struct GptChunk<T>::LayerParams {
+  const T *qkv_w, *qkv_b, *proj_w, *proj_b, *fc_w, *fc_b, *fcproj_w, *fcproj_b, *ln1_w, *ln1_b, *ln2_w, *ln2_b;
+  T *dqkv_w, *dqkv_b, *dproj_w, *dproj_b, *dfc_w, *dfc_b, *dfcproj_w, *dfcproj_b, *dln1_w, *dln1_b, *dln2_w, *dln2_b;
+};
+
+template <typename T>
+GptChunk<T>::GptChunk(const GptConfig& cfg, const ChunkSpec& spec, TpCollectives<T>* tp)
+    : cfg_(cfg), spec_(spec), tp_(tp), layout_(make_param_layout(cfg, spec)) {
+  const int64_t t = spec.tp_size;
+  assert(t == 1 || tp != nullptr);
+  assert(cfg.heads % t == 0 && cfg.ffn % t == 0 && cfg.vocab % t == 0);
+  n_ = cfg.seq * spec.micro_batch_size;
+  nl_ = spec.sequence_parallel ? n_ / t : n_;
+  assert(!spec.sequence_parallel || cfg.seq % t == 0);
+  cl_ = cfg.hidden / t;
+  fl_ = cfg.ffn / t;
+  vl_ = cfg.vocab / t;
+  nhl_ = cfg.heads / t;
+  hd_ = cfg.hidden / cfg.heads;
+  for (const auto& p : layout_.params) offsets_[p.name] = p.offset;
+}
+
+template <typename T>
+const T* GptChunk<T>::p(const std::string& name) const {
+  return params_ + offsets_.at(name);
+}
+template <typename T>
+T* GptChunk<T>::g(const std::string& name) {
+  return grads_ + offsets_.at(name);
+}
+
+template <typename T>
+typename GptChunk<T>::LayerParams GptChunk<T>::layer_params(int64_t l) {
+  const std::string h = "h" + std::to_string(l) + ".";
+  LayerParams lp;
+  lp.qkv_w = p(h + "qkv_w"); lp.dqkv_w = g(h + "qkv_w");
+  lp.qkv_b = p(h + "qkv_b"); lp.dqkv_b = g(h + "qkv_b");
+  lp.proj_w = p(h + "proj_w"); lp.dproj_w = g(h + "proj_w");
+  lp.proj_b = p(h + "proj_b"); lp.dproj_b = g(h + "proj_b");
+  lp.fc_w = p(h + "fc_w"); lp.dfc_w = g(h + "fc_w");
+  lp.fc_b = p(h + "fc_b"); lp.dfc_b = g(h + "fc_b");
+  lp.fcproj_w = p(h + "fcproj_w"); lp.dfcproj_w = g(h + "fcproj_w");
+  lp.fcproj_b = p(h + "fcproj_b"); lp.dfcproj_b = g(h + "fcproj_b");
+  lp.ln1_w = p(h + "ln1_w"); lp.dln1_w = g(h + "ln1_w");
+  lp.ln1_b = p(h + "ln1_b"); lp.dln1_b = g(h + "ln1_b");
+  lp.ln2_w = p(h + "ln2_w"); lp.dln2_w = g(h + "ln2_w");
+  lp.ln2_b = p(h + "ln2_b"); lp.dln2_b = g(h + "ln2_b");
+  return lp;
+}
+
+template <typename T>
+void GptChunk<T>::gather_rows(const T* local, T* full, int64_t width) {
+  if (spec_.sequence_parallel && spec_.tp_size > 1)
+    tp_->all_gather(local, full, nl_ * width);
+  else
+    std::memcpy(full, local, sizeof(T) * n_ * width);
+}
+
+template <typename T>
+void GptChunk<T>::reduce_rows(T* partial, T* local, int64_t width) {
+  if (spec_.sequence_parallel && spec_.tp_size > 1) {
+    tp_->reduce_scatter(partial, local, nl_ * width);
+    return;
+  }
+  if (spec_.tp_size > 1) tp_->all_reduce_sum(partial, n_ * width);
+  std::memcpy(local, partial, sizeof(T) * n_ * width);
+}
+
+template <typename T>
+void GptChunk<T>::all_reduce_if_tp(T* buf, int64_t n) {
+  if (spec_.tp_size > 1) tp_->all_reduce_sum(buf, n);
+}
+
+template <typename T>
+void GptChunk<T>::layer_forward(int64_t l, const T* in, LayerActs& a) {
+  const LayerParams w = layer_params(l);
+  const int64_t C = cfg_.hidden, B = spec_.micro_batch_size, S = cfg_.seq;
+  const auto act = MemCategory::kActivations;
+  const auto buf = MemCategory::kBuffers;
+  Buf<T> full(n_ * C, buf);  // [N, C] gathered LayerNorm output / partial sums of row-parallel linears
+  // Attention block.
+  a.ln1 = Buf<T>(nl_ * C, act);
+  a.ln1_mean = Buf<T>(nl_, act);
+  a.ln1_rstd = Buf<T>(nl_, act);
+  layernorm_forward(a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), in, w.ln1_w, w.ln1_b, nl_, C);
+  gather_rows(a.ln1.data(), full.data(), C);
+  a.qkv = Buf<T>(n_ * 3 * cl_, act);
+  matmul_forward(a.qkv.data(), full.data(), w.qkv_w, w.qkv_b, n_, C, 3 * cl_);
+  a.atty = Buf<T>(n_ * cl_, act);
+  Buf<T> scratch;
+  if (spec_.recompute == Recompute::kNone)
+    a.att = Buf<T>(B * nhl_ * S * S, act);
+  else
+    scratch = Buf<T>(S * S, buf);
+  attention_forward(a.atty.data(), a.att.empty() ? nullptr : a.att.data(), scratch.data(), a.qkv.data(), B, S, nhl_,
+                    hd_);
+  matmul_forward(full.data(), a.atty.data(), w.proj_w, static_cast<const T*>(nullptr), n_, cl_, C);
+  a.res2 = Buf<T>(nl_ * C, act);
+  reduce_rows(full.data(), a.res2.data(), C);
+  for (int64_t i = 0; i < nl_; ++i)
+    for (int64_t j = 0; j < C; ++j) a.res2[i * C + j] += in[i * C + j] + w.proj_b[j];
+  // MLP block.
+  a.ln2 = Buf<T>(nl_ * C, act);
+  a.ln2_mean = Buf<T>(nl_, act);
+  a.ln2_rstd = Buf<T>(nl_, act);
+  layernorm_forward(a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.res2.data(), w.ln2_w, w.ln2_b, nl_, C);
+  gather_rows(a.ln2.data(), full.data(), C);
+  a.fch = Buf<T>(n_ * fl_, act);
+  matmul_forward(a.fch.data(), full.data(), w.fc_w, w.fc_b, n_, C, fl_);
+  a.fch_gelu = Buf<T>(n_ * fl_, act);
+  gelu_forward(a.fch_gelu.data(), a.fch.data(), n_ * fl_);
+  matmul_forward(full.data(), a.fch_gelu.data(), w.fcproj_w, static_cast<const T*>(nullptr), n_, fl_, C);
+  a.out = Buf<T>(nl_ * C, act);
+  reduce_rows(full.data(), a.out.data(), C);
+  for (int64_t i = 0; i < nl_; ++i)
+    for (int64_t j = 0; j < C; ++j) a.out[i * C + j] += a.res2[i * C + j] + w.fcproj_b[j];
+}
+
+template <typename T>
+void GptChunk<T>::release_layer_internals(LayerActs& a) {
+  for (Buf<T>* b : {&a.ln1, &a.ln1_mean, &a.ln1_rstd, &a.qkv, &a.att, &a.atty, &a.res2, &a.ln2, &a.ln2_mean,
+                    &a.ln2_rstd, &a.fch, &a.fch_gelu})
+    b->release();
+}
+
+template <typename T>
+void GptChunk<T>::layer_backward(int64_t l, const T* in, LayerActs& a, const T* dout, T* din) {
+  const LayerParams w = layer_params(l);
+  const int64_t C = cfg_.hidden, B = spec_.micro_batch_size, S = cfg_.seq;
+  const auto buf = MemCategory::kBuffers;
+  Buf<T> full(n_ * C, buf);   // [N, C] gathered activations / gradients
+  Buf<T> dfull(n_ * C, buf);  // [N, C] partial input gradients of column-parallel linears
+  Buf<T> dres2(nl_ * C, buf);  // [Nl, C]
+  Buf<T> dsmall(nl_ * C, buf);  // [Nl, C]
+  // MLP block: out = res2 + fcproj(gelu(fc(ln2(res2)))) + fcproj_b.
+  std::memcpy(dres2.data(), dout, sizeof(T) * nl_ * C);
+  for (int64_t i = 0; i < nl_; ++i)
+    for (int64_t j = 0; j < C; ++j) w.dfcproj_b[j] += dout[i * C + j];
+  gather_rows(dout, full.data(), C);
+  Buf<T> dfch(n_ * fl_, buf);  // [N, FL]
+  Buf<T> dgelu(n_ * fl_, buf);
+  matmul_backward(dgelu.data(), w.dfcproj_w, static_cast<T*>(nullptr), full.data(), a.fch_gelu.data(), w.fcproj_w, n_,
+                  fl_, C);
+  gelu_backward(dfch.data(), a.fch.data(), dgelu.data(), n_ * fl_);
+  dgelu.release();
+  gather_rows(a.ln2.data(), full.data(), C);
+  matmul_backward(dfull.data(), w.dfc_w, w.dfc_b, dfch.data(), full.data(), w.fc_w, n_, C, fl_);
+  dfch.release();
+  reduce_rows(dfull.data(), dsmall.data(), C);
+  layernorm_backward(dres2.data(), w.dln2_w, w.dln2_b, dsmall.data(), a.res2.data(), w.ln2_w, a.ln2_mean.data(),
+                     a.ln2_rstd.data(), nl_, C);
+  // Attention block: res2 = in + proj(attention(qkv(ln1(in)))) + proj_b.
+  for (int64_t i = 0; i < nl_; ++i)
+    for (int64_t j = 0; j < C; ++j) w.dproj_b[j] += dres2[i * C + j];
+  gather_rows(dres2.data(), full.data(), C);
+  Buf<T> datty(n_ * cl_, buf);      // [N, CL]
+  matmul_backward(datty.data(), w.dproj_w, static_cast<T*>(nullptr), full.data(), a.atty.data(), w.proj_w, n_, cl_, C);
+  Buf<T> dqkv(n_ * 3 * cl_, buf);   // [N, 3 CL]
+  Buf<T> sp(a.att.empty() ? S * S : 0, buf), sd(S * S, buf);  // [S, S] scratch
+  attention_backward(dqkv.data(), datty.data(), a.qkv.data(), a.att.empty() ? nullptr : a.att.data(), sp.data(),
+                     sd.data(), B, S, nhl_, hd_);
+  datty.release();
+  gather_rows(a.ln1.data(), full.data(), C);
+  matmul_backward(dfull.data(), w.dqkv_w, w.dqkv_b, dqkv.data(), full.data(), w.qkv_w, n_, C, 3 * cl_);
+  dqkv.release();
+  reduce_rows(dfull.data(), dsmall.data(), C);
+  std::memcpy(din, dres2.data(), sizeof(T) * nl_ * C);
+  layernorm_backward(din, w.dln1_w, w.dln1_b, dsmall.data(), in, w.ln1_w, a.ln1_mean.data(), a.ln1_rstd.data(), nl_, C);
+}
+
+template <typename T>
+double GptChunk<T>::forward(int64_t mb, const int32_t* tokens, const int32_t* targets, const T* input, T loss_scale) {
+  assert(params_ && grads_);
+  assert(!acts_.count(mb));
+  MbActs& m = acts_[mb];
+  const int64_t C = cfg_.hidden, B = spec_.micro_batch_size;
+  const auto act = MemCategory::kActivations;
+  m.in = Buf<T>(nl_ * C, act);
+  if (spec_.has_embedding) {
+    // Vocabulary-parallel embedding: this rank's rows of wte, zeros for other tokens, summed
+    // over the TP group (all-reduce, or reduce-scatter to the sequence shard under SP).
+    m.tokens.assign(tokens, tokens + n_);
+    const T* wte = p("wte");
+    const int64_t v0 = spec_.tp_rank * vl_;
+    Buf<T> partial(n_ * C, MemCategory::kBuffers);  // [N, C]
+    for (int64_t r = 0; r < n_; ++r) {
+      const int64_t tok = tokens[r] - v0;
+      if (tok >= 0 && tok < vl_) std::memcpy(partial.data() + r * C, wte + tok * C, sizeof(T) * C);
+    }
+    reduce_rows(partial.data(), m.in.data(), C);
+    const T* wpe = p("wpe");
+    const int64_t row0 = spec_.sequence_parallel ? spec_.tp_rank * nl_ : 0;
+    for (int64_t r = 0; r < nl_; ++r) {
+      const int64_t s = (row0 + r) / B;
+      for (int64_t j = 0; j < C; ++j) m.in[r * C + j] += wpe[s * C + j];
+    }
+  } else {
+    std::memcpy(m.in.data(), input, sizeof(T) * nl_ * C);
+  }
+  m.layers.resize(static_cast<size_t>(spec_.num_layers));
+  const T* x = m.in.data();
+  for (int64_t i = 0; i < spec_.num_layers; ++i) {
+    LayerActs& a = m.layers[static_cast<size_t>(i)];
+    layer_forward(spec_.first_layer + i, x, a);
+    if (spec_.recompute == Recompute::kFull) release_layer_internals(a);  // keep only the output
+    x = a.out.data();
+  }
+  if (!spec_.has_head) return 0;
+  // Final LayerNorm, output projection (tied to wte, vocabulary-parallel) and cross-entropy.
+  m.lnf = Buf<T>(nl_ * C, act);
+  m.lnf_mean = Buf<T>(nl_, act);
+  m.lnf_rstd = Buf<T>(nl_, act);
+  layernorm_forward(m.lnf.data(), m.lnf_mean.data(), m.lnf_rstd.data(), x, p("lnf_w"), p("lnf_b"), nl_, C);
+  Buf<T> full(n_ * C, MemCategory::kBuffers);  // [N, C]
+  gather_rows(m.lnf.data(), full.data(), C);
+  m.dlogits = Buf<T>(n_ * vl_, act);  // [N, V/T] logits, then d loss / d logits in place
+  T* logits = m.dlogits.data();
+  gemm(false, true, n_, vl_, C, T(1), full.data(), C, p("wte"), C, T(0), logits, vl_);
+  full.release();
+  const int64_t v0 = spec_.tp_rank * vl_;
+  Buf<T> stats(3 * n_, MemCategory::kBuffers);  // [3, N]: row max, target logit, sum of exp
+  T* mx = stats.data();
+  T* pred = mx + n_;
+  T* sumexp = pred + n_;
+  for (int64_t r = 0; r < n_; ++r) {
+    const T* row = logits + r * vl_;
+    T m_r = row[0];
+    for (int64_t j = 1; j < vl_; ++j) m_r = row[j] > m_r ? row[j] : m_r;
+    mx[r] = m_r;
+    const int64_t tgt = targets[r] - v0;
+    pred[r] = (tgt >= 0 && tgt < vl_) ? row[tgt] : T(0);
+  }
+  if (spec_.tp_size > 1) tp_->all_reduce_max(mx, n_);
+  for (int64_t r = 0; r < n_; ++r) {
+    const T* row = logits + r * vl_;
+    T s = 0;
+    for (int64_t j = 0; j < vl_; ++j) s += std::exp(row[j] - mx[r]);
+    sumexp[r] = s;
+  }
+  all_reduce_if_tp(pred, n_);
+  all_reduce_if_tp(sumexp, n_);
+  double loss = 0;
+  for (int64_t r = 0; r < n_; ++r) {
+    loss += static_cast<double>(std::log(sumexp[r]) + mx[r] - pred[r]) * static_cast<double>(loss_scale);
+    T* row = logits + r * vl_;
+    const T inv = T(1) / sumexp[r];
+    const int64_t tgt = targets[r] - v0;
+    for (int64_t j = 0; j < vl_; ++j) {
+      const T prob = std::exp(row[j] - mx[r]) * inv;
+      row[j] = (prob - (j == tgt ? T(1) : T(0))) * loss_scale;
+    }
+  }
+  return loss;
+}
+
+template <typename T>
+const T* GptChunk<T>::output(int64_t mb) const {
+  const MbActs& m = acts_.at(mb);
+  return m.layers.empty() ? m.in.data() : m.layers.back().out.data();
+}
+
+template <typename T>
+const T* GptChunk<T>::backward(int64_t mb, const T* dout) {
+  MbActs& m = acts_.at(mb);
+  const int64_t C = cfg_.hidden;
+  if (dbuf_a_.empty()) {
+    dbuf_a_ = Buf<T>(nl_ * C, MemCategory::kBuffers);
+    dbuf_b_ = Buf<T>(nl_ * C, MemCategory::kBuffers);
+  }
+  T* d = dbuf_a_.data();   // gradient w.r.t. the current layer's output
+  T* dn = dbuf_b_.data();  // gradient w.r.t. its input
+  const T* last = m.layers.empty() ? m.in.data() : m.layers.back().out.data();
+  if (spec_.has_head) {
+    Buf<T> full(n_ * C, MemCategory::kBuffers);   // [N, C] gathered final LayerNorm output
+    Buf<T> dfull(n_ * C, MemCategory::kBuffers);  // [N, C] partial d lnf
+    gather_rows(m.lnf.data(), full.data(), C);
+    gemm(false, false, n_, C, vl_, T(1), m.dlogits.data(), vl_, p("wte"), C, T(0), dfull.data(), C);
+    gemm(true, false, vl_, C, n_, T(1), m.dlogits.data(), vl_, full.data(), C, T(1), g("wte"), C);
+    m.dlogits.release();
+    Buf<T> dlnf(nl_ * C, MemCategory::kBuffers);
+    reduce_rows(dfull.data(), dlnf.data(), C);
+    std::memset(d, 0, sizeof(T) * nl_ * C);
+    layernorm_backward(d, g("lnf_w"), g("lnf_b"), dlnf.data(), last, p("lnf_w"), m.lnf_mean.data(),
+                       m.lnf_rstd.data(), nl_, C);
+    m.lnf.release();
+  } else {
+    std::memcpy(d, dout, sizeof(T) * nl_ * C);
+  }
+  for (int64_t i = spec_.num_layers - 1; i >= 0; --i) {
+    LayerActs& a = m.layers[static_cast<size_t>(i)];
+    const T* in = i == 0 ? m.in.data() : m.layers[static_cast<size_t>(i - 1)].out.data();
+    if (spec_.recompute == Recompute::kFull) layer_forward(spec_.first_layer + i, in, a);
+    layer_backward(spec_.first_layer + i, in, a, d, dn);
+    release_layer_internals(a);
+    a.out.release();
+    std::swap(d, dn);
+  }
+  if (spec_.has_embedding) {
+    const int64_t B = spec_.micro_batch_size;
+    T* dwpe = g("wpe");
+    const int64_t row0 = spec_.sequence_parallel ? spec_.tp_rank * nl_ : 0;
+    for (int64_t r = 0; r < nl_; ++r) {
+      const int64_t s = (row0 + r) / B;
+      for (int64_t j = 0; j < C; ++j) dwpe[s * C + j] += d[r * C + j];
+    }
+    Buf<T> full(n_ * C, MemCategory::kBuffers);  // [N, C]
+    gather_rows(d, full.data(), C);
+    T* dwte = g("wte");
+    const int64_t v0 = spec_.tp_rank * vl_;
+    for (int64_t r = 0; r < n_; ++r) {
+      const int64_t tok = m.tokens[static_cast<size_t>(r)] - v0;
+      if (tok >= 0 && tok < vl_)
+        for (int64_t j = 0; j < C; ++j) dwte[tok * C + j] += full[r * C + j];
+    }
+    acts_.erase(mb);
+    return nullptr;
+  }
+  acts_.erase(mb);
+  return d;
+}
+
+template class GptChunk<float>;
+template class GptChunk<double>;
+
+}  // namespace monarch::realrt

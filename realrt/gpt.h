@@ -1,0 +1,210 @@
+// Reference GPT of the real runtime (llm.c style, readable, fp32 in the runtime and fp64 in the
+// gradient check): token embedding + learned positions, pre-LayerNorm transformer layers (causal
+// multi-head attention, GeLU MLP), final LayerNorm, output projection tied to the token
+// embedding, cross-entropy. Matrix products go through BLAS.
+//
+// A GptChunk is the part of the model one rank holds for one virtual pipeline stage: a range of
+// layers, plus the embedding on the first chunk and the final norm + output + loss on the last.
+// It is written for Megatron tensor parallelism from the start: with tp_size 1 it is the plain
+// single-process model; with tp_size T it holds the rank's shard:
+//   - attention QKV and MLP fc are column-parallel (output features split; heads split),
+//   - attention output projection and MLP fc-proj are row-parallel (input features split),
+//   - the token embedding / output projection is vocabulary-parallel, with a vocabulary-parallel
+//     cross-entropy (all-reduces of the row max, the target logit and the sum of exponentials),
+//   - with sequence parallelism the LayerNorm / residual regions hold S/T of the sequence and the
+//     all-reduces of tensor parallelism become all-gather (before a column-parallel linear) and
+//     reduce-scatter (after a row-parallel linear), as in Megatron-LM (Korthikanti et al. 2022).
+// The tensor-parallel collectives are reached through TpCollectives so the model needs no MPI.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/problem.h"
+#include "core/scenario.h"
+#include "realrt/memory.h"
+
+namespace monarch::realrt {
+
+struct GptConfig {
+  int64_t num_layers = 0;
+  int64_t hidden = 0;      // C
+  int64_t heads = 0;       // NH
+  int64_t ffn = 0;         // F (4 C for gpt)
+  int64_t vocab = 0;       // V
+  int64_t seq = 0;         // S
+};
+
+// The real runtime runs architecture "gpt" without mixture of experts; anything else is a
+// problem naming the key.
+Expected<GptConfig> gpt_config_from(const ModelConfig& model);
+
+// Adam hyper-parameters of the real runtime: constant learning rate, no weight decay, bias
+// correction; lr 1e-3 and betas (0.9, 0.95) as in Megatron-LM's GPT examples, eps 1e-8 (PyTorch).
+inline constexpr double kAdamLearningRate = 1e-3;
+inline constexpr double kAdamBeta1 = 0.9;
+inline constexpr double kAdamBeta2 = 0.95;
+inline constexpr double kAdamEps = 1e-8;
+// Std of the normal initialisation of weights (GPT-2); residual output projections use
+// kInitStd / sqrt(2 L) (GPT-2 paper, section 2.3).
+inline constexpr double kInitStd = 0.02;
+
+// Collectives a chunk needs inside its tensor-parallel group. Buffers hold n elements per rank.
+template <typename T>
+class TpCollectives {
+ public:
+  virtual ~TpCollectives() = default;
+  virtual void all_reduce_sum(T* buf, int64_t n) = 0;
+  virtual void all_reduce_max(T* buf, int64_t n) = 0;
+  // out[T * n] = the ranks' in[n] in rank order.
+  virtual void all_gather(const T* in, T* out, int64_t n) = 0;
+  // out[n] = sum over ranks of in[rank * n .. rank * n + n).
+  virtual void reduce_scatter(const T* in, T* out, int64_t n) = 0;
+};
+
+struct ChunkSpec {
+  int64_t first_layer = 0;
+  int64_t num_layers = 0;
+  bool has_embedding = false;  // first chunk of the model
+  bool has_head = false;       // last chunk: final norm, output projection, loss
+  int64_t tp_rank = 0;
+  int64_t tp_size = 1;
+  bool sequence_parallel = false;
+  Recompute recompute = Recompute::kNone;
+  int64_t micro_batch_size = 1;  // B
+};
+
+// How a parameter is split over the tensor-parallel group.
+enum class ShardKind {
+  kReplicated,  // every TP rank holds the whole tensor
+  kColumns,     // [IC, OC] column-parallel: OC / T columns (a bias: OC / T entries)
+  kColumns3,    // QKV [C, 3C]: the q, k and v sections each split by columns (heads)
+  kRows,        // [IC, OC] row-parallel, or the vocabulary-parallel embedding [V, C]: IC / T rows
+};
+
+struct ParamInfo {
+  std::string name;        // e.g. "h3.qkv_w", "wte"; the same on every rank holding it
+  int64_t offset = 0;      // in the chunk's flat parameter buffer
+  int64_t rows = 0;        // full shape (before sharding); a vector has rows 1
+  int64_t cols = 0;
+  ShardKind shard = ShardKind::kReplicated;
+  double init_std = 0;     // normal(0, std); 0 with init_value for constants
+  double init_value = 0;
+  int64_t size = 0;        // local elements
+};
+
+// Parameters of one chunk in a flat buffer: tensor-parallel sharded tensors first, then the ones
+// replicated across the TP group (LayerNorms, row-parallel biases, positions) from
+// replicated_offset on, so sequence parallelism can all-reduce their gradients in one call.
+struct ParamLayout {
+  std::vector<ParamInfo> params;
+  int64_t replicated_offset = 0;
+  int64_t total = 0;
+  const ParamInfo* find(const std::string& name) const;
+};
+
+ParamLayout make_param_layout(const GptConfig& cfg, const ChunkSpec& spec);
+
+// Fills params[layout.total] deterministically from seed: each full tensor is drawn from its own
+// stream (splitmix64 of seed and the tensor name, Box-Muller normals) and then sliced to the
+// shard, so every plan starts from the same model.
+template <typename T>
+void init_params(T* params, const ParamLayout& layout, const GptConfig& cfg, const ChunkSpec& spec, uint64_t seed);
+
+// Deterministic synthetic token stream (no download): sample g of the run (g = step *
+// global_batch + index in the batch) is S + 1 tokens from a noisy affine recurrence
+//   x0 = h(seed, g, 0) mod V;  x_{k+1} = (5 x_k + 3 + e_k) mod V, with e_k = h(seed, g, k+1) mod V
+//   when h(seed, g, k+1) / V mod 4 == 0 (a random jump a quarter of the time) and 0 otherwise,
+// h = splitmix64. Inputs are x_0..x_{S-1}, targets x_1..x_S; a model can learn the recurrence,
+// so the loss falls. Writes tokens[S*B] and targets[S*B] in (sequence, batch) order for the B
+// samples first_sample .. first_sample + B - 1.
+void synthetic_batch(int32_t* tokens, int32_t* targets, uint64_t seed, int64_t first_sample, int64_t batch,
+                     int64_t seq, int64_t vocab);
+
+template <typename T>
+class GptChunk {
+ public:
+  // tp may be null when spec.tp_size == 1.
+  GptChunk(const GptConfig& cfg, const ChunkSpec& spec, TpCollectives<T>* tp);
+
+  const GptConfig& config() const { return cfg_; }
+  const ChunkSpec& spec() const { return spec_; }
+  const ParamLayout& layout() const { return layout_; }
+  // Rows of an activation exchanged with the neighbouring chunks: N/T with sequence parallelism.
+  int64_t local_rows() const { return nl_; }
+  int64_t activation_elems() const { return nl_ * cfg_.hidden; }
+
+  // The flat parameter and gradient buffers (layout().total elements) the chunk reads and adds
+  // into; owned by the caller (ZeRO decides where they live).
+  void bind(T* params, T* grads) { params_ = params; grads_ = grads; }
+
+  // Forward pass of micro-batch mb. First chunk: tokens[S*B]; others: input[N_l, C] (copied).
+  // Last chunk: targets[S*B]; every token's loss is weighted by loss_scale (1 / tokens per step)
+  // and the weighted sum over this micro-batch is returned (0 on other chunks).
+  double forward(int64_t mb, const int32_t* tokens, const int32_t* targets, const T* input, T loss_scale);
+  // Output activation [N_l, C] of micro-batch mb (not on the last chunk).
+  const T* output(int64_t mb) const;
+  // Backward pass of micro-batch mb: dout[N_l, C] (ignored on the last chunk). Gradients are added
+  // into the bound gradient buffer; returns dinput[N_l, C] (null on the first chunk), valid until
+  // the next call. Frees the micro-batch's activations.
+  const T* backward(int64_t mb, const T* dout);
+  // Drops micro-batch mb's activations without a backward pass (evaluation only).
+  void discard(int64_t mb) { acts_.erase(mb); }
+
+ private:
+  // Activations of one layer for one micro-batch (shapes with N = S*B, Nl = N/T under sequence
+  // parallelism else N, CL = C/T, FL = F/T, NHL = NH/T).
+  struct LayerActs {
+    Buf<T> ln1;        // [Nl, C]  LayerNorm 1 output (sequence shard under SP; re-gathered in backward)
+    Buf<T> ln1_mean;   // [Nl]
+    Buf<T> ln1_rstd;   // [Nl]
+    Buf<T> qkv;        // [N, 3*CL] q | k | v of this rank's heads
+    Buf<T> att;        // [B, NHL, S, S] softmax probabilities (recompute none only)
+    Buf<T> atty;       // [N, CL]   attention output before the projection
+    Buf<T> res2;       // [Nl, C]  residual after attention
+    Buf<T> ln2;        // [Nl, C]
+    Buf<T> ln2_mean;   // [Nl]
+    Buf<T> ln2_rstd;   // [Nl]
+    Buf<T> fch;        // [N, FL]  fc output before GeLU
+    Buf<T> fch_gelu;   // [N, FL]
+    Buf<T> out;        // [Nl, C]  layer output (residual after the MLP)
+  };
+
+  struct MbActs {
+    Buf<T> in;                     // [Nl, C] chunk input (embedding output on the first chunk)
+    std::vector<LayerActs> layers;
+    Buf<T> lnf;                    // [Nl, C] final LayerNorm output (last chunk)
+    Buf<T> lnf_mean, lnf_rstd;     // [Nl]
+    Buf<T> dlogits;                // [N, V/T] d loss / d logits, computed in the forward pass
+    std::vector<int32_t> tokens;   // [N] (first chunk)
+  };
+  const T* p(const std::string& name) const;
+  T* g(const std::string& name);
+  struct LayerParams;
+  LayerParams layer_params(int64_t l);
+  void layer_forward(int64_t l, const T* in, LayerActs& a);
+  void layer_backward(int64_t l, const T* in, LayerActs& a, const T* dout, T* din);
+  void release_layer_internals(LayerActs& a);
+  // Tensor-parallel regions (Megatron's f/g and their sequence-parallel forms).
+  void gather_rows(const T* local, T* full, int64_t width);       // [Nl,w] -> [N,w]; identity w/o SP
+  void reduce_rows(T* partial, T* local, int64_t width);          // [N,w] partial -> [Nl,w] summed
+  void all_reduce_if_tp(T* buf, int64_t n);
+
+  GptConfig cfg_;
+  ChunkSpec spec_;
+  TpCollectives<T>* tp_;
+  ParamLayout layout_;
+  std::map<std::string, int64_t> offsets_;
+  int64_t n_, nl_, cl_, fl_, vl_, nhl_, hd_;  // rows, local rows, local widths
+  T* params_ = nullptr;
+  T* grads_ = nullptr;
+  std::map<int64_t, MbActs> acts_;
+  Buf<T> dbuf_a_, dbuf_b_;
+};
+
+extern template class GptChunk<float>;
+extern template class GptChunk<double>;
+
+}  // namespace monarch::realrt

@@ -1,0 +1,89 @@
+// Every shipped scenario loads, and says what its README entry says.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/scenario_io.h"
+
+namespace monarch {
+namespace {
+
+std::string path_of(const std::string& name) { return std::string(MONARCH_SOURCE_DIR) + "/scenarios/" + name; }
+
+Scenario load(const std::string& name) {
+  auto s = read_scenario_file(path_of(name));
+  if (!s) {
+    std::string all;
+    for (const auto& p : s.problems()) all += p.to_string() + "\n";
+    ADD_FAILURE() << name << ":\n" << all;
+    return {};
+  }
+  return *s;
+}
+
+TEST(Scenarios, EveryJsonFileLoadsAndIsListedInTheReadme) {
+  std::ifstream readme(path_of("README.md"));
+  ASSERT_TRUE(readme);
+  std::string text((std::istreambuf_iterator<char>(readme)), std::istreambuf_iterator<char>());
+  int count = 0;
+  for (const auto& e : std::filesystem::directory_iterator(path_of(""))) {
+    if (e.path().extension() != ".json") continue;
+    ++count;
+    auto s = read_scenario_file(e.path().string());
+    EXPECT_TRUE(s.ok()) << e.path();
+    EXPECT_NE(text.find(e.path().filename().string()), std::string::npos) << e.path().filename() << " not in README.md";
+  }
+  EXPECT_GE(count, 5);
+}
+
+TEST(Scenarios, DefaultIsTheSpecExample) {
+  Scenario s = load("default.json");
+  EXPECT_EQ(s.model.num_layers, 96);
+  EXPECT_EQ(s.cluster.num_gpus, 64);
+  EXPECT_FALSE(s.parallelism.tp.has_value());  // left to the search
+}
+
+TEST(Scenarios, Gpt3On1024A100FollowsMegatronTable1) {
+  Scenario s = load("gpt3-175b-1024-a100.json");
+  EXPECT_EQ(s.model.hidden_size, 12288);
+  EXPECT_EQ(s.cluster.num_gpus, 1024);
+  EXPECT_EQ(*s.parallelism.tp * *s.parallelism.pp * *s.parallelism.dp, 1024);
+  EXPECT_EQ(s.training.global_batch_size, 1536);
+}
+
+TEST(Scenarios, Llama3_70bOn256H100) {
+  Scenario s = load("llama3-70b-256-h100.json");
+  EXPECT_EQ(s.model.num_layers, 80);
+  EXPECT_EQ(s.cluster.gpu.name, "H100-SXM");
+  EXPECT_EQ(*s.parallelism.dp, 8);  // derived: 256 / (4 x 4 x 2)
+  EXPECT_EQ(*s.parallelism.schedule, Schedule::kInterleaved);
+}
+
+TEST(Scenarios, Llama3_405bLikeMetasPaper) {
+  Scenario s = load("llama3-405b-16384-h100.json");
+  EXPECT_EQ(s.model.num_layers, 126);
+  EXPECT_EQ(s.cluster.num_gpus, 16384);
+  EXPECT_EQ(*s.parallelism.tp, 8);
+  EXPECT_EQ(*s.parallelism.pp, 16);
+  EXPECT_EQ(*s.parallelism.dp, 128);
+  EXPECT_EQ(s.training.global_batch_size * s.model.seq_length, 16777216);  // 16M tokens
+}
+
+TEST(Scenarios, Llama3_8bOn8H100MatchesTheCalibrationCase) {
+  Scenario s = load("llama3-8b-8-h100.json");
+  EXPECT_EQ(s.model.num_kv_heads, 8);
+  EXPECT_EQ(*s.parallelism.cp, 2);
+  EXPECT_EQ(*s.parallelism.dp, 4);
+}
+
+TEST(Scenarios, SmallGptIsSmallEnoughForTheCpuRuntime) {
+  Scenario s = load("small-gpt-8.json");
+  EXPECT_EQ(s.cluster.num_gpus, 8);
+  EXPECT_EQ(s.training.precision, Precision::kFp32);
+  EXPECT_LE(s.model.hidden_size * s.model.vocab_size, 1 << 20);
+  EXPECT_EQ(*s.parallelism.tp * *s.parallelism.pp * *s.parallelism.dp, 8);
+}
+
+}  // namespace
+}  // namespace monarch

@@ -1,0 +1,303 @@
+// Public entry points of the SimGrid backend: input checks, options, and the forked child that
+// runs the simulation (SimGrid allows one engine per process).
+#include "sim/simgrid_backend.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "sim/simgrid_engine.h"
+#include "sim/simgrid_wire_io.h"
+
+namespace monarch {
+namespace {
+
+using Results = Expected<std::vector<BackendResult>>;
+
+void check_cluster(const ClusterConfig& c, Problems& ps) {
+  auto need = [&](bool ok, const char* where, const std::string& what) {
+    if (!ok) ps.push_back({where, what});
+  };
+  need(c.num_gpus > 0, "/cluster/num_gpus", "found " + std::to_string(c.num_gpus) + ", expected a positive integer");
+  need(c.gpus_per_node > 0, "/cluster/gpus_per_node",
+       "found " + std::to_string(c.gpus_per_node) + ", expected a positive integer");
+  need(c.nics_per_node > 0, "/cluster/inter_node/nics_per_node",
+       "found " + std::to_string(c.nics_per_node) + ", expected a positive integer");
+  need(c.intra_node.bandwidth_GBps > 0 && std::isfinite(c.intra_node.bandwidth_GBps), "/cluster/intra_node/bandwidth_GBps",
+       "expected a positive number");
+  need(c.inter_node.bandwidth_GBps > 0 && std::isfinite(c.inter_node.bandwidth_GBps), "/cluster/inter_node/bandwidth_GBps",
+       "expected a positive number");
+  need(c.intra_node.latency_us >= 0 && std::isfinite(c.intra_node.latency_us), "/cluster/intra_node/latency_us",
+       "expected a number >= 0");
+  need(c.inter_node.latency_us >= 0 && std::isfinite(c.inter_node.latency_us), "/cluster/inter_node/latency_us",
+       "expected a number >= 0");
+  need(c.oversubscription >= 1 && std::isfinite(c.oversubscription), "/cluster/inter_node/oversubscription",
+       "expected a number >= 1");
+}
+
+void check_whatif(const ClusterConfig& c, const WhatIf& w, Problems& ps) {
+  for (size_t i = 0; i < w.stragglers.size(); ++i) {
+    const auto& s = w.stragglers[i];
+    const std::string at = "/whatif/stragglers/" + std::to_string(i);
+    if ((s.gpu < 0) == (s.node < 0)) ps.push_back({at, "expected exactly one of \"gpu\" and \"node\""});
+    if (s.gpu >= c.num_gpus) ps.push_back({at + "/gpu", "GPU " + std::to_string(s.gpu) + " is not in the cluster (" + std::to_string(c.num_gpus) + " GPUs)"});
+    if (s.node >= c.num_nodes()) ps.push_back({at + "/node", "node " + std::to_string(s.node) + " is not in the cluster (" + std::to_string(c.num_nodes()) + " nodes)"});
+    if (!(s.slowdown > 0) || !std::isfinite(s.slowdown)) ps.push_back({at + "/slowdown", "expected a positive number"});
+  }
+  for (size_t i = 0; i < w.degraded_links.size(); ++i) {
+    const auto& d = w.degraded_links[i];
+    const std::string at = "/whatif/degraded_links/" + std::to_string(i);
+    if (d.node < 0 || d.node >= c.num_nodes())
+      ps.push_back({at + "/node", "node " + std::to_string(d.node) + " is not in the cluster (" + std::to_string(c.num_nodes()) + " nodes)"});
+    if (!(d.bandwidth_factor > 0) || !std::isfinite(d.bandwidth_factor))
+      ps.push_back({at + "/bandwidth_factor", "expected a positive number"});
+  }
+}
+
+void check_graph(const PlanGraph& g, const std::string& at, Problems& ps) {
+  const size_t before = ps.size();
+  if (g.world_size < 1 || static_cast<int64_t>(g.ranks.size()) != g.world_size) {
+    ps.push_back({at + "/world_size", "world_size " + std::to_string(g.world_size) + " but " +
+                                          std::to_string(g.ranks.size()) + " rank programs"});
+    return;
+  }
+  for (size_t k = 0; k < g.groups.size(); ++k) {
+    std::set<int32_t> seen;
+    for (int32_t m : g.groups[k].ranks)
+      if (m < 0 || m >= g.world_size || !seen.insert(m).second)
+        ps.push_back({at + "/groups/" + std::to_string(k), "member " + std::to_string(m) + " is out of range or repeated"});
+  }
+  if (ps.size() > before) return;
+  // collective calls per (group, member): their seq numbers must match across members
+  std::vector<std::map<int32_t, std::vector<int32_t>>> seqs(g.groups.size());
+  std::map<std::tuple<int32_t, int32_t, int32_t>, int64_t> p2p;  // (src, dst, tag) -> sends - recvs
+  for (size_t r = 0; r < g.ranks.size(); ++r) {
+    const auto& prog = g.ranks[r];
+    const std::string rat = at + "/ranks/" + std::to_string(r);
+    if (prog.rank != static_cast<int32_t>(r)) ps.push_back({rat + "/rank", "expected " + std::to_string(r)});
+    for (size_t i = 0; i < prog.tasks.size() && ps.size() < before + 20; ++i) {
+      const Task& t = prog.tasks[i];
+      const std::string tat = rat + "/tasks/" + std::to_string(i);
+      for (int32_t d : t.deps)
+        if (d < 0 || d >= static_cast<int32_t>(i))
+          ps.push_back({tat + "/deps", "dependency " + std::to_string(d) + " is not an earlier task of this rank"});
+      switch (t.kind) {
+        case TaskKind::kCompute:
+          if (!(t.duration_s >= 0) || !std::isfinite(t.duration_s))
+            ps.push_back({tat + "/duration_s", "expected a finite number >= 0"});
+          break;
+        case TaskKind::kCollective: {
+          if (t.group < 0 || t.group >= static_cast<int32_t>(g.groups.size())) {
+            ps.push_back({tat + "/group", "group " + std::to_string(t.group) + " does not exist"});
+            break;
+          }
+          const auto& members = g.groups[static_cast<size_t>(t.group)].ranks;
+          if (std::find(members.begin(), members.end(), prog.rank) == members.end())
+            ps.push_back({tat + "/group", "rank " + std::to_string(prog.rank) + " is not a member of group " + std::to_string(t.group)});
+          if (t.bytes < 0) ps.push_back({tat + "/bytes", "expected bytes >= 0"});
+          seqs[static_cast<size_t>(t.group)][prog.rank].push_back(t.seq);
+          break;
+        }
+        case TaskKind::kSend:
+        case TaskKind::kRecv:
+          if (t.peer < 0 || t.peer >= g.world_size || t.peer == prog.rank) {
+            ps.push_back({tat + "/peer", "peer " + std::to_string(t.peer) + " is not another rank"});
+            break;
+          }
+          if (t.bytes < 0) ps.push_back({tat + "/bytes", "expected bytes >= 0"});
+          if (t.kind == TaskKind::kSend) ++p2p[{prog.rank, t.peer, t.tag}];
+          else --p2p[{t.peer, prog.rank, t.tag}];
+          break;
+        case TaskKind::kAlloc:
+          if (t.bytes < 0) ps.push_back({tat + "/bytes", "expected bytes >= 0"});
+          break;
+        case TaskKind::kFree: break;
+      }
+    }
+  }
+  for (size_t k = 0; k < g.groups.size(); ++k) {
+    const std::vector<int32_t>* first = nullptr;
+    int32_t first_rank = -1;
+    for (int32_t m : g.groups[k].ranks) {
+      auto it = seqs[k].find(m);
+      static const std::vector<int32_t> kNone;
+      std::vector<int32_t> s = it == seqs[k].end() ? kNone : it->second;
+      std::sort(s.begin(), s.end());
+      if (!first) {
+        seqs[k][m] = s;
+        first = &seqs[k][m];
+        first_rank = m;
+      } else if (s != *first) {
+        ps.push_back({at + "/groups/" + std::to_string(k),
+                      "ranks " + std::to_string(first_rank) + " and " + std::to_string(m) +
+                          " do not call the same collectives (seq) of this group"});
+        break;
+      }
+    }
+  }
+  for (const auto& [key, balance] : p2p)
+    if (balance != 0) {
+      ps.push_back({at, "messages from rank " + std::to_string(std::get<0>(key)) + " to rank " + std::to_string(std::get<1>(key)) +
+                            " tag " + std::to_string(std::get<2>(key)) + ": sends and receives do not pair"});
+      break;
+    }
+}
+
+Results run_child(const ClusterConfig& cluster, const WhatIf& whatif, const std::vector<SimgridJob>& jobs,
+                  const SimgridOptions& options) {
+  if (!options.isolate_process) return simgrid_backend::simulate(cluster, whatif, jobs, options);
+  int fds[2];
+  if (pipe(fds) != 0) return Results::fail("simgrid", std::string("cannot create a pipe: ") + std::strerror(errno));
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return Results::fail("simgrid", std::string("cannot fork the simulation process: ") + std::strerror(errno));
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    std::string text;
+    try {
+      text = simgrid_backend::encode_results(simgrid_backend::simulate(cluster, whatif, jobs, options));
+    } catch (const std::exception& e) {
+      text = simgrid_backend::encode_results(Results::fail("simgrid", std::string("simulation failed: ") + e.what()));
+    }
+    const char* p = text.data();
+    size_t left = text.size();
+    while (left > 0) {
+      const ssize_t n = write(fds[1], p, left);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) _exit(1);
+      p += n;
+      left -= static_cast<size_t>(n);
+    }
+    close(fds[1]);
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string text;
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = read(fds[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status))
+    return Results::fail("simgrid", "the simulation process was killed by signal " + std::to_string(WTERMSIG(status)) +
+                                        (WTERMSIG(status) == SIGINT ? " (interrupted)" : ""));
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || text.empty())
+    return Results::fail("simgrid", "the simulation process failed (exit status " + std::to_string(WEXITSTATUS(status)) + ")");
+  return simgrid_backend::decode_results(text);
+}
+
+}  // namespace
+
+Problems apply_simgrid_option(SimgridOptions& o, const std::string& key, const std::string& value) {
+  const std::string where = "--set simgrid." + key;
+  auto on_off = [&](bool& field) -> Problems {
+    if (value == "on" || value == "true" || value == "1") field = true;
+    else if (value == "off" || value == "false" || value == "0") field = false;
+    else return {{where, "found \"" + value + "\", expected on or off"}};
+    return {};
+  };
+  auto positive = [&](int64_t& field) -> Problems {
+    try {
+      size_t used = 0;
+      const long long v = std::stoll(value, &used);
+      if (used == value.size() && v > 0) {
+        field = v;
+        return {};
+      }
+    } catch (const std::exception&) {
+    }
+    return {{where, "found \"" + value + "\", expected a positive integer"}};
+  };
+  if (key == "fidelity") {
+    if (value == "auto") o.fidelity = SimgridFidelity::kAuto;
+    else if (value == "per-step") o.fidelity = SimgridFidelity::kPerStep;
+    else if (value == "aggregated") o.fidelity = SimgridFidelity::kAggregated;
+    else return {{where, "found \"" + value + "\", expected auto, per-step or aggregated"}};
+    return {};
+  }
+  if (key == "symmetry") {
+    if (value == "auto") o.symmetry = SimgridSymmetry::kAuto;
+    else if (value == "off") o.symmetry = SimgridSymmetry::kOff;
+    else if (value == "dp-replica") o.symmetry = SimgridSymmetry::kDpReplica;
+    else return {{where, "found \"" + value + "\", expected auto, off or dp-replica"}};
+    return {};
+  }
+  if (key == "tree") return on_off(o.allow_tree);
+  if (key == "timeline") return on_off(o.record_timeline);
+  if (key == "per_step_max_flows") return positive(o.per_step_max_flows);
+  if (key == "fat_tree_leaf_ports") return positive(o.fat_tree_leaf_ports);
+  return {{where, "unknown SimGrid option; known: fidelity, symmetry, tree, timeline, per_step_max_flows, "
+                  "fat_tree_leaf_ports"}};
+}
+
+Expected<std::vector<BackendResult>> run_simgrid_jobs(const ClusterConfig& cluster, const WhatIf& whatif,
+                                                      const std::vector<SimgridJob>& jobs,
+                                                      const SimgridOptions& options) {
+  Problems ps;
+  check_cluster(cluster, ps);
+  if (!ps.empty()) return ps;
+  check_whatif(cluster, whatif, ps);
+  if (jobs.empty()) ps.push_back({"jobs", "no job to simulate"});
+  if (jobs.size() > 200) ps.push_back({"jobs", "at most 200 jobs share one simulation"});
+  std::vector<char> used(static_cast<size_t>(cluster.num_gpus), 0);
+  for (size_t j = 0; j < jobs.size() && ps.empty(); ++j) {
+    const std::string at = jobs.size() == 1 ? "plan" : "jobs/" + std::to_string(j);
+    if (!jobs[j].scenario || !jobs[j].graph) {
+      ps.push_back({at, "missing scenario or plan graph"});
+      continue;
+    }
+    const PlanGraph& g = *jobs[j].graph;
+    check_graph(g, at, ps);
+    if (!ps.empty()) break;
+    if (jobs[j].gpus.empty()) {
+      if (g.world_size > cluster.num_gpus)
+        ps.push_back({at + "/world_size", "the plan needs " + std::to_string(g.world_size) + " GPUs, the cluster has " +
+                                              std::to_string(cluster.num_gpus)});
+    } else if (static_cast<int64_t>(jobs[j].gpus.size()) != g.world_size) {
+      ps.push_back({at + "/gpus", "lists " + std::to_string(jobs[j].gpus.size()) + " GPUs for " +
+                                      std::to_string(g.world_size) + " ranks"});
+    }
+    if (!ps.empty()) break;
+    for (int64_t r = 0; r < g.world_size; ++r) {
+      const int64_t gpu = jobs[j].gpus.empty() ? r : jobs[j].gpus[static_cast<size_t>(r)];
+      if (gpu < 0 || gpu >= cluster.num_gpus) {
+        ps.push_back({at + "/gpus/" + std::to_string(r), "GPU " + std::to_string(gpu) + " is not in the cluster"});
+        break;
+      }
+      if (used[static_cast<size_t>(gpu)]++) {
+        ps.push_back({at + "/gpus/" + std::to_string(r), "GPU " + std::to_string(gpu) + " is already used by another rank or job"});
+        break;
+      }
+    }
+  }
+  if (!ps.empty()) return ps;
+  return run_child(cluster, whatif, jobs, options);
+}
+
+Expected<BackendResult> run_simgrid(const Scenario& scenario, const PlanGraph& graph, const SimgridOptions& options) {
+  auto r = run_simgrid_jobs(scenario.cluster, scenario.whatif, {SimgridJob{&scenario, &graph, {}}}, options);
+  if (!r) return r.problems();
+  return std::move(r->front());
+}
+
+}  // namespace monarch

@@ -1,0 +1,78 @@
+// SimGrid backend: runs a plan's per-rank task graph on a simulated cluster (SimGrid 3.32 S4U)
+// with the real topology and link sharing, so contention, stragglers and degraded links show.
+// See docs/simgrid_backend.md for the platform, the network model and the approximations.
+//
+//   auto r = run_simgrid(scenario, graph, SimgridOptions{});
+//   if (!r) ... r.problems() ...; else r->iteration_time_s, r->timeline ...
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/plan_ir.h"
+#include "core/problem.h"
+#include "core/result.h"
+#include "core/scenario.h"
+
+namespace monarch {
+
+enum class SimgridFidelity : uint8_t {
+  kAuto,        // per-step while the whole iteration stays under per_step_max_flows flows
+  kPerStep,     // every ring step is its own set of flows
+  kAggregated,  // one flow per ring edge with the whole volume, plus the latency term
+};
+
+enum class SimgridSymmetry : uint8_t {
+  kAuto,       // data-parallel replica symmetry when the graph has over symmetry_min_tasks tasks
+  kOff,        // simulate every rank
+  kDpReplica,  // simulate one data-parallel replica (see docs/simgrid_backend.md)
+};
+
+struct SimgridOptions {
+  SimgridFidelity fidelity = SimgridFidelity::kAuto;
+  SimgridSymmetry symmetry = SimgridSymmetry::kAuto;
+  // Auto fidelity: per-step when the iteration's per-step flows stay below this many.
+  int64_t per_step_max_flows = 200000;
+  // Auto symmetry: one DP replica is simulated when the graph has more tasks than this.
+  int64_t symmetry_min_tasks = 200000;
+  // Let all-reduce over one-GPU-per-node groups use NCCL's double binary tree when faster.
+  bool allow_tree = true;
+  // NIC ports per leaf switch in the fat-tree topology (downlinks); a leaf has
+  // ports x NIC bandwidth / oversubscription of uplink capacity. Default: half of a 64-port
+  // switch (NVIDIA Quantum-2 QM9700, 64 x 400 Gb/s), the other half going up.
+  int64_t fat_tree_leaf_ports = 32;
+  // Record the per-task timeline (needed for traces); off saves memory on huge runs.
+  bool record_timeline = true;
+  // Run each simulation in a forked child process. SimGrid keeps global state (one engine per
+  // process, the clock is never reset), so a process can run only one simulation in-process.
+  bool isolate_process = true;
+};
+
+// Applies one `--set simgrid.KEY=VALUE` override (KEY without the "simgrid." prefix):
+// fidelity=auto|per-step|aggregated, symmetry=auto|off|dp-replica, tree=on|off,
+// per_step_max_flows=N, fat_tree_leaf_ports=N, timeline=on|off.
+// The problem names the option "--set simgrid.KEY".
+Problems apply_simgrid_option(SimgridOptions& options, const std::string& key, const std::string& value);
+
+// One job of a shared cluster: its scenario (model, training, whatif ignored: the cluster's
+// what-if applies), its lowered graph, and the cluster GPUs its ranks run on
+// (rank i on gpus[i]; empty = GPUs 0 .. world_size-1).
+struct SimgridJob {
+  const Scenario* scenario = nullptr;
+  const PlanGraph* graph = nullptr;
+  std::vector<int64_t> gpus;
+};
+
+// Simulates one iteration of `graph` on `scenario.cluster` with `scenario.whatif` applied.
+// Returns the result (backend "simgrid") or the problems with the input.
+Expected<BackendResult> run_simgrid(const Scenario& scenario, const PlanGraph& graph,
+                                    const SimgridOptions& options = {});
+
+// Several jobs on one cluster at once, each on its own GPUs: their traffic shares the links.
+// `cluster` and `whatif` describe the shared machine; one result per job, in order.
+Expected<std::vector<BackendResult>> run_simgrid_jobs(const ClusterConfig& cluster, const WhatIf& whatif,
+                                                      const std::vector<SimgridJob>& jobs,
+                                                      const SimgridOptions& options = {});
+
+}  // namespace monarch

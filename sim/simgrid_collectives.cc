@@ -1,0 +1,237 @@
+#include "sim/simgrid_collectives.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+
+namespace monarch::simgrid_backend {
+namespace {
+
+Endpoint gpu_ep(int64_t gpu) { return {Endpoint::Kind::kGpu, gpu}; }
+Endpoint nic_ep(int64_t nic) { return {Endpoint::Kind::kNic, nic}; }
+
+// One edge of a ring: `share` of every step's chunk travels on it.
+struct RingEdge {
+  Endpoint src, dst;
+  double share = 1.0;
+};
+
+// Members grouped by node, nodes in order of first appearance, members in group order.
+std::vector<std::vector<int64_t>> by_node(const std::vector<int64_t>& gpus, const FabricShape& shape) {
+  std::vector<std::vector<int64_t>> nodes;
+  std::vector<int64_t> node_ids;
+  for (int64_t g : gpus) {
+    const int64_t node = shape.node_of(g);
+    auto it = std::find(node_ids.begin(), node_ids.end(), node);
+    if (it == node_ids.end()) {
+      node_ids.push_back(node);
+      nodes.push_back({g});
+    } else {
+      nodes[static_cast<size_t>(it - node_ids.begin())].push_back(g);
+    }
+  }
+  return nodes;
+}
+
+std::vector<int64_t> distinct_nics(const std::vector<int64_t>& members, const FabricShape& shape) {
+  std::vector<int64_t> nics;
+  for (int64_t g : members) nics.push_back(shape.nic_of(g));
+  std::sort(nics.begin(), nics.end());
+  nics.erase(std::unique(nics.begin(), nics.end()), nics.end());
+  return nics;
+}
+
+// Channels a multi-node ring uses to cross node boundaries: one per NIC its members reach
+// (the fewest over the nodes, so every channel has a NIC on every node).
+int64_t crossing_channels(const std::vector<std::vector<int64_t>>& nodes, const FabricShape& shape) {
+  int64_t c = shape.nics_per_node;
+  for (const auto& members : nodes) c = std::min<int64_t>(c, static_cast<int64_t>(distinct_nics(members, shape).size()));
+  return std::max<int64_t>(c, 1);
+}
+
+// The ring NCCL would build: within a node along NVLink, across nodes NIC to NIC, one channel
+// per NIC for the crossing edges.
+std::vector<RingEdge> ring_edges(const std::vector<int64_t>& gpus, const FabricShape& shape) {
+  std::vector<RingEdge> edges;
+  const auto nodes = by_node(gpus, shape);
+  const size_t m = nodes.size();
+  if (m == 1) {
+    const auto& g = nodes[0];
+    if (g.size() < 2) return edges;
+    for (size_t i = 0; i < g.size(); ++i) edges.push_back({gpu_ep(g[i]), gpu_ep(g[(i + 1) % g.size()]), 1.0});
+    return edges;
+  }
+  const int64_t channels = crossing_channels(nodes, shape);
+  for (size_t k = 0; k < m; ++k) {
+    const auto& here = nodes[k];
+    const auto& next = nodes[(k + 1) % m];
+    for (size_t i = 0; i + 1 < here.size(); ++i) edges.push_back({gpu_ep(here[i]), gpu_ep(here[i + 1]), 1.0});
+    if (channels == 1) {
+      edges.push_back({nic_ep(shape.nic_of(here.back())), nic_ep(shape.nic_of(next.front())), 1.0});
+    } else {
+      const auto a = distinct_nics(here, shape);
+      const auto b = distinct_nics(next, shape);
+      for (int64_t c = 0; c < channels; ++c)
+        edges.push_back({nic_ep(a[static_cast<size_t>(c)]), nic_ep(b[static_cast<size_t>(c)]),
+                         1.0 / static_cast<double>(channels)});
+    }
+  }
+  return edges;
+}
+
+double group_latency_s(const std::vector<int64_t>& gpus, const FabricShape& shape) {
+  for (int64_t g : gpus)
+    if (shape.node_of(g) != shape.node_of(gpus.front())) return shape.inter_latency_s;
+  return shape.intra_latency_s;
+}
+
+Endpoint route_start(int64_t src_gpu, int64_t dst_gpu, const FabricShape& shape, bool src_side) {
+  if (shape.node_of(src_gpu) == shape.node_of(dst_gpu)) return gpu_ep(src_side ? src_gpu : dst_gpu);
+  return nic_ep(shape.nic_of(src_side ? src_gpu : dst_gpu));
+}
+
+int64_t ring_steps(CollectiveKind kind, int64_t n) {
+  return kind == CollectiveKind::kAllReduce ? 2 * (n - 1) : n - 1;
+}
+
+int64_t tree_depth(int64_t n) {
+  int64_t depth = 0;
+  while ((int64_t{1} << (depth + 1)) <= n) ++depth;  // floor(log2 n)
+  return depth;
+}
+
+// Alpha-beta bottleneck bandwidth of a ring over these GPUs (for the algorithm choice).
+double ring_bandwidth_Bps(const std::vector<int64_t>& gpus, const FabricShape& shape) {
+  const auto nodes = by_node(gpus, shape);
+  if (nodes.size() == 1) return shape.intra_bandwidth_Bps;
+  size_t most = 0;
+  for (const auto& n : nodes) most = std::max(most, n.size());
+  const double inter = static_cast<double>(crossing_channels(nodes, shape)) * shape.inter_bandwidth_Bps;
+  return most == 1 ? inter : std::min(shape.intra_bandwidth_Bps, inter);
+}
+
+}  // namespace
+
+Algorithm choose_algorithm(CollectiveKind kind, const std::vector<int64_t>& gpus, double bytes,
+                           const FabricShape& shape, bool allow_tree) {
+  switch (kind) {
+    case CollectiveKind::kAllToAll: return Algorithm::kDirect;
+    case CollectiveKind::kBroadcast: return Algorithm::kPipeline;
+    case CollectiveKind::kAllGather:
+    case CollectiveKind::kReduceScatter: return Algorithm::kRing;
+    case CollectiveKind::kAllReduce: break;
+  }
+  const auto nodes = by_node(gpus, shape);
+  const int64_t n = static_cast<int64_t>(gpus.size());
+  if (!allow_tree || n < 4 || static_cast<int64_t>(nodes.size()) != n) return Algorithm::kRing;
+  const double a = shape.inter_latency_s;
+  const double b = ring_bandwidth_Bps(gpus, shape);
+  if (b <= 0) return Algorithm::kRing;
+  const double ring_s = 2.0 * static_cast<double>(n - 1) * (a + bytes / (static_cast<double>(n) * b));
+  const double tree_s = 2.0 * static_cast<double>(tree_depth(n)) * a + 2.0 * bytes / b;
+  return tree_s < ring_s ? Algorithm::kTree : Algorithm::kRing;
+}
+
+std::vector<FlowPhase> decompose_collective(CollectiveKind kind, const std::vector<int64_t>& gpus,
+                                            double bytes, Algorithm algorithm, Fidelity fidelity,
+                                            const FabricShape& shape) {
+  std::vector<FlowPhase> phases;
+  const int64_t n = static_cast<int64_t>(gpus.size());
+  if (n < 2) return phases;
+  const double alpha = group_latency_s(gpus, shape);
+
+  switch (algorithm) {
+    case Algorithm::kRing: {
+      assert(kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kAllGather ||
+             kind == CollectiveKind::kReduceScatter);
+      const auto edges = ring_edges(gpus, shape);
+      const int64_t steps = ring_steps(kind, n);
+      const double chunk = bytes / static_cast<double>(n);
+      if (fidelity == Fidelity::kPerStep) {
+        for (int64_t s = 0; s < steps; ++s) {
+          FlowPhase p;
+          for (const auto& e : edges) p.flows.push_back({e.src, e.dst, chunk * e.share});
+          phases.push_back(std::move(p));
+        }
+      } else {
+        FlowPhase p;
+        for (const auto& e : edges) p.flows.push_back({e.src, e.dst, chunk * e.share * static_cast<double>(steps)});
+        p.extra_latency_s = static_cast<double>(steps - 1) * alpha;
+        phases.push_back(std::move(p));
+      }
+      break;
+    }
+    case Algorithm::kTree: {
+      // Double binary tree over positions 0..n-1 in heap layout; tree 2 mirrors the members so
+      // that the leaves of one tree are the inner nodes of the other.
+      FlowPhase p;
+      for (int tree = 0; tree < 2; ++tree) {
+        auto member = [&](int64_t pos) { return gpus[static_cast<size_t>(tree == 0 ? pos : n - 1 - pos)]; };
+        for (int64_t pos = 1; pos < n; ++pos) {
+          const int64_t child = member(pos);
+          const int64_t parent = member((pos - 1) / 2);
+          p.flows.push_back(p2p_flow(child, parent, bytes / 2, shape));   // reduce, half the buffer
+          p.flows.push_back(p2p_flow(parent, child, bytes / 2, shape));   // broadcast
+        }
+      }
+      p.extra_latency_s = static_cast<double>(2 * tree_depth(n) - 1) * alpha;
+      phases.push_back(std::move(p));
+      break;
+    }
+    case Algorithm::kPipeline: {
+      // Broadcast from the first member along the ring; the edge back into the root is unused.
+      auto edges = ring_edges(gpus, shape);
+      FlowPhase p;
+      const Endpoint root_gpu = gpu_ep(gpus.front());
+      const Endpoint root_nic = nic_ep(shape.nic_of(gpus.front()));
+      for (const auto& e : edges) {
+        if (e.dst == root_gpu || e.dst == root_nic) continue;
+        p.flows.push_back({e.src, e.dst, bytes * e.share});
+      }
+      p.extra_latency_s = static_cast<double>(n - 2) * alpha;
+      phases.push_back(std::move(p));
+      break;
+    }
+    case Algorithm::kDirect: {
+      // NCCL all-to-all is one group of sends and receives to every peer, all in flight at
+      // once: a single round at both fidelities (per-step lockstep would serialize it).
+      const double piece = bytes / static_cast<double>(n);
+      FlowPhase p;
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j)
+          if (i != j) p.flows.push_back(p2p_flow(gpus[static_cast<size_t>(i)], gpus[static_cast<size_t>(j)], piece, shape));
+      phases.push_back(std::move(p));
+      break;
+    }
+  }
+  for (auto& p : phases) p.latency_s = alpha;
+  return phases;
+}
+
+Flow p2p_flow(int64_t src_gpu, int64_t dst_gpu, double bytes, const FabricShape& shape) {
+  return {route_start(src_gpu, dst_gpu, shape, true), route_start(src_gpu, dst_gpu, shape, false), bytes};
+}
+
+double bytes_sent_per_rank(CollectiveKind kind, int64_t n, double bytes) {
+  if (n < 2) return 0;
+  const double frac = static_cast<double>(n - 1) / static_cast<double>(n);
+  switch (kind) {
+    case CollectiveKind::kAllReduce: return 2 * frac * bytes;
+    case CollectiveKind::kAllGather:
+    case CollectiveKind::kReduceScatter:
+    case CollectiveKind::kAllToAll: return frac * bytes;
+    case CollectiveKind::kBroadcast: return bytes;
+  }
+  return 0;
+}
+
+int64_t count_flows(CollectiveKind kind, int64_t n, Fidelity fidelity) {
+  if (n < 2) return 0;
+  switch (kind) {
+    case CollectiveKind::kAllToAll: return n * (n - 1);
+    case CollectiveKind::kBroadcast: return n;
+    default: return fidelity == Fidelity::kPerStep ? ring_steps(kind, n) * n : n;
+  }
+}
+
+}  // namespace monarch::simgrid_backend

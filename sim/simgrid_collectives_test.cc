@@ -1,0 +1,77 @@
+#include "sim/simgrid_collectives.h"
+
+#include <gtest/gtest.h>
+
+namespace monarch::simgrid_backend {
+namespace {
+
+FabricShape shape8x8() { return FabricShape{8, 8, 2e-6, 5e-6, 300e9, 25e9}; }
+
+double total_bytes(const std::vector<FlowPhase>& phases) {
+  double b = 0;
+  for (const auto& p : phases)
+    for (const auto& f : p.flows) b += f.bytes;
+  return b;
+}
+
+TEST(SimgridCollectives, SingleNodeRingUsesNvlinkEdges) {
+  const std::vector<int64_t> gpus{0, 1, 2, 3, 4, 5, 6, 7};
+  auto per_step = decompose_collective(CollectiveKind::kAllReduce, gpus, 8e6, Algorithm::kRing, Fidelity::kPerStep, shape8x8());
+  ASSERT_EQ(per_step.size(), 14u);  // 2(n-1) steps
+  for (const auto& p : per_step) {
+    ASSERT_EQ(p.flows.size(), 8u);
+    for (const auto& f : p.flows) {
+      EXPECT_EQ(f.src.kind, Endpoint::Kind::kGpu);
+      EXPECT_EQ(f.dst.kind, Endpoint::Kind::kGpu);
+      EXPECT_DOUBLE_EQ(f.bytes, 1e6);  // size / n
+    }
+  }
+  auto agg = decompose_collective(CollectiveKind::kAllReduce, gpus, 8e6, Algorithm::kRing, Fidelity::kAggregated, shape8x8());
+  ASSERT_EQ(agg.size(), 1u);
+  EXPECT_DOUBLE_EQ(total_bytes(agg), total_bytes(per_step));
+  EXPECT_DOUBLE_EQ(agg[0].extra_latency_s, 13 * 2e-6);
+}
+
+TEST(SimgridCollectives, OneGpuPerNodeRingGoesNicToNic) {
+  const std::vector<int64_t> gpus{3, 11, 19, 27};  // GPU 3 of nodes 0..3
+  auto agg = decompose_collective(CollectiveKind::kAllGather, gpus, 4e6, Algorithm::kRing, Fidelity::kAggregated, shape8x8());
+  ASSERT_EQ(agg.size(), 1u);
+  ASSERT_EQ(agg[0].flows.size(), 4u);
+  for (const auto& f : agg[0].flows) {
+    EXPECT_EQ(f.src.kind, Endpoint::Kind::kNic);
+    EXPECT_EQ(f.src.index % 8, 3);  // rail 3
+    EXPECT_DOUBLE_EQ(f.bytes, 3e6);  // (n-1)/n x size
+  }
+  EXPECT_DOUBLE_EQ(agg[0].extra_latency_s, 2 * 5e-6);
+}
+
+TEST(SimgridCollectives, MultiNodeRingSplitsCrossingsOverNics) {
+  std::vector<int64_t> gpus;
+  for (int64_t g = 0; g < 16; ++g) gpus.push_back(g);  // two full nodes
+  auto agg = decompose_collective(CollectiveKind::kAllReduce, gpus, 16e6, Algorithm::kRing, Fidelity::kAggregated, shape8x8());
+  int nvlink = 0, nic = 0;
+  for (const auto& f : agg[0].flows) (f.src.kind == Endpoint::Kind::kGpu ? nvlink : nic)++;
+  EXPECT_EQ(nvlink, 14);  // 7 per node
+  EXPECT_EQ(nic, 16);     // 8 channels x 2 crossings
+  const double volume = 2.0 * 15 / 16 * 16e6;
+  for (const auto& f : agg[0].flows) EXPECT_DOUBLE_EQ(f.bytes, f.src.kind == Endpoint::Kind::kGpu ? volume : volume / 8);
+}
+
+TEST(SimgridCollectives, TreeOnlyForSmallBuffersOverManyNodes) {
+  std::vector<int64_t> gpus;
+  for (int64_t n = 0; n < 64; ++n) gpus.push_back(n * 8);
+  EXPECT_EQ(choose_algorithm(CollectiveKind::kAllReduce, gpus, 64e3, shape8x8(), true), Algorithm::kTree);
+  EXPECT_EQ(choose_algorithm(CollectiveKind::kAllReduce, gpus, 1e9, shape8x8(), true), Algorithm::kRing);
+  EXPECT_EQ(choose_algorithm(CollectiveKind::kAllReduce, gpus, 64e3, shape8x8(), false), Algorithm::kRing);
+  auto tree = decompose_collective(CollectiveKind::kAllReduce, gpus, 1e6, Algorithm::kTree, Fidelity::kAggregated, shape8x8());
+  EXPECT_EQ(tree[0].flows.size(), 4u * 63);  // 2 trees x 63 edges x both directions
+}
+
+TEST(SimgridCollectives, BytesSentFollowNcclTests) {
+  EXPECT_DOUBLE_EQ(bytes_sent_per_rank(CollectiveKind::kAllReduce, 4, 100), 150);
+  EXPECT_DOUBLE_EQ(bytes_sent_per_rank(CollectiveKind::kAllGather, 4, 100), 75);
+  EXPECT_DOUBLE_EQ(bytes_sent_per_rank(CollectiveKind::kAllReduce, 1, 100), 0);
+}
+
+}  // namespace
+}  // namespace monarch::simgrid_backend

@@ -1,0 +1,102 @@
+#include "sim/validate.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace monarch {
+namespace {
+
+const std::string kCalibration = std::string(MONARCH_SOURCE_DIR) + "/../shared/validation/calibration.json";
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const auto dir = std::filesystem::temp_directory_path() / "monarch_validate_test";
+  std::filesystem::create_directories(dir);
+  const auto path = dir / name;
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+// The acceptance bounds of issue 3: one calibration per GPU kind and precision predicts the
+// published A100 (Korthikanti et al. 2022) and H100 (NVIDIA DGXC Llama 3.1 8B) runs.
+TEST(Validate, CalibrationFileWithinFivePercentMapeAndTwelvePercentWorst) {
+  Expected<ValidationReport> rep = validate_cases(kCalibration);
+  ASSERT_TRUE(rep.ok()) << (rep.ok() ? "" : rep.problems().front().to_string());
+  ASSERT_EQ(rep->rows.size(), 18u);
+  for (const ValidationRow& r : rep->rows) {
+    EXPECT_LE(std::fabs(r.error_pct), 12.0) << r.id << " predicted " << r.predicted << " measured " << r.measured;
+    EXPECT_TRUE(r.fits) << r.id << " ran on real hardware, so its plan must fit";
+  }
+  EXPECT_LE(rep->mape_pct, 5.0);
+}
+
+TEST(Validate, PrintsOneRowPerCaseAndTheMape) {
+  std::ostringstream out, err;
+  EXPECT_EQ(run_validate(kCalibration, 5.0, out, err), 0) << err.str();
+  const std::string text = out.str();
+  EXPECT_NE(text.find("korthikanti-175B-seqpar+selective"), std::string::npos);
+  EXPECT_NE(text.find("dgxc-llama31-8b-fp8-128"), std::string::npos);
+  EXPECT_NE(text.find("MAPE"), std::string::npos);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1 + 18 + 1);  // header, rows, summary
+}
+
+TEST(Validate, ExceedingMaxMapeReturnsOne) {
+  std::ostringstream out, err;
+  EXPECT_EQ(run_validate(kCalibration, 0.01, out, err), 1);
+  EXPECT_NE(err.str().find("exceeds --max-mape"), std::string::npos);
+}
+
+TEST(Validate, BadInputReturnsTwoAndNamesWhere) {
+  std::ostringstream out, err;
+  EXPECT_EQ(run_validate("/nonexistent/cases.json", std::nullopt, out, err), 2);
+  EXPECT_NE(err.str().find("/nonexistent/cases.json"), std::string::npos);
+
+  err.str("");
+  const std::string broken = write_temp("broken.json", "[ {\"id\": ");
+  EXPECT_EQ(run_validate(broken, std::nullopt, out, err), 2);
+  EXPECT_NE(err.str().find("broken.json"), std::string::npos);
+
+  err.str("");
+  const std::string not_array = write_temp("object.json", "{\"id\": \"x\"}");
+  EXPECT_EQ(run_validate(not_array, std::nullopt, out, err), 2);
+  EXPECT_NE(err.str().find("expected an array"), std::string::npos);
+
+  // A valid case, then one with an unknown metric and one with a bad scenario value.
+  std::ifstream in(kCalibration);
+  nlohmann::json cases = nlohmann::json::parse(in);
+  nlohmann::json bad = nlohmann::json::array({cases[0], cases[1], cases[2]});
+  bad[1]["target"]["metric"] = "furlongs";
+  bad[2]["scenario"]["model"]["hidden_size"] = -5;
+  const std::string bad_path = write_temp("bad_cases.json", bad.dump(1));
+  err.str("");
+  EXPECT_EQ(run_validate(bad_path, std::nullopt, out, err), 2);
+  EXPECT_NE(err.str().find("/1/target/metric"), std::string::npos) << err.str();
+  EXPECT_NE(err.str().find("/2/scenario/model/hidden_size"), std::string::npos) << err.str();
+
+  err.str("");
+  EXPECT_EQ(run_validate(kCalibration, -3.0, out, err), 2);
+  EXPECT_NE(err.str().find("--max-mape"), std::string::npos);
+}
+
+TEST(Validate, OtherMetricsArePredictedToo) {
+  std::ifstream in(kCalibration);
+  nlohmann::json cases = nlohmann::json::parse(in);
+  // Korthikanti et al. 2022 / Megatron-LM README: 175B with sequence parallelism and
+  // selective recompute reaches MFU 51.4%.
+  nlohmann::json c = cases[3];
+  ASSERT_EQ(c["id"], "korthikanti-175B-seqpar+selective");
+  c["target"] = {{"metric", "mfu"}, {"value", 0.514}};
+  const std::string path = write_temp("mfu.json", nlohmann::json::array({c}).dump());
+  Expected<ValidationReport> rep = validate_cases(path);
+  ASSERT_TRUE(rep.ok());
+  EXPECT_NEAR(rep->rows[0].predicted, 0.514, 0.514 * 0.12);
+}
+
+}  // namespace
+}  // namespace monarch

@@ -1,0 +1,215 @@
+#include "strategies/search.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "strategies/partition.h"
+
+namespace monarch {
+namespace {
+
+// A deliberately simple test model (not a cost model): memory = 16 bytes per parameter of
+// the rank's layers (sharded by TP, PP and, with ZeRO-3, DP) + activations per micro-batch
+// in flight; time = the slowest stage's layer-equivalents x micro-batches + the bubble.
+// Embedding counts as 1 layer of work on stage 0, output + loss as 2 on the last stage.
+constexpr double kLayerParams = 1e9;
+constexpr double kActGiB = 2.0;  // per layer per micro-batch, no recompute
+
+PlanEstimate toy(const Scenario& s, const Plan& p) {
+  const std::vector<int64_t> split = p.layers_per_stage.empty() ? even_split(s.model.num_layers, p.pp) : p.layers_per_stage;
+  double worst_stage = 0, worst_mem = 0;
+  const int64_t m = num_micro_batches(s, p);
+  for (int64_t st = 0; st < p.pp; ++st) {
+    double work = static_cast<double>(split[static_cast<size_t>(st)]);
+    if (st == 0) work += 1;
+    if (st == p.pp - 1) work += 2;
+    worst_stage = std::max(worst_stage, work / static_cast<double>(p.tp * p.cp));
+    double params = kLayerParams * static_cast<double>(split[static_cast<size_t>(st)]) / static_cast<double>(p.tp);
+    double state_gib = params * 16 / (1 << 30) / (p.zero_stage == 3 ? static_cast<double>(p.dp) : 1.0);
+    double act = kActGiB * static_cast<double>(split[static_cast<size_t>(st)]) * static_cast<double>(p.micro_batch_size) /
+                 static_cast<double>(p.tp) * (p.recompute == Recompute::kFull ? 0.1 : p.recompute == Recompute::kSelective ? 0.5 : 1.0);
+    const double in_flight = p.schedule == Schedule::kGpipe ? static_cast<double>(m) : static_cast<double>(std::min<int64_t>(p.pp - st, m));
+    worst_mem = std::max(worst_mem, state_gib + act * in_flight);
+  }
+  PlanEstimate e;
+  const double per_mb = worst_stage * static_cast<double>(p.micro_batch_size) * 1e-3 *
+                        (p.recompute == Recompute::kFull ? 1.33 : p.recompute == Recompute::kSelective ? 1.05 : 1.0);
+  e.iteration_time_s = per_mb * static_cast<double>(m + p.pp - 1) / static_cast<double>(p.vpp > 1 ? 1 : 1) +
+                       (p.zero_stage == 3 ? 0.01 : 0.0) + 0.001 * static_cast<double>(p.tp);
+  e.peak_memory_gib = worst_mem;
+  e.fits = worst_mem <= s.cluster.gpu.memory_gib;
+  return e;
+}
+
+Scenario scenario() {
+  Scenario s;
+  s.model.num_layers = 32;
+  s.model.hidden_size = 4096;
+  s.model.num_attention_heads = 32;
+  s.model.num_kv_heads = 8;
+  s.model.ffn_hidden_size = 14336;
+  s.model.seq_length = 4096;
+  s.model.vocab_size = 128256;
+  s.cluster.num_gpus = 64;
+  s.cluster.gpus_per_node = 8;
+  s.cluster.gpu.name = "H100-SXM";
+  s.cluster.gpu.memory_gib = 80;
+  s.training.global_batch_size = 64;
+  return s;
+}
+
+SearchOptions options() {
+  SearchOptions o;
+  o.evaluate = toy;
+  o.top_k = 5;
+  return o;
+}
+
+const RejectionGroup* group(const SearchResult& r, const std::string& kind) {
+  for (const RejectionGroup& g : r.rejection_groups)
+    if (g.kind == kind) return &g;
+  return nullptr;
+}
+
+TEST(Search, RanksFittingPlansBestFirstAndPrunesWithReasons) {
+  const SearchResult r = search_plans(scenario(), options());
+  ASSERT_TRUE(r.any_fits());
+  ASSERT_LE(r.ranked.size(), 5u);
+  for (size_t i = 1; i < r.ranked.size(); ++i)
+    EXPECT_LE(r.ranked[i - 1].estimate.iteration_time_s, r.ranked[i].estimate.iteration_time_s);
+  for (const RankedPlan& rp : r.ranked) {
+    EXPECT_TRUE(rp.estimate.fits);
+    EXPECT_EQ(rp.plan.world_size(), 64);
+  }
+  // TP 64 does not divide the 32 heads; TP 16 and 32 do, but not the 8 KV heads.
+  const RejectionGroup* heads = group(r, "tp-heads");
+  ASSERT_NE(heads, nullptr);
+  EXPECT_EQ(heads->count, 1);
+  const RejectionGroup* kv = group(r, "tp-kv-heads");
+  ASSERT_NE(kv, nullptr);
+  EXPECT_EQ(kv->count, 2);
+  EXPECT_NE(kv->example.reason.find("does not divide 8 KV heads"), std::string::npos);
+  const RejectionGroup* mem = group(r, "memory");
+  ASSERT_NE(mem, nullptr);
+  EXPECT_NE(mem->example.reason.find("GiB per GPU, H100-SXM has 80.0"), std::string::npos) << mem->example.reason;
+  EXPECT_GT(r.plans_evaluated, 1000);
+  EXPECT_EQ(r.plans_in_space, r.plans_fitting + r.plans_rejected);
+}
+
+TEST(Search, TpAcrossNodesIsRejectedWithTheNodeSize) {
+  Scenario s = scenario();
+  s.model.num_kv_heads = 32;
+  const SearchResult r = search_plans(s, options());
+  const RejectionGroup* node = group(r, "tp-node");
+  ASSERT_NE(node, nullptr);
+  EXPECT_EQ(node->count, 2);  // TP 16 and 32 (64 does not divide 32 heads)
+  EXPECT_EQ(node->example.reason, "TP 16 crosses nodes of 8 GPUs");
+}
+
+TEST(Search, FixedKeysPinTheirDimension) {
+  Scenario s = scenario();
+  s.parallelism.tp = 2;
+  s.parallelism.pp = 4;
+  s.parallelism.recompute = Recompute::kSelective;
+  s.training.micro_batch_size = 1;
+  const SearchResult r = search_plans(s, options());
+  ASSERT_TRUE(r.any_fits());
+  for (const RankedPlan& rp : r.ranked) {
+    EXPECT_EQ(rp.plan.tp, 2);
+    EXPECT_EQ(rp.plan.pp, 4);
+    EXPECT_EQ(rp.plan.dp * rp.plan.cp, 8);
+    EXPECT_EQ(rp.plan.recompute, Recompute::kSelective);
+    EXPECT_EQ(rp.plan.micro_batch_size, 1);
+  }
+}
+
+TEST(Search, CountsTheWholeSpaceOfASmallScenario) {
+  Scenario s = scenario();
+  s.parallelism.tp = 8;
+  s.parallelism.cp = 1;
+  s.parallelism.pp = 1;
+  s.parallelism.sequence_parallel = true;
+  s.parallelism.recompute = Recompute::kNone;
+  s.training.micro_batch_size = 1;
+  // dp = 8: ZeRO 0..3 are the only choices left.
+  SearchOptions o = options();
+  int64_t progress_calls = 0;
+  o.progress = [&](int64_t, int64_t) { ++progress_calls; };
+  const SearchResult r = search_plans(s, o);
+  EXPECT_EQ(r.plans_in_space, 4);
+  EXPECT_EQ(r.plans_fitting + r.plans_rejected, 4);
+}
+
+TEST(Search, NothingFitsGivesTheClosestMiss) {
+  Scenario s = scenario();
+  s.cluster.gpu.memory_gib = 1;
+  const SearchResult r = search_plans(s, options());
+  EXPECT_FALSE(r.any_fits());
+  ASSERT_TRUE(r.closest_miss.has_value());
+  // The smallest need: everything sharded as far as it goes.
+  const RejectionGroup* mem = group(r, "memory");
+  ASSERT_NE(mem, nullptr);
+  EXPECT_DOUBLE_EQ(mem->example_memory_gib, r.closest_miss->estimate.peak_memory_gib);
+  EXPECT_NE(r.no_fit_message.find("smallest memory need is"), std::string::npos);
+  EXPECT_NE(r.no_fit_message.find("H100-SXM has 1.0 GiB"), std::string::npos) << r.no_fit_message;
+  // The report groups the many rejections, one line per kind.
+  const auto report = r.rejected_for_report(100);
+  EXPECT_EQ(report.size(), r.rejection_groups.size());
+  EXPECT_NE(report[0].reason.find("more like it"), std::string::npos);
+}
+
+TEST(Search, BaselineIsFsdpOverAllGpusWithTheLeastRecomputeThatFits) {
+  Scenario s = scenario();
+  const SearchResult r = search_plans(s, options());
+  ASSERT_TRUE(r.baseline.has_value());
+  const Plan& b = r.baseline->plan;
+  EXPECT_EQ(b.dp, 64);
+  EXPECT_EQ(b.tp, 1);
+  EXPECT_EQ(b.zero_stage, 3);
+  EXPECT_EQ(b.micro_batch_size, 1);
+  EXPECT_EQ(b.recompute, Recompute::kNone);  // 32 layers x 2 GiB fit in 80 GiB
+  s.cluster.gpu.memory_gib = 40;
+  const SearchResult r2 = search_plans(s, options());
+  ASSERT_TRUE(r2.baseline.has_value());
+  EXPECT_EQ(r2.baseline->plan.recompute, Recompute::kSelective);
+  // A batch smaller than the GPU count: FSDP with TP inside a node.
+  s.training.global_batch_size = 16;
+  const SearchResult r3 = search_plans(s, options());
+  ASSERT_TRUE(r3.baseline.has_value());
+  EXPECT_EQ(r3.baseline->plan.tp, 4);
+  EXPECT_EQ(r3.baseline->plan.dp, 16);
+  EXPECT_NE(r3.baseline_note.find("TP 4"), std::string::npos);
+}
+
+TEST(Search, CancelStopsEarly) {
+  SearchOptions o = options();
+  o.cancelled = [] { return true; };
+  const SearchResult r = search_plans(scenario(), o);
+  EXPECT_TRUE(r.cancelled);
+  EXPECT_LE(r.plans_evaluated, 4096 + 10);
+}
+
+TEST(Partition, MovesLayersOffTheStagesWithEmbeddingAndOutput) {
+  Scenario s = scenario();
+  Plan p;
+  p.pp = 4;
+  p.dp = 16;
+  p.micro_batch_size = 1;
+  p.zero_stage = 3;
+  // Even split 8 8 8 8: stage work 9 8 8 10. Moving one layer off the last stage: 9 9 8 9.
+  const PartitionResult part = partition_layers(s, p, toy);
+  ASSERT_EQ(part.plan.layers_per_stage.size(), 4u);
+  int64_t total = 0;
+  for (int64_t n : part.plan.layers_per_stage) total += n;
+  EXPECT_EQ(total, 32);
+  Plan even = p;
+  even.layers_per_stage = even_split(32, 4);
+  EXPECT_LT(part.estimate.iteration_time_s, toy(s, even).iteration_time_s);
+  EXPECT_LT(part.plan.layers_per_stage.back(), 8);
+  EXPECT_GT(part.splits_tried, 10);
+  EXPECT_EQ(even_split(10, 4), (std::vector<int64_t>{2, 3, 3, 2}));
+}
+
+}  // namespace
+}  // namespace monarch
