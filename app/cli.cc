@@ -124,23 +124,10 @@ int main_cli(int argc, char** argv) {
                            ->check(CLI::PositiveNumber);
   auto* val_backend_opt = validate->add_option("--backend", val_backends, "backends to validate")->type_name("LIST");
 
-  // runs
-  RunsOptions runs;
-  auto* runs_cmd = app.add_subcommand("runs", "the results store: list, show, compare, export recorded runs");
-  runs_cmd->require_subcommand(1);
-  int64_t limit = 0;
-  auto* runs_list = runs_cmd->add_subcommand("list", "list recorded runs, newest first");
-  auto* limit_opt = runs_list->add_option("--limit", limit, "at most N runs")->type_name("N")->check(CLI::PositiveNumber);
-  auto* runs_show = runs_cmd->add_subcommand("show", "show one run");
-  runs_show->add_option("run", runs.run_ids, "run id")->type_name("RUN")->required()->expected(1);
-  auto* runs_compare = runs_cmd->add_subcommand("compare", "compare runs side by side");
-  runs_compare->add_option("runs", runs.run_ids, "run ids (two or more)")->type_name("RUN")->required()->expected(2, 1000);
-  auto* runs_export = runs_cmd->add_subcommand("export", "export runs as JSON or CSV");
-  runs_export->add_option("runs", runs.run_ids, "run ids (default: all)")->type_name("RUN");
-  runs_export->add_option("--format", runs.format, "json or csv")->check(CLI::IsMember({"json", "csv"}));
-  runs_export->add_option("--output", runs.output_path, "file (default: stdout)")->type_name("FILE");
-  for (auto* sub : {runs_list, runs_show, runs_compare, runs_export})
-    sub->add_option("--db", runs.db_path, "the results store (SQLite)")->type_name("FILE");
+  // runs: everything after "runs" goes to the store's own parser (results/runs_command.h).
+  auto* runs_cmd = app.add_subcommand("runs", "the results store: runs list [--scenario NAME] [--backend B] | show ID | compare ID ID | export [--format csv|json]");
+  runs_cmd->prefix_command();
+  runs_cmd->allow_extras();
 
   try {
     app.parse(argc, argv);
@@ -163,12 +150,9 @@ int main_cli(int argc, char** argv) {
     return cmd_validate(val);
   }
   if (*runs_cmd) {
-    if (*runs_list) runs.action = RunsOptions::Action::kList;
-    if (*runs_show) runs.action = RunsOptions::Action::kShow;
-    if (*runs_compare) runs.action = RunsOptions::Action::kCompare;
-    if (*runs_export) runs.action = RunsOptions::Action::kExport;
-    if (*limit_opt) runs.limit = limit;
-    if (runs.db_path.empty()) runs.db_path = run.db_path;
+    RunsOptions runs;
+    runs.args = runs_cmd->remaining();
+    runs.db_path = run.db_path;
     return cmd_runs(runs);
   }
   if (run.scenario_path.empty()) {

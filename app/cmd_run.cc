@@ -1,11 +1,70 @@
-// monarch-sim SCENARIO.json: read and validate the scenario, choose the backends, evaluate.
+// monarch-sim SCENARIO.json: read and validate the scenario, search the plans it leaves open
+// with the analytical model, re-rank the best few with every other selected backend, report
+// the chosen plan against the FSDP baseline, and write the result file, the plan file, the
+// trace and the store as asked.
+//
+// Order of work, so that bad input and interruption leave nothing half-written:
+//   1. scenario and options are checked, the store is opened (bad --db: exit 2, nothing done);
+//   2. everything is computed in memory (Ctrl-C here: exit 130, nothing written);
+//   3. files are written through a temporary file renamed into place, then the store records
+//      every (plan, backend) entry, each in one transaction.
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
 #include <iostream>
+#include <map>
+#include <optional>
+#include <sstream>
 
 #include "app/commands.h"
+#include "app/real_cpu.h"
+#include "core/model_math.h"
+#include "core/plan_io.h"
+#include "core/result_io.h"
 #include "core/scenario_io.h"
+#include "results/store.h"
+#include "sim/analytical_backend.h"
+#include "sim/chrome_trace_io.h"
+#include "strategies/graph_check.h"
+#include "strategies/plan_costs.h"
+#include "strategies/search.h"
+#ifdef MONARCH_HAVE_SIMGRID
+#include "sim/simgrid_backend.h"
+#endif
 
 namespace monarch::app {
 namespace {
+
+// How many of the analytically best plans the slower backends re-rank.
+constexpr size_t kRerankTopPlans = 3;
+constexpr int kExitInterrupted = 130;
+
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_sigint(int) { g_interrupted.store(true); }
+
+// Installs a SIGINT handler for the life of the object; the previous one is restored after.
+class InterruptGuard {
+ public:
+  InterruptGuard() {
+    g_interrupted.store(false);
+    previous_ = std::signal(SIGINT, on_sigint);
+  }
+  ~InterruptGuard() { std::signal(SIGINT, previous_); }
+  InterruptGuard(const InterruptGuard&) = delete;
+  InterruptGuard& operator=(const InterruptGuard&) = delete;
+
+ private:
+  void (*previous_)(int) = SIG_DFL;
+};
+
+bool stderr_is_terminal() { return ::isatty(STDERR_FILENO) == 1; }
 
 // Backends this build can run; `where` names the option or JSON path they came from.
 bool check_backends_built(const std::vector<Backend>& backends, const std::string& where) {
@@ -16,6 +75,8 @@ bool check_backends_built(const std::vector<Backend>& backends, const std::strin
     if (b == Backend::kSimgrid && !f.simgrid) missing = "SimGrid (configure with MONARCH_WITH_SIMGRID=ON; Debian package libsimgrid-dev)";
     if (b == Backend::kRealCpu && !f.real_cpu) missing = "the CPU runtime (MONARCH_WITH_MPI=ON; libopenmpi-dev openmpi-bin libopenblas-dev)";
     if (b == Backend::kRealGpu && !f.real_gpu) missing = "the GPU runtime (MONARCH_WITH_GPU=ON; CUDA toolkit with cuBLAS and NCCL)";
+    if (b == Backend::kRealGpu && f.real_gpu)
+      missing = "the GPU training runtime, which is not part of this version (monarch-calibrate measures GPUs)";
     if (missing) {
       print_error(where, std::string("backend \"") + to_string(b) + "\" needs " + missing + ", which this build lacks");
       ok = false;
@@ -24,10 +85,123 @@ bool check_backends_built(const std::vector<Backend>& backends, const std::strin
   return ok;
 }
 
+bool has_backend(const std::vector<Backend>& v, Backend b) { return std::find(v.begin(), v.end(), b) != v.end(); }
+
+// Splits `--set simgrid.KEY=VALUE` (backend options, not scenario keys) from the scenario's.
+void split_overrides(const std::vector<std::string>& all, std::vector<std::string>& scenario,
+                     std::vector<std::pair<std::string, std::string>>& simgrid) {
+  for (const auto& o : all) {
+    if (o.rfind("simgrid.", 0) == 0) {
+      const auto eq = o.find('=');
+      const std::string key = o.substr(8, eq == std::string::npos ? std::string::npos : eq - 8);
+      simgrid.emplace_back(key, eq == std::string::npos ? std::string() : o.substr(eq + 1));
+    } else {
+      scenario.push_back(o);
+    }
+  }
+}
+
+// Writes `text` to `path` through a temporary file renamed into place.
+bool write_file_atomically(const std::string& path, const std::string& text, const std::string& option) {
+  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) {
+      print_error(option, "cannot write " + path + " (check the directory exists and is writable)");
+      return false;
+    }
+    out << text;
+    out.flush();
+    if (!out) {
+      std::filesystem::remove(tmp);
+      print_error(option, "writing " + path + " failed (disk full?)");
+      return false;
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp);
+    print_error(option, "cannot write " + path + ": " + ec.message());
+    return false;
+  }
+  return true;
+}
+
+std::string fixed(double v, int digits) {
+  std::ostringstream o;
+  o << std::fixed << std::setprecision(digits) << v;
+  return o.str();
+}
+
+std::string short_plan(const Plan& p) {
+  std::ostringstream o;
+  o << "tp" << p.tp << " pp" << p.pp << " dp" << p.dp << " cp" << p.cp;
+  if (p.ep > 1) o << " ep" << p.ep;
+  if (p.vpp > 1) o << " vpp" << p.vpp;
+  o << " mbs" << p.micro_batch_size << ' ' << to_string(p.schedule) << (p.sequence_parallel ? " sp" : "")
+    << " rc=" << to_string(p.recompute) << " z" << p.zero_stage;
+  return o.str();
+}
+
+void print_table(const Scenario& s, const std::vector<BackendResult>& results, const std::optional<BackendResult>& baseline,
+                 const SearchResult& sr) {
+  std::cout << "scenario " << s.name << ": " << s.cluster.num_gpus << " x " << s.cluster.gpu.name << ", "
+            << to_string(s.training.precision) << ", global batch " << s.training.global_batch_size << "\n";
+  std::cout << "searched " << sr.plans_in_space << " plans, evaluated " << sr.plans_evaluated << ", "
+            << sr.plans_fitting << " fit, " << sr.plans_rejected << " rejected\n\n";
+  std::cout << std::left << std::setw(4) << "#" << std::setw(64) << "plan" << std::setw(12) << "backend" << std::right
+            << std::setw(11) << "iter s" << std::setw(12) << "tokens/s" << std::setw(7) << "MFU" << std::setw(10)
+            << "peak GiB" << std::setw(11) << "exposed s" << "\n";
+  int rank = 0;
+  const Plan* last = nullptr;
+  for (const auto& r : results) {
+    const bool same_plan = last && *last == r.plan;
+    if (!same_plan) ++rank;
+    last = &r.plan;
+    std::cout << std::left << std::setw(4) << (same_plan ? "" : std::to_string(rank))
+              << std::setw(64) << (same_plan ? "" : short_plan(r.plan)) << std::setw(12) << r.backend << std::right
+              << std::setw(11) << fixed(r.iteration_time_s, 3) << std::setw(12) << fixed(r.tokens_per_s, 0)
+              << std::setw(7) << fixed(100 * r.mfu, 1) << std::setw(10) << fixed(r.memory.peak_gib, 1)
+              << std::setw(11) << fixed(r.time_breakdown_s.exposed_comm, 3) << "\n";
+  }
+  if (!results.empty() && !results.front().plan.layers_per_stage.empty()) {
+    std::cout << "\nlayers per pipeline stage of plan 1:";
+    for (auto n : results.front().plan.layers_per_stage) std::cout << ' ' << n;
+    std::cout << "\n";
+  }
+  if (baseline && !results.empty()) {
+    const auto& best = results.front();
+    auto pct = [](double a, double b) { return b > 0 ? fixed(100.0 * (a - b) / b, 1) + "%" : std::string("-"); };
+    std::cout << "\nchosen plan vs the FSDP / ZeRO-3 baseline (" << short_plan(baseline->plan) << ")\n";
+    std::cout << std::left << std::setw(22) << "" << std::right << std::setw(12) << "chosen" << std::setw(12) << "baseline"
+              << std::setw(10) << "diff" << "\n";
+    auto row = [&](const char* name, double a, double b, int d) {
+      std::cout << std::left << std::setw(22) << name << std::right << std::setw(12) << fixed(a, d) << std::setw(12)
+                << fixed(b, d) << std::setw(10) << pct(a, b) << "\n";
+    };
+    row("iteration time s", best.iteration_time_s, baseline->iteration_time_s, 3);
+    row("exposed comm s", best.time_breakdown_s.exposed_comm, baseline->time_breakdown_s.exposed_comm, 3);
+    row("peak memory GiB", best.memory.peak_gib, baseline->memory.peak_gib, 1);
+    if (!baseline->memory.fits) std::cout << "(the baseline does not fit in memory)\n";
+  } else if (!sr.baseline_note.empty()) {
+    std::cout << "\nbaseline: " << sr.baseline_note << "\n";
+  }
+  if (!sr.rejection_groups.empty()) {
+    std::cout << "\nrejected plans by reason:\n";
+    for (const auto& g : sr.rejection_groups)
+      std::cout << "  " << std::setw(8) << g.count << "  " << g.example.reason << "\n";
+  }
+}
+
 }  // namespace
 
 int cmd_run(const RunOptions& opts) {
-  auto scenario = read_scenario_file(opts.scenario_path, opts.overrides);
+  std::vector<std::string> scenario_overrides;
+  std::vector<std::pair<std::string, std::string>> simgrid_overrides;
+  split_overrides(opts.overrides, scenario_overrides, simgrid_overrides);
+
+  auto scenario = read_scenario_file(opts.scenario_path, scenario_overrides);
   if (!scenario) {
     for (const auto& p : scenario.problems()) print_error(p.where, p.message);
     return kExitInvalid;
@@ -45,19 +219,222 @@ int cmd_run(const RunOptions& opts) {
     backends_from = "default backends";
   }
   if (!check_backends_built(backends, backends_from)) return kExitInvalid;
+  if (s.model.architecture == Architecture::kDlrm) {
+    print_error(opts.scenario_path + ": /model/architecture",
+                "dlrm models are read and checked, but plan search for them is not part of this version");
+    return kExitInvalid;
+  }
 
-  // No backend is linked into this build yet (the analytical model is the next issue): say so,
-  // and show the scenario as it was understood. Nothing is predicted, so nothing is written.
-  for (const auto& [path, option] : {std::pair{opts.output_path, "--output"}, std::pair{opts.emit_plan_path, "--emit-plan"},
-                                     std::pair{opts.trace_path, "--trace"}}) {
-    if (!path.empty()) {
-      print_error(option, "not built yet: no backend can evaluate plans in this build, so " + path + " was not written");
+#ifdef MONARCH_HAVE_SIMGRID
+  SimgridOptions sg_options;
+  for (const auto& [key, value] : simgrid_overrides) {
+    const Problems pr = apply_simgrid_option(sg_options, key, value);
+    if (!pr.empty()) {
+      for (const auto& p : pr) print_error(p.where, p.message);
       return kExitInvalid;
     }
   }
-  if (!opts.quiet) std::cout << scenario_to_json(s).dump(2) << "\n";
-  std::cerr << "monarch-sim: note: the scenario is valid; no backend is built yet, so no plan was evaluated "
-               "(printed the normalized scenario)\n";
+#else
+  if (!simgrid_overrides.empty()) {
+    print_error("--set simgrid." + simgrid_overrides.front().first, "this build has no SimGrid backend");
+    return kExitInvalid;
+  }
+#endif
+  const bool want_simgrid = has_backend(backends, Backend::kSimgrid);
+  const bool want_real_cpu = has_backend(backends, Backend::kRealCpu);
+  if (!opts.trace_path.empty() && !build_features().simgrid) {
+    print_error("--trace", "the trace is of the SimGrid simulation, which this build lacks (libsimgrid-dev)");
+    return kExitInvalid;
+  }
+
+  // The store is opened first so that a bad --db fails before any work.
+  std::optional<Store> store;
+  if (!opts.no_db) {
+    auto st = opts.db_path.empty() ? Store::open_default() : Store::open(opts.db_path);
+    if (!st) {
+      for (const auto& p : st.problems()) print_error(opts.db_path.empty() ? "--db" : "--db " + opts.db_path, p.to_string());
+      return kExitInvalid;
+    }
+    store.emplace(std::move(st).value());
+  }
+
+  InterruptGuard guard;
+  const bool tty = stderr_is_terminal();
+  const auto started_at = std::chrono::system_clock::now();
+
+  // --- search with the analytical model
+  SearchOptions so;
+  so.top_k = s.search.top_k;
+  so.cancelled = [] { return g_interrupted.load(); };
+  if (tty)
+    so.progress = [](int64_t done, int64_t total) {
+      std::fprintf(stderr, "\rsearching plans: %lld / %lld", static_cast<long long>(done), static_cast<long long>(total));
+    };
+  SearchResult sr = search_plans_analytical(s, so);
+  if (tty) std::fprintf(stderr, "\r%60s\r", "");
+  if (sr.cancelled || g_interrupted.load()) {
+    std::cerr << "monarch-sim: interrupted; nothing was written\n";
+    return kExitInterrupted;
+  }
+  if (!sr.any_fits()) {
+    print_error(opts.scenario_path, sr.no_fit_message);
+    return kExitNoPlanFits;
+  }
+
+  // --- analytical entries for the ranked plans
+  std::vector<BackendResult> analytical;
+  for (const auto& rp : sr.ranked) analytical.push_back(run_analytical(s, rp.plan));
+
+  // --- the slower backends re-rank the best few
+  std::map<size_t, BackendResult> simgrid_results;  // index into analytical
+  std::optional<PlanGraph> best_graph;
+  auto lower = [&](const Plan& plan) -> Expected<PlanGraph> {
+    auto g = lower_plan(s, plan);
+    if (!g) return g;
+    const Problems pr = check_graph(*g);
+    if (!pr.empty()) return pr;  // a lowering bug: report, do not simulate a broken graph
+    return g;
+  };
+#ifdef MONARCH_HAVE_SIMGRID
+  if (want_simgrid || !opts.trace_path.empty()) {
+    const size_t n = want_simgrid ? std::min(kRerankTopPlans, analytical.size()) : 1;
+    for (size_t i = 0; i < n; ++i) {
+      if (tty) std::fprintf(stderr, "\rsimulating plan %zu of %zu with SimGrid...", i + 1, n);
+      auto g = lower(analytical[i].plan);
+      if (!g) {
+        for (const auto& p : g.problems()) print_error("lowering " + short_plan(analytical[i].plan), p.to_string());
+        return 1;
+      }
+      auto r = run_simgrid(s, *g, sg_options);
+      if (g_interrupted.load()) {
+        std::cerr << "\nmonarch-sim: interrupted; nothing was written\n";
+        return kExitInterrupted;
+      }
+      if (!r) {
+        for (const auto& p : r.problems()) print_error(p.where, p.message);
+        return kExitInvalid;
+      }
+      simgrid_results.emplace(i, std::move(r).value());
+      if (i == 0) best_graph = std::move(g).value();
+    }
+    if (tty) std::fprintf(stderr, "\r%60s\r", "");
+  }
+#endif
+
+  // Order: the re-ranked plans by their slowest-backend time first, then the rest; one entry
+  // per (plan, backend), analytical first.
+  std::vector<size_t> order(analytical.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  if (want_simgrid && !simgrid_results.empty() && s.search.objective == Objective::kIterationTime) {
+    std::stable_sort(order.begin(), order.begin() + static_cast<long>(simgrid_results.size()), [&](size_t a, size_t b) {
+      return simgrid_results.at(a).iteration_time_s < simgrid_results.at(b).iteration_time_s;
+    });
+  }
+  std::vector<BackendResult> results;
+  for (size_t i : order) {
+    results.push_back(analytical[i]);
+    if (want_simgrid && simgrid_results.count(i)) results.push_back(simgrid_results.at(i));
+  }
+
+  // --- the real CPU runtime trains the chosen plan
+  if (want_real_cpu) {
+    auto real = run_real_cpu_backend(s, results.front().plan, tty);
+    if (!real) {
+      for (const auto& p : real.problems()) print_error(p.where, p.message);
+      return kExitInvalid;
+    }
+    results.insert(results.begin() + 1, std::move(real).value());
+  }
+
+  std::optional<BackendResult> baseline;
+  if (sr.baseline) baseline = run_analytical(s, sr.baseline->plan);
+  const int64_t parameters = parameter_counts(model_shape(s.model)).total;
+
+  // --- files
+  if (!opts.emit_plan_path.empty()) {
+    if (!best_graph) {
+      auto g = lower(results.front().plan);
+      if (!g) {
+        for (const auto& p : g.problems()) print_error("--emit-plan", p.to_string());
+        return 1;
+      }
+      best_graph = std::move(g).value();
+    }
+    const Problems pr = write_plan_file(opts.emit_plan_path, *best_graph);
+    if (!pr.empty()) {
+      for (const auto& p : pr) print_error(p.where.empty() ? "--emit-plan" : p.where, p.message);
+      return kExitInvalid;
+    }
+  }
+  if (!opts.trace_path.empty()) {
+    const BackendResult* traced = nullptr;
+    for (const auto& [i, r] : simgrid_results)
+      if (analytical[i].plan == results.front().plan) traced = &r;
+    if (!traced && !simgrid_results.empty()) traced = &simgrid_results.begin()->second;
+    if (traced) {
+      TraceMetadata meta;
+      meta.scenario = s.name;
+      meta.world_size = traced->plan.world_size();
+      const Problems pr = write_chrome_trace(opts.trace_path, *traced, meta);
+      if (!pr.empty()) {
+        for (const auto& p : pr) print_error(p.where.empty() ? "--trace" : p.where, p.message);
+        return kExitInvalid;
+      }
+    }
+  }
+  const nlohmann::json scenario_json = scenario_to_json(s);
+  if (!opts.output_path.empty()) {
+    nlohmann::json out;
+    out["format"] = "monarch-sim-result/1";
+    out["scenario"] = scenario_json;
+    out["parameters"] = parameters;
+    out["results"] = nlohmann::json::array();
+    int rank = 0;
+    const Plan* last = nullptr;
+    for (const auto& r : results) {
+      if (!last || !(*last == r.plan)) ++rank;
+      last = &r.plan;
+      nlohmann::json e = result_to_json(r);
+      e["rank"] = rank;
+      out["results"].push_back(std::move(e));
+    }
+    out["rejected"] = nlohmann::json::array();
+    for (const auto& rj : sr.rejected_for_report(100)) out["rejected"].push_back(rejected_to_json(rj));
+    if (baseline) {
+      out["baseline"] = result_to_json(*baseline);
+      out["baseline"]["note"] = sr.baseline_note;
+    }
+    out["search"] = {{"plans_in_space", sr.plans_in_space},
+                     {"plans_evaluated", sr.plans_evaluated},
+                     {"plans_fitting", sr.plans_fitting},
+                     {"plans_rejected", sr.plans_rejected}};
+    if (!write_file_atomically(opts.output_path, out.dump(2) + "\n", "--output")) return kExitInvalid;
+  }
+
+  // --- the store
+  if (store) {
+    const auto ended_at = std::chrono::system_clock::now();
+    std::vector<int64_t> ids;
+    for (const auto& r : results) {
+      RunRecord rec;
+      rec.scenario_name = s.name;
+      rec.scenario_json = scenario_json.dump();
+      rec.parameters = parameters;
+      rec.result = r;
+      rec.started_at = started_at;
+      rec.ended_at = ended_at;
+      auto id = store->record_run(rec);
+      if (!id) {
+        for (const auto& p : id.problems()) print_error("--db " + store->path(), p.to_string());
+        return kExitInvalid;
+      }
+      ids.push_back(*id);
+    }
+    if (!opts.quiet && !ids.empty())
+      std::cerr << "monarch-sim: recorded runs " << ids.front() << ".." << ids.back() << " in " << store->path() << "\n";
+  }
+
+  if (!opts.quiet) print_table(s, results, baseline, sr);
   return kExitOk;
 }
 

@@ -1,12 +1,11 @@
-// monarch-sim runs list|show|compare|export: the SQLite results store. Owned by the store work;
-// until it lands the subcommand refuses to run rather than fake.
+// monarch-sim runs list|show|compare|export: the SQLite results store (results/).
+#include <iostream>
+
 #include "app/commands.h"
+#include "results/runs_command.h"
 
 namespace monarch::app {
 
-int cmd_runs(const RunsOptions&) {
-  print_error("runs", "not built yet: the results store (results/) is not part of this build");
-  return kExitInvalid;
-}
+int cmd_runs(const RunsOptions& opts) { return run_runs_command(opts.args, opts.db_path, std::cout, std::cerr); }
 
 }  // namespace monarch::app

@@ -50,15 +50,11 @@ struct ValidateOptions {
 };
 int cmd_validate(const ValidateOptions&);
 
-// monarch-sim runs list|show|compare|export
+// monarch-sim runs list|show|compare|export: parsed by the store's own command
+// (results/runs_command.h) from the words after "runs".
 struct RunsOptions {
-  enum class Action { kList, kShow, kCompare, kExport };
-  Action action = Action::kList;
-  std::string db_path;            // --db; empty = the default store path
-  std::vector<std::string> run_ids;
-  std::string format = "json";    // export: json | csv
-  std::string output_path;        // export: file, empty = stdout
-  std::optional<int64_t> limit;   // list: newest N
+  std::vector<std::string> args;  // the words after "runs"
+  std::string db_path;            // --db given before "runs"; empty = the default store path
 };
 int cmd_runs(const RunsOptions&);
 

@@ -149,22 +149,109 @@ TEST_F(Cli, SyntaxErrorsGiveFileLineAndColumn) {
   EXPECT_NE(r.err.find(path + ":3:9: JSON syntax error"), std::string::npos) << r.err;
 }
 
-TEST_F(Cli, SubcommandsNotBuiltYetSaySoInsteadOfFaking) {
-  for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"validate", "cases.json"}, {"runs", "list"}, {"runs", "show", "1"}, {"runs", "compare", "1", "2"}}) {
-    Result r = run(args);
-    EXPECT_EQ(r.status, 2) << args[0];
-    EXPECT_NE(r.err.find("not built yet"), std::string::npos) << r.err;
-    EXPECT_EQ(r.out, "");
-  }
+// A small GPT on 8 GPUs with the plan fixed: fast to search, lower and simulate.
+std::string small_fixed_scenario() {
+  return R"({
+    "name": "cli-small",
+    "model": { "architecture": "gpt", "num_layers": 4, "hidden_size": 1024, "num_attention_heads": 16,
+               "vocab_size": 32000, "seq_length": 1024 },
+    "cluster": { "gpu": "A100-80GB", "num_gpus": 8, "gpus_per_node": 8 },
+    "training": { "global_batch_size": 16, "micro_batch_size": 1, "precision": "bf16" },
+    "parallelism": { "tp": 2, "pp": 2, "dp": 2, "zero_stage": 1, "activation_recompute": "none",
+                     "sequence_parallel": true }
+  })";
 }
 
-TEST_F(Cli, OutputFilesAreNotWrittenWhenNoBackendCanFillThem) {
+TEST_F(Cli, RunWritesTheResultFileInTheSpecShape) {
   const std::string out = (dir_ / "result.json").string();
-  Result r = run({scenario("default.json"), "--output", out});
-  EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.err.find("--output"), std::string::npos) << r.err;
-  EXPECT_FALSE(fs::exists(out));
+  Result r = run({scenario("default.json"), "--no-db", "--backend", "analytical", "--output", out, "--top-k", "3"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  json j = json::parse(slurp(out));
+  EXPECT_EQ(j["format"], "monarch-sim-result/1");
+  EXPECT_GT(j["parameters"].get<double>(), 0);
+  ASSERT_GE(j["results"].size(), 1u);
+  ASSERT_LE(j["results"].size(), 3u);
+  double previous = 0;
+  for (const auto& e : j["results"]) {
+    for (const char* k : {"rank", "backend", "plan", "iteration_time_s", "tokens_per_s", "model_tflops_per_gpu",
+                          "hardware_tflops_per_gpu", "mfu", "hfu", "memory", "time_breakdown_s", "communication"})
+      EXPECT_TRUE(e.contains(k)) << k;
+    EXPECT_TRUE(e["memory"]["fits"].get<bool>());
+    EXPECT_GE(e["iteration_time_s"].get<double>(), previous) << "ranked best first";
+    previous = e["iteration_time_s"].get<double>();
+  }
+  EXPECT_TRUE(j.contains("rejected"));
+  EXPECT_NE(r.out.find("searched"), std::string::npos) << r.out;
 }
+
+TEST_F(Cli, NothingFitsExitsThreeWithTheClosestMiss) {
+  // Llama-3 405B on 8 GPUs cannot hold its optimizer states whatever the plan.
+  std::string path = write("huge.json", R"({
+    "name": "too-big", "model": { "preset": "llama3-405b" },
+    "cluster": { "gpu": "A100-40GB", "num_gpus": 8, "gpus_per_node": 8 },
+    "training": { "global_batch_size": 8, "precision": "bf16" } })");
+  const std::string out = (dir_ / "result.json").string();
+  Result r = run({path, "--no-db", "--backend", "analytical", "--output", out});
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_NE(r.err.find("GiB"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out)) << "nothing written when no plan fits";
+}
+
+TEST_F(Cli, RunsAreRecordedAndListedFromTheStore) {
+  const std::string db = (dir_ / "runs.db").string();
+  std::string path = write("small.json", small_fixed_scenario());
+  Result r = run({path, "--db", db, "--backend", "analytical", "--quiet"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "") << "--quiet prints no table";
+  Result list = run({"runs", "list", "--db", db});
+  ASSERT_EQ(list.status, 0) << list.err;
+  EXPECT_NE(list.out.find("cli-small"), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("analytical"), std::string::npos) << list.out;
+  Result show = run({"--db", db, "runs", "show", "1"});
+  ASSERT_EQ(show.status, 0) << show.err;
+  json j = json::parse(show.out);
+  EXPECT_EQ(j["results"][0]["plan"]["tensor_parallel_degree"], 2);
+  Result missing = run({"runs", "show", "999", "--db", db});
+  EXPECT_EQ(missing.status, 2);
+}
+
+TEST_F(Cli, EmitPlanWritesAGraphForEveryRank) {
+  std::string path = write("small.json", small_fixed_scenario());
+  const std::string plan = (dir_ / "plan.json").string();
+  Result r = run({path, "--no-db", "--backend", "analytical", "--emit-plan", plan, "--quiet"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  json j = json::parse(slurp(plan));
+  EXPECT_EQ(j["format"], "monarch-plan/1");
+  EXPECT_EQ(j["world_size"], 8);
+}
+
+TEST_F(Cli, ValidateReportsTheErrorOfEveryCase) {
+  Result r = run({"validate", std::string(MONARCH_SOURCE_DIR) + "/../shared/validation/calibration.json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("korthikanti-175B-seqpar+selective"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("MAPE"), std::string::npos) << r.out;
+  Result strict = run({"validate", std::string(MONARCH_SOURCE_DIR) + "/../shared/validation/calibration.json",
+                       "--max-mape", "0.001"});
+  EXPECT_EQ(strict.status, 1) << "a bound no model meets fails";
+}
+
+#ifdef MONARCH_TEST_SIMGRID
+TEST_F(Cli, SimgridReranksAndWritesATrace) {
+  std::string path = write("small.json", small_fixed_scenario());
+  const std::string out = (dir_ / "result.json").string();
+  const std::string trace = (dir_ / "trace.json").string();
+  Result r = run({path, "--no-db", "--backend", "analytical,simgrid", "--output", out, "--trace", trace});
+  ASSERT_EQ(r.status, 0) << r.err;
+  json j = json::parse(slurp(out));
+  ASSERT_EQ(j["results"].size(), 2u);
+  EXPECT_EQ(j["results"][0]["backend"], "analytical");
+  EXPECT_EQ(j["results"][1]["backend"], "simgrid");
+  EXPECT_EQ(j["results"][0]["plan"], j["results"][1]["plan"]);
+  const double a = j["results"][0]["iteration_time_s"], s = j["results"][1]["iteration_time_s"];
+  EXPECT_NEAR(s / a, 1.0, 0.15) << "the simulator and the model agree on an uncontended single node";
+  json t = json::parse(slurp(trace));
+  EXPECT_FALSE(t["traceEvents"].empty());
+}
+#endif
 
 }  // namespace

@@ -13,7 +13,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev     # tests, benchmarks
   libsimgrid-dev                                 # SimGrid backend
   qt6-base-dev qt6-charts-dev libgl-dev          # Qt 6 GUI (Widgets, Charts, Test, Concurrent)
-  libopenmpi-dev openmpi-bin libopenblas-dev     # CPU runtime (MPI + BLAS)
+  libopenmpi-dev openmpi-bin openssh-client libopenblas-dev  # CPU runtime (MPI + BLAS; mpirun wants an rsh agent)
 )
 
 missing=()
