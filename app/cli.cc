@@ -129,6 +129,31 @@ int main_cli(int argc, char** argv) {
   runs_cmd->prefix_command();
   runs_cmd->allow_extras();
 
+  // `[--db FILE] runs ...`: the words after "runs" belong to the store's own parser
+  // (results/runs_command.h), which knows its subcommands and their options.
+  {
+    int i = 1;
+    std::string db;
+    while (i < argc) {
+      const std::string a = argv[i];
+      if (a == "--db" && i + 1 < argc) {
+        db = argv[i + 1];
+        i += 2;
+      } else if (a.rfind("--db=", 0) == 0) {
+        db = a.substr(5);
+        ++i;
+      } else {
+        break;
+      }
+    }
+    if (i < argc && std::string(argv[i]) == "runs") {
+      RunsOptions runs;
+      runs.args.assign(argv + i + 1, argv + argc);
+      runs.db_path = db;
+      return cmd_runs(runs);
+    }
+  }
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
