@@ -1,7 +1,8 @@
 // Lowering: turn a Plan (and its Scenario) into the per-rank task graph of core/plan_ir.h.
 //
-// Granularity (chosen so GPT-3 175B on 1024 GPUs with 64 micro-batches and Llama-3 405B on
-// 16384 GPUs stay tractable, a few hundred tasks per rank):
+// Granularity (chosen so big runs stay tractable; bench/search_bench.cc measures them:
+// Llama-3 405B on 16384 GPUs, TP 8 PP 16 DP 128, 16 micro-batches: 276 tasks per rank,
+// 4.5M tasks; GPT-3 175B on 1024 GPUs, 64 micro-batches, interleaved x2: 1843 per rank):
 //   - one compute task per (model chunk, micro-batch, phase) for the transformer layers of
 //     the chunk (`num_layers` > 1), plus separate tasks for the embedding (first virtual
 //     stage), the output layer and loss (last virtual stage), recomputation, and one
@@ -14,9 +15,10 @@
 //     that layer is done; without, one task per chunk (count = layers) after the last
 //     backward of the iteration. ZeRO-1/2 parameter all-gathers: with overlap_param_gather
 //     one per layer at the start of the iteration, the chunk's first forward running layer by
-//     layer behind them; without, one per chunk after the optimizer step. ZeRO-3 gathers the
-//     chunk's parameters before every forward and backward (prefetching one step ahead) and
-//     reduce-scatters its gradients after every backward;
+//     layer behind them; without, one per chunk after the optimizer step. ZeRO-3 (FSDP) runs
+//     every step layer by layer: each layer's parameters are gathered one layer ahead (at
+//     most two gathered at a time), freed after use, and its gradients reduce-scattered
+//     after each backward (more tasks: meant for the FSDP-sized runs ZeRO-3 is used for);
 //   - pipeline sends and receives one per (micro-batch, chunk, direction), on the pp-send
 //     and pp-recv streams; sends are eager (they never wait for the receiver), and the next
 //     step's compute waits for the previous step's send, as Megatron's synchronous batched
@@ -25,11 +27,13 @@
 //     freed), activations stashed by each forward and freed by the matching backward,
 //     ZeRO-3 gathered parameters allocated before the gather and freed after use.
 // Blocking collectives (TP, EP all-to-all) delay the next compute task of the same chunk
-// step; overlapped ones (context-parallel ring exchange) run beside the compute and delay
-// only what consumes the chunk's output.
+// step; overlapped ones (context-parallel ring exchange, the SP weight-gradient all-gather,
+// everything TP with tp_comm_overlap) run beside the compute and delay only what consumes
+// the chunk's output. Not lowered yet: the tied-embedding gradient all-reduce between the
+// first and last pipeline stage (the cost model counts it).
 //
-// Per-task durations, FLOPs and byte counts come from LoweringCosts (the cost model fills
-// it; see lowering_costs() once core/cost_model lands). Nothing here invents a number.
+// Per-task durations, FLOPs and byte counts come from LoweringCosts: strategies/plan_costs.h
+// fills them from the analytical cost model. Nothing here invents a number.
 #pragma once
 
 #include <cstdint>

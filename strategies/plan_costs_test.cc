@@ -95,5 +95,65 @@ TEST(GraphVsClosedForm, StayWithinFivePercentWithDataParallelOverlap) {
   }
 }
 
+// The path `monarch-sim --emit-plan` takes: search, then lower the winner and check it.
+TEST(SearchThenLower, BestPlanOfASmallClusterLowersToAValidGraph) {
+  const Scenario s = on_h100("gpt3-1.3b", 16, 64);
+  const SearchResult r = search_plans_analytical(s);
+  ASSERT_TRUE(r.any_fits()) << r.no_fit_message;
+  EXPECT_GT(r.plans_evaluated, 100);
+  for (size_t i = 1; i < r.ranked.size(); ++i)
+    EXPECT_LE(r.ranked[i - 1].estimate.iteration_time_s, r.ranked[i].estimate.iteration_time_s);
+  ASSERT_TRUE(r.baseline.has_value());
+  EXPECT_EQ(r.baseline->plan.dp, 16);
+  EXPECT_EQ(r.baseline->plan.zero_stage, 3);
+  // The search's best is at least as fast as the baseline it is compared with.
+  if (r.baseline->estimate.fits) EXPECT_LE(r.ranked[0].estimate.iteration_time_s, r.baseline->estimate.iteration_time_s);
+  for (const RankedPlan& rp : r.ranked) {
+    auto g = lower_plan(s, rp.plan);
+    ASSERT_TRUE(g.ok()) << describe(rp.plan);
+    EXPECT_TRUE(check_graph(*g).empty()) << describe(rp.plan);
+  }
+}
+
+TEST(SearchThenLower, NothingFitsNamesTheSmallestNeed) {
+  // GPT-3 175B on 8 A100-40GB cannot hold its weights.
+  const Scenario s = load(R"({"model": {"preset": "gpt3-175b"}, "cluster": {"gpu": "A100-40GB", "num_gpus": 8},
+                              "training": {"global_batch_size": 8}})");
+  const SearchResult r = search_plans_analytical(s);
+  EXPECT_FALSE(r.any_fits());
+  ASSERT_TRUE(r.closest_miss.has_value());
+  EXPECT_GT(r.closest_miss->estimate.peak_memory_gib, 40);
+  EXPECT_NE(r.no_fit_message.find("smallest memory need"), std::string::npos) << r.no_fit_message;
+}
+
+TEST(SearchThenLower, MixtureOfExpertsLowersWithExpertParallelism) {
+  const Scenario s = load(R"({"model": {"architecture": "llama", "num_layers": 8, "hidden_size": 2048,
+                              "num_attention_heads": 16, "num_kv_heads": 8, "ffn_hidden_size": 5632,
+                              "vocab_size": 32000, "seq_length": 2048, "num_experts": 8, "moe_top_k": 2,
+                              "moe_ffn_hidden_size": 5632},
+                              "cluster": {"gpu": "H100-SXM", "num_gpus": 16},
+                              "training": {"global_batch_size": 32}})");
+  Plan p;
+  p.tp = 2;
+  p.pp = 2;
+  p.dp = 4;
+  p.ep = 4;
+  p.zero_stage = 1;
+  auto g = lower_plan(s, p);
+  ASSERT_TRUE(g.ok()) << g.problems()[0].to_string();
+  EXPECT_TRUE(check_graph(*g).empty());
+  int a2a = 0, expert_dp = 0;
+  for (const Task& t : g->ranks[0].tasks) {
+    if (t.kind != TaskKind::kCollective) continue;
+    a2a += t.collective == CollectiveKind::kAllToAll;
+    expert_dp += g->groups[static_cast<size_t>(t.group)].kind == GroupKind::kExpertDp;
+  }
+  EXPECT_GT(a2a, 0);
+  EXPECT_EQ(expert_dp, 0);  // dp 4 / ep 4: every expert lives on one rank of the DP group
+  auto t = evaluate_graph_time(*g);
+  ASSERT_TRUE(t.ok());
+  EXPECT_NEAR(t->makespan_s / quick_estimate(s, p).iteration_time_s, 1.0, 0.1);
+}
+
 }  // namespace
 }  // namespace monarch

@@ -214,6 +214,10 @@ SearchResult search_plans(const Scenario& sc, const SearchOptions& opt) {
                         PlanEstimate e = opt.evaluate(sc, p);
                         ++result.plans_evaluated;
                         if (!e.fits) {
+                          if (e.peak_memory_gib <= 0) {  // the cost model cannot run it at all
+                            rej.add("cost-model", p, e.reject_reason.empty() ? "the cost model rejects it" : e.reject_reason);
+                            continue;
+                          }
                           std::string why = e.reject_reason.empty()
                                                 ? "needs " + gib_text(e.peak_memory_gib) + " GiB per GPU, " + gpu + " has " + gib_text(sc.cluster.gpu.memory_gib)
                                                 : e.reject_reason;
