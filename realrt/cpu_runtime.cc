@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +14,7 @@
 #include <tuple>
 #include <thread>
 
+#include "core/cost_model.h"
 #include "core/placement.h"
 #include "core/units.h"
 #include "realrt/run_io.h"
@@ -33,8 +35,8 @@ using StatMap = std::map<std::pair<std::string, std::string>, CommStat>;
 // A process group with timed, counted collectives (fp32).
 class Group final : public TpCollectives<float> {
  public:
-  Group(MPI_Comm comm, GroupKind kind, StatMap* stats, Watchdog* wd)
-      : comm_(comm), kind_(kind), stats_(stats), wd_(wd) {
+  Group(MPI_Comm comm, const char* name, StatMap* stats, Watchdog* wd)
+      : comm_(comm), name_(name), stats_(stats), wd_(wd) {
     if (comm_ != MPI_COMM_NULL) {
       MPI_Comm_size(comm_, &size_);
       MPI_Comm_rank(comm_, &rank_);
@@ -83,7 +85,7 @@ class Group final : public TpCollectives<float> {
   void timed(CollectiveKind kind, int64_t elems, F&& start) {
     const auto t0 = Clock::now();
     if (wd_) {
-      const std::string label = std::string(to_string(kind)) + " " + to_string(kind_);
+      const std::string label = std::string(to_string(kind)) + " " + name_;
       wd_->enter(label.c_str(), true);
     }
     MPI_Request request = MPI_REQUEST_NULL;
@@ -92,14 +94,15 @@ class Group final : public TpCollectives<float> {
     if (wd_) wd_->leave_wait();
     const double dt = seconds_since(t0);
     time_s_ += dt;
-    CommStat& s = (*stats_)[{to_string(kind), to_string(kind_)}];
+    CommStat& s = (*stats_)[{to_string(kind), name_}];
     s.bytes += elems * static_cast<int64_t>(sizeof(float));
+    s.wire_bytes += collective_wire_bytes(kind, elems * static_cast<int64_t>(sizeof(float)), size_);
     s.count += 1;
     s.time_s += dt;
   }
 
   MPI_Comm comm_;
-  GroupKind kind_;
+  const char* name_;
   StatMap* stats_;
   Watchdog* wd_;
   int size_ = 1, rank_ = 0;
@@ -142,7 +145,7 @@ struct CpuRuntime::Impl {
     Buf<float> params;  // [total] full parameters (ZeRO 0-2)
     Buf<float> grads;   // [total] full gradients (ZeRO 0-1)
     Buf<float> pshard;  // [shard_total] parameter shard (ZeRO 3)
-    Buf<float> gshard;  // [shard_total] gradient shard (ZeRO 1-3)
+    Buf<float> gshard;  // [shard_total] gradient shard (ZeRO 2-3; ZeRO 1 uses its slice of grads)
     Buf<float> m, v;    // Adam moments: [total] (ZeRO 0) or [shard_total]
   };
   std::vector<Chunk> chunks;
@@ -187,6 +190,7 @@ struct CpuRuntime::Impl {
     sends.push_back(std::move(s));
     CommStat& st = stats[{kSendRecv, "pp"}];
     st.bytes += n * static_cast<int64_t>(sizeof(float));
+    st.wire_bytes += static_cast<double>(n * static_cast<int64_t>(sizeof(float)));
     st.count += 1;
     st.time_s += seconds_since(t0);
   }
@@ -201,7 +205,17 @@ struct CpuRuntime::Impl {
     MPI_Irecv(data, static_cast<int>(n), MPI_FLOAT, static_cast<int>(src), tag_value, p2p, &request);
     wait_request(&request, wd);
     if (wd) wd->leave_wait();
-    stats[{kSendRecv, "pp"}].time_s += seconds_since(t0);
+    CommStat& st = stats[{kSendRecv, "pp"}];  // "send-recv" counts messages sent and received
+    st.bytes += n * static_cast<int64_t>(sizeof(float));
+    st.wire_bytes += static_cast<double>(n * static_cast<int64_t>(sizeof(float)));
+    st.count += 1;
+    st.time_s += seconds_since(t0);
+  }
+
+  // This rank's reduced gradients of segment s: ZeRO 1 keeps them in its slice of the full
+  // gradient buffer (as Megatron's distributed optimizer), ZeRO 2/3 in the shard buffer.
+  float* grad_shard(Chunk& c, const Segment& s) {
+    return zero() == 1 ? c.grads.data() + s.offset + me.dp * s.shard : c.gshard.data() + s.shard_offset;
   }
 
   // ZeRO 3: the chunk's full parameters gathered from the shards, [total] (communication buffer).
@@ -284,13 +298,16 @@ struct CpuRuntime::Impl {
         continue;
       }
       if (zero() == 1)
-        for (const Segment& s : c.segs)
-          dp->reduce_scatter(c.grads.data() + s.offset, c.gshard.data() + s.shard_offset, s.shard);
+        for (const Segment& s : c.segs) {
+          Buf<float> tmp(s.shard, MemCategory::kBuffers);
+          dp->reduce_scatter(c.grads.data() + s.offset, tmp.data(), s.shard);
+          std::memcpy(grad_shard(c, s), tmp.data(), sizeof(float) * s.shard);
+        }
       if (sp) {  // the replicated parameters this rank owns, segment by segment
         for (const Segment& s : c.segs) {
           const int64_t lo = std::max(s.offset + me.dp * s.shard, lay.replicated_offset);
           const int64_t hi = s.offset + (me.dp + 1) * s.shard;
-          if (hi > lo) tp->all_reduce_sum(c.gshard.data() + s.shard_offset + (lo - s.offset - me.dp * s.shard), hi - lo);
+          if (hi > lo) tp->all_reduce_sum(grad_shard(c, s) + (lo - s.offset - me.dp * s.shard), hi - lo);
         }
       }
     }
@@ -301,7 +318,7 @@ struct CpuRuntime::Impl {
         if (zero() == 0)
           pp_embed->all_reduce_sum(c.grads.data() + w->offset, w->size);
         else
-          pp_embed->all_reduce_sum(c.gshard.data() + c.segs[0].shard_offset, c.segs[0].shard);
+          pp_embed->all_reduce_sum(grad_shard(c, c.segs[0]), c.segs[0].shard);
       }
     }
     const auto t0 = Clock::now();
@@ -312,8 +329,7 @@ struct CpuRuntime::Impl {
       }
       for (const Segment& s : c.segs) {
         float* p = zero() == 3 ? c.pshard.data() + s.shard_offset : c.params.data() + s.offset + me.dp * s.shard;
-        adam_update(p, c.gshard.data() + s.shard_offset, c.m.data() + s.shard_offset, c.v.data() + s.shard_offset,
-                    s.shard, step + 1);
+        adam_update(p, grad_shard(c, s), c.m.data() + s.shard_offset, c.v.data() + s.shard_offset, s.shard, step + 1);
       }
     }
     compute_time_s += seconds_since(t0);
@@ -328,7 +344,7 @@ struct CpuRuntime::Impl {
         c.grads.zero();
         c.model->bind(c.params.data(), c.grads.data());
       }
-      if (zero() >= 1) c.gshard.zero();
+      if (zero() >= 2) c.gshard.zero();
     }
     double loss = 0;
     for (const PipeOp& op : schedule) loss += run_op(op, step);
@@ -463,17 +479,17 @@ Expected<std::unique_ptr<CpuRuntime>> CpuRuntime::create(MPI_Comm world, const R
   impl->num_mb = cfg.train.global_batch_size / (p.dp * p.micro_batch_size);
   impl->num_vstages = p.pp * p.vpp;
   const RankCoords& me = impl->me;
-  auto split = [&](int color, int key, GroupKind kind) {
+  auto split = [&](int color, int key, const char* name) {
     MPI_Comm c;
     MPI_Comm_split(world, color, key, &c);
-    return std::make_unique<Group>(c, kind, &impl->stats, impl->wd);
+    return std::make_unique<Group>(c, name, &impl->stats, impl->wd);
   };
   // Groups: TP (same dp, pp), DP (same tp, pp), embedding (first and last stage, same tp, dp).
-  impl->tp = split(static_cast<int>(me.dp + p.dp * me.pp), static_cast<int>(me.tp), GroupKind::kTp);
-  impl->dp = split(static_cast<int>(me.tp + p.tp * me.pp), static_cast<int>(me.dp), GroupKind::kDp);
+  impl->tp = split(static_cast<int>(me.dp + p.dp * me.pp), static_cast<int>(me.tp), "tp");
+  impl->dp = split(static_cast<int>(me.tp + p.tp * me.pp), static_cast<int>(me.dp), "dp");
   const bool end_stage = me.pp == 0 || me.pp == p.pp - 1;
   auto embed = split(p.pp > 1 && end_stage ? static_cast<int>(me.tp + p.tp * me.dp) : MPI_UNDEFINED,
-                     static_cast<int>(me.pp), GroupKind::kPp);
+                     static_cast<int>(me.pp), "embedding");
   if (embed->valid()) impl->pp_embed = std::move(embed);
   Problems late;  // found after the groups exist: every rank must agree before returning
   // Model chunks of this stage.
@@ -517,7 +533,7 @@ Expected<std::unique_ptr<CpuRuntime>> CpuRuntime::create(MPI_Comm world, const R
     }
     init.release();
     if (p.zero_stage <= 1) c.grads = Buf<float>(lay.total, MemCategory::kGradients);
-    if (p.zero_stage >= 1) c.gshard = Buf<float>(c.shard_total, MemCategory::kGradients);
+    if (p.zero_stage >= 2) c.gshard = Buf<float>(c.shard_total, MemCategory::kGradients);
     const int64_t opt = p.zero_stage == 0 ? lay.total : c.shard_total;
     c.m = Buf<float>(opt, MemCategory::kOptimizer);
     c.v = Buf<float>(opt, MemCategory::kOptimizer);
@@ -668,9 +684,9 @@ Problems CpuRuntime::load_checkpoint(const std::string& dir) {
 
 namespace {
 const char* const kKinds[] = {"all-reduce", "all-gather", "reduce-scatter", kSendRecv};
-const char* const kGroups[] = {"tp", "dp", "pp"};
-constexpr int kNumKinds = 4, kNumGroups = 3;
-constexpr int kPackSize = 4 + kNumKinds * kNumGroups * 3 + 3 * kNumMemCategories + 1;
+const char* const kGroups[] = {"tp", "dp", "pp", "embedding"};
+constexpr int kNumKinds = 4, kNumGroups = 4, kPerEntry = 4;  // size bytes, wire bytes, count, time
+constexpr int kPackSize = 4 + kNumKinds * kNumGroups * kPerEntry + 3 * kNumMemCategories + 1;
 
 std::vector<double> pack(const RankReport& r) {
   std::vector<double> v;
@@ -689,6 +705,7 @@ std::vector<double> pack(const RankReport& r) {
       const CommStat s = it == r.comm.end() ? CommStat{} : it->second;
       const double d = measured ? static_cast<double>(measured) : 1;
       v.push_back(static_cast<double>(s.bytes) / d);
+      v.push_back(s.wire_bytes / d);
       v.push_back(static_cast<double>(s.count) / d);
       v.push_back(s.time_s / d);
     }
@@ -729,18 +746,18 @@ BackendResult gather_result(MPI_Comm world, const RuntimeConfig& cfg, const Rank
   res.losses = mine.losses;
   if (rank != 0) return res;
   double iter = 0, compute = 0;
-  std::array<double, kNumKinds * kNumGroups> bytes{}, counts{}, times{};
+  std::array<double, kNumKinds * kNumGroups> bytes{}, counts{}, times{};  // bytes: on the wire
   std::map<int64_t, StageMemory> stages;
   for (int r = 0; r < size; ++r) {
     const double* v = all.data() + static_cast<size_t>(r) * kPackSize;
     iter = std::max(iter, v[2]);
     compute = std::max(compute, v[3]);
     for (int i = 0; i < kNumKinds * kNumGroups; ++i) {
-      bytes[i] = std::max(bytes[i], v[4 + 3 * i]);
-      counts[i] = std::max(counts[i], v[5 + 3 * i]);
-      times[i] = std::max(times[i], v[6 + 3 * i]);
+      bytes[i] = std::max(bytes[i], v[4 + kPerEntry * i + 1]);
+      counts[i] = std::max(counts[i], v[4 + kPerEntry * i + 2]);
+      times[i] = std::max(times[i], v[4 + kPerEntry * i + 3]);
     }
-    const double* mem = v + 4 + kNumKinds * kNumGroups * 3;
+    const double* mem = v + 4 + kNumKinds * kNumGroups * kPerEntry;
     if (per_rank) {
       RankSummary rs;
       rs.rank = static_cast<int64_t>(v[0]);
@@ -749,8 +766,11 @@ BackendResult gather_result(MPI_Comm world, const RuntimeConfig& cfg, const Rank
       rs.compute_time_s = v[3];
       for (int k = 0; k < kNumKinds; ++k)
         for (int g = 0; g < kNumGroups; ++g) {
-          const double* e = v + 4 + 3 * (k * kNumGroups + g);
-          if (e[1] > 0) rs.communication.push_back({kKinds[k], kGroups[g], static_cast<int64_t>(e[0]), static_cast<int64_t>(e[1]), e[2]});
+          const double* e = v + 4 + kPerEntry * (k * kNumGroups + g);
+          if (e[2] > 0) {
+            rs.communication.push_back({kKinds[k], kGroups[g], std::llround(e[1]), std::llround(e[2]), e[3]});
+            rs.size_bytes.push_back(std::llround(e[0]));
+          }
         }
       rs.peak_bytes.assign(mem, mem + kNumMemCategories);
       rs.peak_total_bytes = mem[3 * kNumMemCategories];
@@ -789,12 +809,12 @@ BackendResult gather_result(MPI_Comm world, const RuntimeConfig& cfg, const Rank
       CommEntry e;
       e.kind = kKinds[k];
       e.group = kGroups[g];
-      e.bytes = static_cast<int64_t>(bytes[i]);
-      e.count = static_cast<int64_t>(counts[i]);
+      e.bytes = std::llround(bytes[i]);
+      e.count = std::llround(counts[i]);
       e.time_s = times[i];
       res.communication.push_back(e);
-      double& slot = g == 0 ? res.time_breakdown_s.tp_comm : g == 1 ? res.time_breakdown_s.dp_comm
-                                                                    : res.time_breakdown_s.pp_comm;
+      double& slot = g == 0 ? res.time_breakdown_s.tp_comm
+                     : g == 2 ? res.time_breakdown_s.pp_comm : res.time_breakdown_s.dp_comm;
       slot += times[i];
     }
   return res;

@@ -14,7 +14,8 @@
 //   1  reduce-scatter of gradients after the last micro-batch; Adam on this rank's shard
 //      (sharded optimizer states); all-gather of the updated parameters.
 //   2  as 1, but gradients are reduce-scattered after every micro-batch's backward pass and only
-//      the shard is kept (sharded gradients).
+//      the shard is kept (sharded gradients, DeepSpeed ZeRO-2 with gradient accumulation): m
+//      reduce-scatters per step for m micro-batches.
 //   3  as 2, and parameters are sharded too: all-gathered before every forward and backward pass
 //      of a chunk and dropped after it (FSDP with reshard after forward).
 // After the data-parallel reduction: with sequence parallelism, an all-reduce over the TP group
@@ -63,9 +64,11 @@ int64_t rank_of(const Plan& plan, const RankCoords& c);
 
 // Time and bytes of one kind of communication in one group, summed over the measured steps.
 // bytes follow NCCL's "size": the whole buffer of an all-reduce, the gathered output of an
-// all-gather, the input of a reduce-scatter, the message of a send.
+// all-gather, the input of a reduce-scatter, the message of a send. Groups: "tp", "dp", "pp"
+// (point-to-point), "embedding" (tied-embedding all-reduce between first and last stage).
 struct CommStat {
   int64_t bytes = 0;
+  double wire_bytes = 0;  // sent by this rank on the wire (ring algorithms, collective_wire_bytes)
   int64_t count = 0;
   double time_s = 0;
 };

@@ -1,7 +1,8 @@
 // monarch-run: trains a plan for real on CPUs. Launch with mpirun, one process per rank:
-//   mpirun -np N monarch-run INPUT.json [--steps S] [--output result.json]
+//   mpirun -np N monarch-run PLAN.json --scenario SCENARIO.json [options]
+//   mpirun -np N monarch-run SCENARIO.json [--steps S] [--output result.json]
 //          [--checkpoint-every K --checkpoint-dir DIR] [--resume] [--watchdog-timeout SEC]
-// INPUT is a scenario with a fixed plan (see realrt/run_io.h). Exit status: 0 trained; 2 the
+// Inputs: see realrt/run_io.h. Exit status: 0 trained; 2 the
 // input or an option is invalid, or the plan needs another number of ranks (nothing trained,
 // reason on stderr); 3 the watchdog ended the run (a rank crashed or hung; the message names it);
 // 1 a checkpoint or the output could not be written.
@@ -52,11 +53,13 @@ int main(int argc, char** argv) {
   openblas_set_num_threads(1);  // one process per core; BLAS threads would oversubscribe
 
   CLI::App app{"monarch-run: train a plan for real on CPUs (launch with mpirun -np N)"};
-  std::string input, output, ckpt_dir = "monarch-checkpoint", fault;
+  std::string input, scenario, output, ckpt_dir = "monarch-checkpoint", fault;
   int64_t steps = 0, ckpt_every = 0, fault_rank = -1, fault_step = -1;
   bool resume = false;
   double watchdog_s = kDefaultWatchdogTimeoutS;
-  app.add_option("input", input, "scenario with a fixed plan (JSON)")->required();
+  app.add_option("input", input, "plan file (monarch-plan/1, with --scenario), or a scenario with a fixed plan")
+      ->required();
+  app.add_option("--scenario", scenario, "the scenario a plan file was made for (model and training settings)");
   app.add_option("--steps", steps, "optimizer steps to reach (default: training.steps)")->check(CLI::PositiveNumber);
   app.add_option("--output", output, "write the measured result (JSON) here");
   app.add_option("--checkpoint-every", ckpt_every, "save a checkpoint every K steps")->check(CLI::PositiveNumber);
@@ -77,7 +80,7 @@ int main(int argc, char** argv) {
     return finish(2);
   }
 
-  auto in = read_run_input(input, steps);
+  auto in = read_run_input(input, steps, scenario);
   if (!in) {
     report(in.problems());
     return finish(2);

@@ -1,5 +1,9 @@
 #include "realrt/run_io.h"
 
+#include <fstream>
+#include <sstream>
+
+#include "core/plan_io.h"
 #include "core/result_io.h"
 #include "core/scenario_io.h"
 #include "strategies/lowering.h"
@@ -52,7 +56,45 @@ Expected<RunInput> run_input_from(const Scenario& s, const Plan& plan) {
   return in;
 }
 
-Expected<RunInput> read_run_input(const std::string& path, int64_t steps) {
+Expected<RunInput> read_run_input(const std::string& path, int64_t steps, const std::string& scenario_path) {
+  std::ifstream f(path);
+  if (!f) return Expected<RunInput>::fail(path, "cannot read the file");
+  std::stringstream text;
+  text << f.rdbuf();
+  auto j = parse_json_text(text.str(), path);
+  if (!j) return j.problems();
+  if (j->is_object() && j->contains("format")) {  // a plan file
+    if (scenario_path.empty())
+      return Expected<RunInput>::fail("--scenario", "a plan file carries no model: name the scenario it was made for");
+    auto g = read_plan_file(path);
+    if (!g) return g.problems();
+    auto s = read_scenario_file(scenario_path);
+    if (!s) return s.problems();
+    if (steps > 0) s->training.steps = steps;
+    auto model = gpt_config_from(s->model);
+    if (!model) return model.problems();
+    const Plan& p = g->plan;
+    if (s->training.global_batch_size % (p.micro_batch_size * p.dp) != 0 ||
+        g->num_micro_batches != s->training.global_batch_size / (p.micro_batch_size * p.dp))
+      return Expected<RunInput>::fail(path + ":/num_micro_batches",
+                                      "found " + std::to_string(g->num_micro_batches) + ", but the scenario's global batch " +
+                                          std::to_string(s->training.global_batch_size) + " makes " +
+                                          std::to_string(s->training.global_batch_size / std::max<int64_t>(1, p.micro_batch_size * p.dp)) +
+                                          " micro-batches per data-parallel rank");
+    if (s->training.optimizer != Optimizer::kAdam)
+      return Expected<RunInput>::fail(scenario_path + ":/training/optimizer", "the real runtime trains with adam");
+    RunInput in;
+    in.scenario = *s;
+    in.model = *model;
+    in.train.global_batch_size = s->training.global_batch_size;
+    in.train.micro_batch_size = p.micro_batch_size;
+    in.train.seed = static_cast<uint64_t>(s->training.seed);
+    in.train.steps = s->training.steps;
+    in.graph = std::move(*g);
+    return in;
+  }
+  if (!scenario_path.empty())
+    return Expected<RunInput>::fail("--scenario", "only with a plan file; " + path + " is a scenario");
   auto s = read_scenario_file(path);
   if (!s) return s.problems();
   if (steps > 0) s->training.steps = steps;
@@ -74,8 +116,11 @@ nlohmann::json run_output_json(const BackendResult& result, int64_t first_step, 
     e["step_time_s"] = r.step_time_s;
     e["compute_time_s"] = r.compute_time_s;
     nlohmann::json comm = nlohmann::json::array();
-    for (const CommEntry& c : r.communication)
-      comm.push_back({{"kind", c.kind}, {"group", c.group}, {"bytes", c.bytes}, {"count", c.count}, {"time_s", c.time_s}});
+    for (size_t i = 0; i < r.communication.size(); ++i) {
+      const CommEntry& c = r.communication[i];
+      comm.push_back({{"kind", c.kind}, {"group", c.group}, {"bytes", c.bytes}, {"size_bytes", r.size_bytes[i]},
+                      {"count", c.count}, {"time_s", c.time_s}});
+    }
     e["communication"] = comm;
     nlohmann::json mem;
     for (size_t i = 0; i < r.peak_bytes.size(); ++i)

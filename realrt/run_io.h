@@ -1,6 +1,10 @@
 // Input of monarch-run: what to train and how, read from a file, and the JSON of its output.
 //
-// Input: a scenario file (../shared/spec/scenario.md) whose parallel plan is fully fixed —
+// Input, either
+//  - a plan file ("monarch-plan/1", docs/plan_format.md; `monarch-sim --emit-plan`) with the
+//    scenario it was made for (--scenario: the model and training settings, which a plan file
+//    does not carry); the runtime follows that task graph; or
+//  - a scenario file (../shared/spec/scenario.md) whose parallel plan is fully fixed —
 // parallelism degrees (absent ones default: tp, pp, cp, ep, vpp 1; dp = num_gpus / (tp pp cp)),
 // schedule (1f1b; interleaved-1f1b when vpp > 1), sequence_parallel (false),
 // activation_recompute (none), zero_stage (0), and training.micro_batch_size. The plan is
@@ -35,7 +39,8 @@ Expected<Plan> fixed_plan(const Scenario& scenario);
 Expected<RunInput> run_input_from(const Scenario& scenario, const Plan& plan);
 
 // Reads and checks an input file (see above). steps > 0 overrides training.steps.
-Expected<RunInput> read_run_input(const std::string& path, int64_t steps);
+// scenario_path: required when `path` is a plan file, refused otherwise.
+Expected<RunInput> read_run_input(const std::string& path, int64_t steps, const std::string& scenario_path = "");
 
 // One rank's measurements, per step (averaged over the measured steps).
 struct RankSummary {
@@ -43,7 +48,8 @@ struct RankSummary {
   int64_t stage = 0;
   double step_time_s = 0;
   double compute_time_s = 0;
-  std::vector<CommEntry> communication;  // bytes / count / time per step
+  std::vector<CommEntry> communication;  // wire bytes / count / time per step
+  std::vector<int64_t> size_bytes;       // per entry of communication: NCCL size bytes per step
   std::vector<double> peak_bytes;        // per MemCategory (weights .. buffers)
   double peak_total_bytes = 0;
 };

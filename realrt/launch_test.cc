@@ -1,0 +1,100 @@
+// run_real_cpu (what monarch-sim --backend real-cpu calls) and monarch-run on plan files.
+#include "realrt/launch.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/plan_io.h"
+#include "core/scenario_io.h"
+#include "realrt/reference.h"
+#include "realrt/run_io.h"
+
+namespace monarch::realrt {
+namespace {
+
+const std::string kData = std::string(MONARCH_SOURCE_DIR) + "/realrt/testdata/";
+const std::string kTmp = std::string(MONARCH_BINARY_DIR) + "/realrt/launch_tmp/";
+
+RunInput input(const std::string& file) {
+  auto in = read_run_input(kData + file, 3);
+  EXPECT_TRUE(in.ok()) << (in.ok() ? "" : in.problems()[0].to_string());
+  return *in;
+}
+
+// Trains 3 steps of the TP 2 x PP 2 plan through mpirun and compares with the single-process
+// run of the same model, data and seed.
+TEST(RunRealCpu, TrainsThePlanAndReturnsAMeasuredResult) {
+  const RunInput in = input("tiny_gpt_tp2_pp2.json");
+  RealCpuOptions opt;
+  opt.work_dir = kTmp + "tp2_pp2";
+  opt.steps = 3;
+  auto r = run_real_cpu(in.scenario, in.graph, opt);
+  ASSERT_TRUE(r.ok()) << r.problems()[0].to_string();
+  EXPECT_EQ(r->backend, "real-cpu");
+  EXPECT_TRUE(r->measured);
+  EXPECT_EQ(r->plan, in.graph.plan);
+  TrainSettings t = in.train;
+  t.steps = 3;
+  const auto ref = train_single_process(in.model, t, Recompute::kNone);
+  ASSERT_EQ(r->losses.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_NEAR(r->losses[i], ref[i], 1e-5 * ref[i]);
+  EXPECT_GT(r->iteration_time_s, 0);
+  EXPECT_FALSE(r->communication.empty());
+  ASSERT_EQ(r->memory.stages.size(), 2u);
+  EXPECT_GT(r->memory.stages[0].weights_gib, 0);
+}
+
+TEST(RunRealCpu, RefusesPlansLargerThanTheMachineAllows) {
+  const RunInput in = input("tiny_gpt_tp2_pp2.json");
+  RealCpuOptions opt;
+  opt.max_ranks = 2;
+  auto r = run_real_cpu(in.scenario, in.graph, opt);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.problems()[0].message.find("needs 4 processes"), std::string::npos);
+}
+
+int mpirun(int np, const std::string& args, const std::string& log) {
+  const std::string cmd = std::string("timeout 300 ") + MONARCH_MPIEXEC + " --allow-run-as-root --oversubscribe -np " +
+                          std::to_string(np) + " " + MONARCH_RUN + " " + args + " > " + log + " 2>&1";
+  const int raw = std::system(cmd.c_str());
+  return WIFEXITED(raw) ? WEXITSTATUS(raw) : 128;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// A plan file from another format version, or without its scenario: exit 2 before training.
+TEST(MonarchRunPlanFile, OtherVersionOrMissingScenarioExits2) {
+  std::filesystem::create_directories(kTmp);
+  const RunInput in = input("tiny_gpt_pp2.json");
+  const std::string plan = kTmp + "pp2.plan.json", v2 = kTmp + "pp2.v2.plan.json";
+  ASSERT_TRUE(write_plan_file(plan, in.graph).empty());
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(plan));
+  j["format"] = "monarch-plan/2";
+  std::ofstream(v2) << j.dump();
+  const std::string scen = " --scenario " + kData + "tiny_gpt_pp2.json";
+  EXPECT_EQ(mpirun(2, v2 + scen, kTmp + "v2.log"), 2);
+  EXPECT_NE(slurp(kTmp + "v2.log").find("monarch-plan/2"), std::string::npos) << slurp(kTmp + "v2.log");
+  EXPECT_EQ(mpirun(2, plan, kTmp + "noscen.log"), 2);
+  EXPECT_NE(slurp(kTmp + "noscen.log").find("--scenario"), std::string::npos);
+  EXPECT_EQ(slurp(kTmp + "noscen.log").find("step 0 loss"), std::string::npos);
+  // The valid file trains, with the same losses as the scenario's own plan.
+  EXPECT_EQ(mpirun(2, plan + scen + " --steps 2 --output " + kTmp + "pp2_plan.json", kTmp + "ok.log"), 0)
+      << slurp(kTmp + "ok.log");
+  EXPECT_EQ(mpirun(2, kData + "tiny_gpt_pp2.json --steps 2 --output " + kTmp + "pp2_scen.json", kTmp + "ok2.log"), 0);
+  const auto a = nlohmann::json::parse(std::ifstream(kTmp + "pp2_plan.json"))["result"]["losses"];
+  const auto b = nlohmann::json::parse(std::ifstream(kTmp + "pp2_scen.json"))["result"]["losses"];
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(a.size(), 2u);
+}
+
+}  // namespace
+}  // namespace monarch::realrt
