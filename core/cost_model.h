@@ -24,6 +24,7 @@
 #include "core/model_math.h"
 #include "core/placement.h"
 #include "core/plan_ir.h"
+#include "core/problem.h"
 #include "core/result.h"
 #include "core/scenario.h"
 
@@ -49,6 +50,16 @@ struct GpuProfile {
 
 // Profile for the GPU (matched on the name: A100, H100, H200, B200, GB200; others generic).
 const GpuProfile& gpu_profile(const GpuSpec& gpu);
+
+// A measured calibration profile (monarch-calibrate, docs/calibration_profile.md), read once
+// per path and kept. When GpuSpec::profile names one, GEMM throughput (interpolated over its
+// grid, times the sustained-clock fraction for GPUs), HBM bandwidth and intra-node collective
+// bandwidth come from it; what it lacks (attention kernels, inter-node links, a precision it
+// did not measure) falls back to the presets. A profile that cannot be read is reported here
+// with its problems (callers check it when they read the scenario) and otherwise ignored.
+// The path is used as given (relative paths from the working directory).
+struct CalibrationProfile;
+Expected<const CalibrationProfile*> calibration_profile(const std::string& path);
 
 // Seconds for one GEMM-like kernel of `flops` FLOPs and `mem_bytes` HBM traffic with shape
 // (m x k) . (k x n). m, n or k <= 0 marks an elementwise (memory-bound) kernel.

@@ -4,7 +4,11 @@
 
 #include <cmath>
 
+#include <filesystem>
+
 #include "core/presets.h"
+#include "core/profile.h"
+#include "core/profile_io.h"
 #include "core/units.h"
 
 namespace monarch {
@@ -86,7 +90,8 @@ TEST(Collectives, AcrossNodesTheNicsPaceTheGroup) {
   EXPECT_LT(t_inside, t_full);
   EXPECT_LT(t_full, t_one);
   // One rank per node: a ring over 16 NICs of 50 GB/s x 0.9.
-  EXPECT_NEAR(t_one, 2.0 * 15 / 16 * S / (50e9 * kInterNodeEfficiency) + 30 * 5e-6, 1e-9);
+  // (latency: NCCL trees, 2 log2(16) = 8 steps of 5 us)
+  EXPECT_NEAR(t_one, 2.0 * 15 / 16 * S / (50e9 * kInterNodeEfficiency) + 8 * 5e-6, 1e-9);
   // Oversubscribed leaf uplinks slow traffic that leaves the rail.
   ClusterConfig over = c;
   over.oversubscription = 2;
@@ -332,6 +337,50 @@ TEST(Iteration, MixtureOfExpertsWithExpertParallelism) {
   Plan no_ep = p;
   no_ep.ep = 1;
   EXPECT_LT(r.memory.peak_gib, estimate_plan(s, no_ep).memory.peak_gib);
+}
+
+TEST(CalibrationProfiles, MeasuredThroughputReplacesThePresets) {
+  CalibrationProfile prof;
+  prof.device_kind = DeviceKind::kGpu;
+  prof.device_name = "NVIDIA H100 80GB HBM3";
+  prof.device_count = 8;
+  for (int64_t m : {1024, 8192})
+    for (int64_t n : {1024, 8192})
+      for (int64_t k : {1024, 8192}) {
+        const double tflops = 500.0;  // flat, to check the lookup
+        prof.matmul.push_back(make_matmul_sample(MatmulPrecision::kBf16, m, n, k, 2.0 * m * n * k / (tflops * 1e6)));
+      }
+  prof.memory_bandwidth_GBps = 3000;
+  for (int64_t bytes : {int64_t{1} << 20, int64_t{1} << 30})
+    prof.collectives.push_back(make_collective_sample(CollectiveKind::kAllReduce, 8, bytes, DType::kFp32,
+                                                      static_cast<double>(bytes) * 2 * 7 / 8 / 200e3));  // busbw 200 GB/s
+  const auto path = (std::filesystem::temp_directory_path() / "monarch_cost_model_profile.json").string();
+  ASSERT_TRUE(write_profile(path, prof).empty());
+  ASSERT_TRUE(calibration_profile(path).ok());
+
+  ClusterConfig c = cluster("H100-SXM", 8);
+  const double preset_gemm = compute_time_s(c.gpu, Precision::kBf16, 2.0 * 4096 * 4096 * 4096, 0, 4096, 4096, 4096);
+  const double preset_ew = compute_time_s(c.gpu, Precision::kBf16, 0, 1e9, 0, 0, 0);
+  c.gpu.profile = path;
+  const double clock = gpu_profile(c.gpu).sustained_clock_fraction;
+  EXPECT_NEAR(compute_time_s(c.gpu, Precision::kBf16, 2.0 * 4096 * 4096 * 4096, 0, 4096, 4096, 4096),
+              2.0 * 4096 * 4096 * 4096 / (500e12 * clock), 1e-5);
+  EXPECT_NE(preset_gemm, compute_time_s(c.gpu, Precision::kBf16, 2.0 * 4096 * 4096 * 4096, 0, 4096, 4096, 4096));
+  EXPECT_NEAR(compute_time_s(c.gpu, Precision::kBf16, 0, 1e9, 0, 0, 0), 1e9 / 3000e9, 1e-5);
+  EXPECT_NE(preset_ew, compute_time_s(c.gpu, Precision::kBf16, 0, 1e9, 0, 0, 0));
+  // fp8 was not measured: the preset model answers.
+  ClusterConfig plain = cluster("H100-SXM", 8);
+  EXPECT_DOUBLE_EQ(compute_time_s(c.gpu, Precision::kFp8, 1e12, 0, 4096, 4096, 4096),
+                   compute_time_s(plain.gpu, Precision::kFp8, 1e12, 0, 4096, 4096, 4096));
+  // Intra-node collectives from the measured bus bandwidth.
+  GroupSpan g{8, 1, 8, false};
+  EXPECT_NEAR(collective_time_s(CollectiveKind::kAllReduce, int64_t{1} << 28, g, c),
+              static_cast<double>(int64_t{1} << 28) * 2 * 7 / 8 / 200e9, 1e-5);
+  // A profile that cannot be read is reported, and the presets answer.
+  EXPECT_FALSE(calibration_profile("/nonexistent/profile.json").ok());
+  plain.gpu.profile = "/nonexistent/profile.json";
+  EXPECT_DOUBLE_EQ(compute_time_s(plain.gpu, Precision::kBf16, 1e12, 0, 4096, 4096, 4096),
+                   compute_time_s(cluster("H100-SXM", 8).gpu, Precision::kBf16, 1e12, 0, 4096, 4096, 4096));
 }
 
 }  // namespace

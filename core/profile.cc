@@ -5,7 +5,6 @@
 #include <cmath>
 #include <limits>
 #include <map>
-#include <tuple>
 
 namespace monarch {
 
@@ -88,60 +87,70 @@ std::vector<int64_t> sorted_unique(std::vector<int64_t> v) {
   return v;
 }
 
+// Adds x to a small set kept as a vector (grid axes have a handful of values).
+void insert_unique(std::vector<int64_t>& v, int64_t x) {
+  if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
+}
+
 }  // namespace
 
 double profile_matmul_tflops(const CalibrationProfile& p, MatmulPrecision precision, int64_t m,
                              int64_t n, int64_t k) {
   if (m <= 0 || n <= 0 || k <= 0) return 0;
-  std::map<std::tuple<int64_t, int64_t, int64_t>, double> at;
+  // Plain scans, no maps: the analytical search calls this for every candidate plan.
   std::vector<int64_t> ms, ns, ks;
   for (const MatmulSample& s : p.matmul) {
     if (s.precision != precision || s.tflops <= 0) continue;
-    // A repeated shape keeps its best measurement.
-    double& v = at[{s.m, s.n, s.k}];
-    v = std::max(v, s.tflops);
-    ms.push_back(s.m);
-    ns.push_back(s.n);
-    ks.push_back(s.k);
+    insert_unique(ms, s.m);
+    insert_unique(ns, s.n);
+    insert_unique(ks, s.k);
   }
-  if (at.empty()) return 0;
+  if (ms.empty()) return 0;
   ms = sorted_unique(std::move(ms));
   ns = sorted_unique(std::move(ns));
   ks = sorted_unique(std::move(ks));
   const Bracket bm = bracket(ms, m), bn = bracket(ns, n), bk = bracket(ks, k);
 
-  // Multilinear interpolation when every corner of the surrounding cell was measured.
-  double sum = 0;
-  bool complete = true;
-  for (int c = 0; c < 8 && complete; ++c) {
-    const size_t im = (c & 1) ? bm.hi : bm.lo, in = (c & 2) ? bn.hi : bn.lo,
-                 ik = (c & 4) ? bk.hi : bk.lo;
-    const double w = ((c & 1) ? bm.t : 1 - bm.t) * ((c & 2) ? bn.t : 1 - bn.t) *
-                     ((c & 4) ? bk.t : 1 - bk.t);
-    auto it = at.find({ms[im], ns[in], ks[ik]});
-    if (it == at.end()) {
-      complete = false;
-    } else {
-      sum += w * it->second;
+  // Multilinear interpolation when every corner of the surrounding cell was measured (a
+  // repeated shape counts with its best measurement).
+  double corner[8] = {};
+  for (const MatmulSample& s : p.matmul) {
+    if (s.precision != precision || s.tflops <= 0) continue;
+    for (int c = 0; c < 8; ++c) {
+      if (s.m == ms[(c & 1) ? bm.hi : bm.lo] && s.n == ns[(c & 2) ? bn.hi : bn.lo] &&
+          s.k == ks[(c & 4) ? bk.hi : bk.lo]) {
+        corner[c] = std::max(corner[c], s.tflops);
+      }
     }
   }
-  if (complete) return sum;
+  if (std::all_of(std::begin(corner), std::end(corner), [](double v) { return v > 0; })) {
+    double sum = 0;
+    for (int c = 0; c < 8; ++c) {
+      sum += ((c & 1) ? bm.t : 1 - bm.t) * ((c & 2) ? bn.t : 1 - bn.t) * ((c & 4) ? bk.t : 1 - bk.t) * corner[c];
+    }
+    return sum;
+  }
 
-  // A sparse grid: inverse-square-distance weighting in log2 space over all samples.
+  // A sparse grid: inverse-square-distance weighting in log2 space over all samples (an exact
+  // hit returns its best measurement).
   const double lm = std::log2(double(std::clamp(m, ms.front(), ms.back())));
   const double ln = std::log2(double(std::clamp(n, ns.front(), ns.back())));
   const double lk = std::log2(double(std::clamp(k, ks.front(), ks.back())));
-  double wsum = 0, vsum = 0;
-  for (const auto& [shape, tflops] : at) {
-    const double dm = std::log2(double(std::get<0>(shape))) - lm;
-    const double dn = std::log2(double(std::get<1>(shape))) - ln;
-    const double dk = std::log2(double(std::get<2>(shape))) - lk;
+  double wsum = 0, vsum = 0, exact = 0;
+  for (const MatmulSample& s : p.matmul) {
+    if (s.precision != precision || s.tflops <= 0) continue;
+    const double dm = std::log2(double(s.m)) - lm;
+    const double dn = std::log2(double(s.n)) - ln;
+    const double dk = std::log2(double(s.k)) - lk;
     const double d2 = dm * dm + dn * dn + dk * dk;
-    if (d2 < 1e-12) return tflops;
+    if (d2 < 1e-12) {
+      exact = std::max(exact, s.tflops);
+      continue;
+    }
     wsum += 1 / d2;
-    vsum += tflops / d2;
+    vsum += s.tflops / d2;
   }
-  return vsum / wsum;
+  return exact > 0 ? exact : vsum / wsum;
 }
 
 double profile_matmul_tflops(const CalibrationProfile& p, Precision precision, int64_t m,

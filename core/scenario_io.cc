@@ -252,20 +252,23 @@ std::optional<std::string> read_text_file(Ctx& ctx, const std::string& path, con
     ctx.add(where, what + " \"" + path + "\" is a directory, expected a JSON file");
     return std::nullopt;
   }
-  auto size = std::filesystem::file_size(path, ec);
-  if (!ec && size > static_cast<uintmax_t>(kMaxScenarioFileBytes)) {
-    ctx.add(where, what + " \"" + path + "\" has " + std::to_string(size) + " bytes, expected at most " +
-                       std::to_string(kMaxScenarioFileBytes));
-    return std::nullopt;
-  }
+  // Bounded read: works for pipes (<(jq ...)) and refuses endless devices (/dev/zero).
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     ctx.add(where, what + " \"" + path + "\" cannot be read");
     return std::nullopt;
   }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  std::string text;
+  char buf[1 << 16];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    text.append(buf, static_cast<size_t>(in.gcount()));
+    if (static_cast<int64_t>(text.size()) > kMaxScenarioFileBytes) {
+      ctx.add(where, what + " \"" + path + "\" is larger than " + std::to_string(kMaxScenarioFileBytes) +
+                         " bytes, expected a JSON file of a few kB");
+      return std::nullopt;
+    }
+  }
+  return text;
 }
 
 // ----------------------------------------------------------------------------- model
@@ -850,7 +853,7 @@ std::string degree_path(const json* pj, const char* canonical) {
   return std::string("/parallelism/") + canonical;
 }
 
-void cross_check(Ctx& ctx, const json* pj, Scenario& s, bool nodes_ok) {
+void cross_check(Ctx& ctx, const json* pj, Scenario& s) {
   const ModelConfig& m = s.model;
   const ClusterConfig& c = s.cluster;
   ParallelismConstraints& p = s.parallelism;
@@ -858,7 +861,6 @@ void cross_check(Ctx& ctx, const json* pj, Scenario& s, bool nodes_ok) {
   auto path = [&](const char* k) { return degree_path(pj, k); };
   const bool transformer = m.architecture != Architecture::kDlrm;
   const int64_t n = c.num_gpus;
-  (void)nodes_ok;
 
   if (transformer && ok(p.tp)) {
     const int64_t tp = *p.tp;
@@ -978,6 +980,18 @@ std::string apply_override(Ctx& ctx, json& root, const std::string& ov) {
     value = json::parse(text);
   } catch (const json::parse_error&) {
     value = text;  // not JSON: a plain string (e.g. --set cluster.gpu=H100-SXM)
+    try {
+      (void)value.dump();
+    } catch (const json::type_error&) {
+      ctx.add(where, "the value is not valid UTF-8, expected JSON or a UTF-8 string");
+      return "";
+    }
+  } catch (const json::exception& e) {  // e.g. out_of_range 406: number overflow parsing '1e400'
+    std::string what = e.what();
+    auto pos = what.find("] ");
+    ctx.add(where, "found \"" + text + "\": " + (pos == std::string::npos ? what : what.substr(pos + 2)) +
+                       ", expected a number within the double range");
+    return "";
   }
   std::vector<std::string> parts = split_path(path);
   for (const auto& p : parts)
@@ -1028,6 +1042,30 @@ std::string apply_override(Ctx& ctx, json& root, const std::string& ov) {
 // ============================================================================= public
 
 Expected<nlohmann::json> parse_json_text(std::string_view text, const std::string& source_name) {
+  // Nesting depth first (outside strings), so a hostile file cannot exhaust the stack.
+  {
+    int depth = 0;
+    bool in_string = false, escaped = false;
+    size_t line = 1, column = 0;
+    for (char ch : text) {
+      ++column;
+      if (ch == '\n') { ++line; column = 0; }
+      if (in_string) {
+        if (escaped) escaped = false;
+        else if (ch == '\\') escaped = true;
+        else if (ch == '"') in_string = false;
+        continue;
+      }
+      if (ch == '"') in_string = true;
+      else if (ch == '[' || ch == '{') {
+        if (++depth > kMaxJsonDepth)
+          return Expected<json>::fail(source_name + ":" + std::to_string(line) + ":" + std::to_string(column),
+                                      "JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels; expected a scenario (4 levels)");
+      } else if (ch == ']' || ch == '}') {
+        --depth;
+      }
+    }
+  }
   try {
     return json::parse(text.begin(), text.end());
   } catch (const json::parse_error& e) {
@@ -1047,6 +1085,10 @@ Expected<nlohmann::json> parse_json_text(std::string_view text, const std::strin
     if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) what = "the file is empty, expected a JSON object";
     return Expected<json>::fail(source_name + ":" + std::to_string(line) + ":" + std::to_string(column),
                                 "JSON syntax error: " + what);
+  } catch (const json::exception& e) {  // out_of_range 406: a number beyond the double range
+    std::string what = e.what();
+    auto pos = what.find("] ");
+    return Expected<json>::fail(source_name, "JSON number out of range: " + (pos == std::string::npos ? what : what.substr(pos + 2)));
   }
 }
 
@@ -1094,7 +1136,6 @@ Expected<Scenario> scenario_from_json(const nlohmann::json& j_in, const std::str
   (void)get_str(ctx, top, "description");
   if (top.has("version")) (void)get_int(ctx, top, "version", 1, 1, "1 (scenario format version)");
   read_model(ctx, section(ctx, top.get("model"), "/model"), base_dir, s.model);
-  if (top.has("model") && !top.get("model")->is_object()) {}  // reported by section()
   bool nodes_ok = false;
   read_cluster(ctx, section(ctx, top.get("cluster"), "/cluster"), s.cluster, nodes_ok);
   std::optional<double> training_capacity;
@@ -1112,8 +1153,7 @@ Expected<Scenario> scenario_from_json(const nlohmann::json& j_in, const std::str
   read_backends(ctx, top.get("backends"), s.backends);
   read_whatif(ctx, section(ctx, top.get("whatif"), "/whatif"), s.cluster, nodes_ok, s.whatif);
   top.finish();
-  cross_check(ctx, pj, s, nodes_ok);
-  if (s.parallelism.zero_stage && *s.parallelism.zero_stage < 0) s.parallelism.zero_stage.reset();
+  cross_check(ctx, pj, s);
 
   if (ctx.count() > 0) {
     Problems probs = std::move(ctx.problems());

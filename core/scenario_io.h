@@ -44,6 +44,9 @@ inline constexpr double kMaxOversubscription = 1e3;
 inline constexpr double kMaxSlowdown = 1e6;
 inline constexpr double kMaxCapacityFactor = 1e3;
 inline constexpr int64_t kMaxScenarioFileBytes = int64_t{64} << 20;  // 64 MiB
+// Nesting depth of JSON arrays/objects; a scenario needs 4. Deeper text is refused before
+// parsing, because building and copying the tree recurses once per level.
+inline constexpr int kMaxJsonDepth = 64;
 
 // Parse JSON text; syntax errors become a Problem with line and column
 // (where = "SOURCE:LINE:COLUMN").

@@ -85,12 +85,34 @@ TEST(ScenarioIo, SyntaxErrorsGiveLineAndColumn) {
   ASSERT_FALSE(j.ok());
   EXPECT_EQ(j.problems()[0].where, "bad.json:3:30"  /* the second comma */);
   EXPECT_NE(j.problems()[0].message.find("JSON syntax error"), std::string::npos);
+  auto huge = parse_json_text("{\"num_gpus\": 1e400}", "huge.json");
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.problems()[0].message.find("1e400"), std::string::npos);
   auto empty = parse_json_text("", "empty.json");
   ASSERT_FALSE(empty.ok());
   EXPECT_NE(empty.problems()[0].message.find("empty"), std::string::npos);
   auto nonobject = scenario_from_json(json::array());
   ASSERT_FALSE(nonobject.ok());
   EXPECT_EQ(nonobject.problems()[0].where, "/");
+}
+
+TEST(ScenarioIo, DeepNestingIsRefusedBeforeParsing) {
+  std::string deep = "{\"name\": " + std::string(1000000, '[') + std::string(1000000, ']') + "}";
+  auto j = parse_json_text(deep, "deep.json");
+  ASSERT_FALSE(j.ok());
+  EXPECT_EQ(j.problems()[0].where, "deep.json:1:" + std::to_string(9 + kMaxJsonDepth));
+  EXPECT_NE(j.problems()[0].message.find("nested deeper"), std::string::npos);
+  // Brackets inside strings do not count.
+  EXPECT_TRUE(parse_json_text("{\"name\": \"" + std::string(1000, '[') + "\\\"\"}", "s.json").ok());
+}
+
+TEST(ScenarioIo, EndlessFilesAreRefusedWithoutReadingThemWhole) {
+  auto s = read_scenario_file("/dev/zero");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.problems()[0].message.find("larger than"), std::string::npos) << s.problems()[0].to_string();
+  s = read_scenario_file("/tmp");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.problems()[0].message.find("directory"), std::string::npos);
 }
 
 TEST(ScenarioIo, MissingFileIsAProblemNamingTheFile) {
@@ -218,6 +240,18 @@ TEST(ScenarioIo, HfConfigIsReadRelativeToTheScenarioFile) {
   EXPECT_EQ(s->model.seq_length, 1024);
   EXPECT_TRUE(s->model.tie_embeddings);
 
+  // A Mixtral-style MoE config (mistralai/Mixtral-8x7B-v0.1 config.json fields).
+  dir.write("mixtral.json", R"({"model_type": "mixtral", "num_hidden_layers": 32, "hidden_size": 4096,
+      "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 32000,
+      "max_position_embeddings": 32768, "num_local_experts": 8, "num_experts_per_tok": 2})");
+  j["model"] = {{"hf_config", "mixtral.json"}, {"seq_length", 4096}};
+  s = read_scenario_file(dir.write("s4.json", j.dump()));
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  EXPECT_EQ(s->model.num_experts, 8);
+  EXPECT_EQ(s->model.moe_top_k, 2);
+  EXPECT_EQ(s->model.moe_ffn_hidden_size, 14336);
+  EXPECT_FALSE(s->model.tie_embeddings);
+
   dir.write("t5.json", R"({"model_type": "t5"})");
   j["model"] = {{"hf_config", "t5.json"}};
   s = read_scenario_file(dir.write("s3.json", j.dump()));
@@ -248,6 +282,12 @@ TEST(ScenarioIo, OverridesApplyWithTheSameValidation) {
   s = scenario_from_json(base_scenario(), ".", {"cluster.gpu.name=H100-SXM"});
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.problems()[0].message.find("/cluster/gpu is a string"), std::string::npos);
+  s = scenario_from_json(base_scenario(), ".", {"cluster.num_gpus=-1e400"});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.problems()[0].message.find("overflow"), std::string::npos);
+  s = scenario_from_json(base_scenario(), ".", {"name=\xff\xfe"});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.problems()[0].message.find("UTF-8"), std::string::npos);
   s = scenario_from_json(base_scenario(), ".", {"model.hidden_sise=5"});
   ASSERT_FALSE(s.ok());
   EXPECT_NE(all_messages(s.problems()).find("did you mean \"hidden_size\""), std::string::npos);

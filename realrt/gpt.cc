@@ -346,7 +346,7 @@ void GptChunk<T>::layer_backward(int64_t l, const T* in, LayerActs& a, const T* 
 
 template <typename T>
 double GptChunk<T>::forward(int64_t mb, const int32_t* tokens, const int32_t* targets, const T* input, T loss_scale) {
-  assert(params_ && grads_);
+  assert(params_);
   assert(!acts_.count(mb));
   MbActs& m = acts_[mb];
   const int64_t C = cfg_.hidden, B = spec_.micro_batch_size;

@@ -167,6 +167,10 @@ Results run_child(const ClusterConfig& cluster, const WhatIf& whatif, const std:
   }
   if (pid == 0) {
     close(fds[0]);
+    // Ctrl-C ends the simulation whatever handler the caller installed; the caller then gets
+    // a problem saying it was interrupted.
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
     std::string text;
     try {
       text = simgrid_backend::encode_results(simgrid_backend::simulate(cluster, whatif, jobs, options));

@@ -90,6 +90,29 @@ Endpoint route_start(int64_t src_gpu, int64_t dst_gpu, const FabricShape& shape,
   return nic_ep(shape.nic_of(src_side ? src_gpu : dst_gpu));
 }
 
+// Appends `steps` ring steps of `chunk` bytes per edge over several rings at once (they run
+// concurrently): per-step one phase per step, aggregated one phase for all of them.
+void append_ring(std::vector<FlowPhase>& phases, const std::vector<std::vector<RingEdge>>& rings, int64_t steps,
+                 double chunk, Fidelity fidelity, double alpha) {
+  if (steps <= 0) return;
+  if (fidelity == Fidelity::kPerStep) {
+    for (int64_t s = 0; s < steps; ++s) {
+      FlowPhase p;
+      for (const auto& ring : rings)
+        for (const auto& e : ring) p.flows.push_back({e.src, e.dst, chunk * e.share});
+      p.latency_s = alpha;
+      phases.push_back(std::move(p));
+    }
+  } else {
+    FlowPhase p;
+    for (const auto& ring : rings)
+      for (const auto& e : ring) p.flows.push_back({e.src, e.dst, chunk * e.share * static_cast<double>(steps)});
+    p.extra_latency_s = static_cast<double>(steps - 1) * alpha;
+    p.latency_s = alpha;
+    phases.push_back(std::move(p));
+  }
+}
+
 int64_t ring_steps(CollectiveKind kind, int64_t n) {
   return kind == CollectiveKind::kAllReduce ? 2 * (n - 1) : n - 1;
 }
@@ -144,21 +167,43 @@ std::vector<FlowPhase> decompose_collective(CollectiveKind kind, const std::vect
     case Algorithm::kRing: {
       assert(kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kAllGather ||
              kind == CollectiveKind::kReduceScatter);
-      const auto edges = ring_edges(gpus, shape);
-      const int64_t steps = ring_steps(kind, n);
-      const double chunk = bytes / static_cast<double>(n);
-      if (fidelity == Fidelity::kPerStep) {
-        for (int64_t s = 0; s < steps; ++s) {
-          FlowPhase p;
-          for (const auto& e : edges) p.flows.push_back({e.src, e.dst, chunk * e.share});
-          phases.push_back(std::move(p));
+      const auto nodes = by_node(gpus, shape);
+      bool uniform = true;
+      for (const auto& nd : nodes) uniform = uniform && nd.size() == nodes.front().size();
+      const int64_t r = static_cast<int64_t>(nodes.front().size());
+      if (nodes.size() > 1 && r > 1 && uniform) {
+        // Hierarchical (NCCL's intra-node + per-rail inter-node scheme): an NVLink ring inside
+        // every node, and r rings across the nodes, one per local index, each on 1/r of the
+        // data through that GPU's NIC. All-reduce = reduce-scatter inside, all-reduce across,
+        // all-gather inside; reduce-scatter = inside then across; all-gather = across then inside.
+        std::vector<std::vector<RingEdge>> intra, inter;
+        for (const auto& nd : nodes) intra.push_back(ring_edges(nd, shape));
+        for (int64_t i = 0; i < r; ++i) {
+          std::vector<int64_t> rail;
+          for (const auto& nd : nodes) rail.push_back(nd[static_cast<size_t>(i)]);
+          inter.push_back(ring_edges(rail, shape));
         }
-      } else {
-        FlowPhase p;
-        for (const auto& e : edges) p.flows.push_back({e.src, e.dst, chunk * e.share * static_cast<double>(steps)});
-        p.extra_latency_s = static_cast<double>(steps - 1) * alpha;
-        phases.push_back(std::move(p));
+        const int64_t m = static_cast<int64_t>(nodes.size());
+        auto inside = [&](int64_t steps) {
+          append_ring(phases, intra, steps, bytes / static_cast<double>(r), fidelity, shape.intra_latency_s);
+        };
+        auto across = [&](int64_t steps) {
+          append_ring(phases, inter, steps, bytes / static_cast<double>(r * m), fidelity, shape.inter_latency_s);
+        };
+        if (kind == CollectiveKind::kAllReduce) {
+          inside(r - 1);
+          across(2 * (m - 1));
+          inside(r - 1);
+        } else if (kind == CollectiveKind::kReduceScatter) {
+          inside(r - 1);
+          across(m - 1);
+        } else {
+          across(m - 1);
+          inside(r - 1);
+        }
+        return phases;
       }
+      append_ring(phases, {ring_edges(gpus, shape)}, ring_steps(kind, n), bytes / static_cast<double>(n), fidelity, alpha);
       break;
     }
     case Algorithm::kTree: {
@@ -204,7 +249,8 @@ std::vector<FlowPhase> decompose_collective(CollectiveKind kind, const std::vect
       break;
     }
   }
-  for (auto& p : phases) p.latency_s = alpha;
+  for (auto& p : phases)
+    if (p.latency_s == 0) p.latency_s = alpha;
   return phases;
 }
 

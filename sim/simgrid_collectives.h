@@ -11,10 +11,12 @@
 //
 // Algorithms (NCCL 2.x names; sizes are NCCL's "size", the buffer per rank):
 // - ring: all-reduce = reduce-scatter + all-gather, 2(n-1) steps of size/n per ring edge;
-//   all-gather and reduce-scatter n-1 steps. Ring order is topology-aware as NCCL builds it:
-//   members grouped by node so each ring crosses each node boundary once. When a node holds
-//   several members that reach several NICs, NCCL runs one channel per NIC: the node-crossing
-//   edge is split over those NICs (size/C each), NVLink edges carry the whole step.
+//   all-gather and reduce-scatter n-1 steps. Inside one node, or with one member per node, a
+//   single ring (NVLink, or NIC to NIC). With r > 1 members on each of m > 1 nodes,
+//   hierarchical: an NVLink ring inside each node and r rings across nodes (one per local
+//   index, on that GPU's NIC) carrying 1/r of the data each; all-reduce = reduce-scatter
+//   inside + all-reduce across + all-gather inside. Uneven groups use one topology-aware ring
+//   whose node-crossing edges are split over the NICs the members reach (NCCL channels).
 // - tree (all-reduce only, one member per node): NCCL's double binary tree. Each tree reduces
 //   half the buffer up and broadcasts it down, pipelined: latency 2 x depth, bandwidth ~2 x size
 //   per NIC. Used when its alpha-beta time is lower than the ring's (small buffers, many nodes).

@@ -45,16 +45,39 @@ TEST(SimgridCollectives, OneGpuPerNodeRingGoesNicToNic) {
   EXPECT_DOUBLE_EQ(agg[0].extra_latency_s, 2 * 5e-6);
 }
 
-TEST(SimgridCollectives, MultiNodeRingSplitsCrossingsOverNics) {
+TEST(SimgridCollectives, MultiNodeAllReduceIsHierarchical) {
   std::vector<int64_t> gpus;
   for (int64_t g = 0; g < 16; ++g) gpus.push_back(g);  // two full nodes
   auto agg = decompose_collective(CollectiveKind::kAllReduce, gpus, 16e6, Algorithm::kRing, Fidelity::kAggregated, shape8x8());
+  ASSERT_EQ(agg.size(), 3u);  // reduce-scatter inside, all-reduce across, all-gather inside
+  for (size_t i : {0, 2}) {
+    ASSERT_EQ(agg[i].flows.size(), 16u);  // an 8-GPU ring per node
+    for (const auto& f : agg[i].flows) {
+      EXPECT_EQ(f.src.kind, Endpoint::Kind::kGpu);
+      EXPECT_DOUBLE_EQ(f.bytes, 7 * 2e6);  // (r-1) steps of size/r
+    }
+    EXPECT_DOUBLE_EQ(agg[i].latency_s, 2e-6);
+  }
+  ASSERT_EQ(agg[1].flows.size(), 16u);  // 8 rails x 2-node ring
+  for (const auto& f : agg[1].flows) {
+    EXPECT_EQ(f.src.kind, Endpoint::Kind::kNic);
+    EXPECT_EQ(f.src.index % 8, f.dst.index % 8);  // stays on its rail
+    EXPECT_DOUBLE_EQ(f.bytes, 2 * 1e6);            // 2(m-1) steps of size/(r m)
+  }
+  EXPECT_DOUBLE_EQ(agg[1].latency_s, 5e-6);
+  auto steps = decompose_collective(CollectiveKind::kAllReduce, gpus, 16e6, Algorithm::kRing, Fidelity::kPerStep, shape8x8());
+  EXPECT_EQ(steps.size(), 7u + 2u + 7u);
+  EXPECT_DOUBLE_EQ(total_bytes(steps), total_bytes(agg));
+}
+
+TEST(SimgridCollectives, UnevenMultiNodeRingSplitsCrossingsOverNics) {
+  const std::vector<int64_t> gpus{0, 1, 2, 3, 8, 9};  // 4 on node 0, 2 on node 1
+  auto agg = decompose_collective(CollectiveKind::kAllGather, gpus, 6e6, Algorithm::kRing, Fidelity::kAggregated, shape8x8());
+  ASSERT_EQ(agg.size(), 1u);
   int nvlink = 0, nic = 0;
   for (const auto& f : agg[0].flows) (f.src.kind == Endpoint::Kind::kGpu ? nvlink : nic)++;
-  EXPECT_EQ(nvlink, 14);  // 7 per node
-  EXPECT_EQ(nic, 16);     // 8 channels x 2 crossings
-  const double volume = 2.0 * 15 / 16 * 16e6;
-  for (const auto& f : agg[0].flows) EXPECT_DOUBLE_EQ(f.bytes, f.src.kind == Endpoint::Kind::kGpu ? volume : volume / 8);
+  EXPECT_EQ(nvlink, 3 + 1);
+  EXPECT_EQ(nic, 2 * 2);  // 2 channels (node 1 reaches 2 NICs) x 2 crossings
 }
 
 TEST(SimgridCollectives, TreeOnlyForSmallBuffersOverManyNodes) {

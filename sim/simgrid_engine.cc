@@ -16,6 +16,7 @@
 #include <memory>
 #include <unordered_map>
 
+#include "core/cost_model.h"
 #include "core/units.h"
 #include "sim/simgrid_collectives.h"
 
@@ -57,8 +58,10 @@ Platform build_platform(const ClusterConfig& c, const WhatIf& whatif, const Simg
   const int64_t gpn = c.gpus_per_node;
   const int64_t nics = c.nics_per_node;
   const int64_t nodes = c.num_nodes();
-  const double intra_Bps = gbps_to_bytes_per_s(c.intra_node.bandwidth_GBps);
-  const double inter_Bps = gbps_to_bytes_per_s(c.inter_node.bandwidth_GBps);
+  // Capacities are NCCL's achievable bus bandwidth, with the cost model's efficiencies (sources
+  // in core/cost_model.cc), so that an uncontended transfer takes the same time in both models.
+  const double intra_Bps = gbps_to_bytes_per_s(c.intra_node.bandwidth_GBps) * gpu_profile(c.gpu).nvlink_efficiency;
+  const double inter_Bps = gbps_to_bytes_per_s(c.inter_node.bandwidth_GBps) * kInterNodeEfficiency;
   const double intra_lat_s = us_to_s(c.intra_node.latency_us);
   const double inter_lat_s = us_to_s(c.inter_node.latency_us);
   p.shape = FabricShape{gpn, nics, intra_lat_s, inter_lat_s, intra_Bps, inter_Bps};
@@ -735,7 +738,8 @@ Expected<std::vector<BackendResult>> simulate(const ClusterConfig& cluster, cons
         if (!simulated[static_cast<size_t>(prog.rank)]) continue;
         for (const auto& t : prog.tasks)
           if (t.kind == TaskKind::kCollective && seen[static_cast<size_t>(t.group)].emplace(t.seq, 1).second)
-            flows += count_flows(t.collective, static_cast<int64_t>(g.groups[static_cast<size_t>(t.group)].ranks.size()),
+            flows += std::max<int32_t>(t.count, 1) *
+                     count_flows(t.collective, static_cast<int64_t>(g.groups[static_cast<size_t>(t.group)].ranks.size()),
                                  Fidelity::kPerStep);
       }
       job.fidelity = flows <= options.per_step_max_flows ? Fidelity::kPerStep : Fidelity::kAggregated;

@@ -297,6 +297,17 @@ Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan, const Lower
         for (const CommOp& op : costs.output_param_gather) out.push_back(b.collective(op, 1, phase, -1, 0, c32, mb, deps));
       return out;
     };
+    // ZeRO-3: the embedding / output layer parameters chunk k holds, gathered per use.
+    auto gather_extras = [&](int64_t k, Phase phase, int32_t mb) {
+      auto [first_layer, n, first, last, vst] = chunk_info(k);
+      Deps out;
+      const auto c32 = static_cast<int32_t>(k);
+      if (first)
+        for (const CommOp& op : costs.embedding_param_gather) out.push_back(b.collective(op, 1, phase, -1, 0, c32, mb, {}));
+      if (last)
+        for (const CommOp& op : costs.output_param_gather) out.push_back(b.collective(op, 1, phase, -1, 0, c32, mb, {}));
+      return out;
+    };
     // Gradient reduction of chunk k: its layers (unless they were reduced layer by layer) and
     // the embedding / output layer it holds.
     auto reduce_chunk = [&](int64_t k, int32_t mb, const Deps& deps, bool with_layers) {
@@ -350,40 +361,93 @@ Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan, const Lower
     // Activation buffer of (micro-batch, chunk), allocated by the forward, freed by the backward.
     std::unordered_map<int64_t, int32_t> act_buffer;
     Deps grad_reduces, end_deps;
-    int32_t prev_first_compute = -1;
 
     // Runs `ops` (per layer x n) beside or after compute task `t`; returns what consumers wait on.
     auto layer_comm = [&](const std::vector<CommOp>& ops, int64_t n, Phase phase, int64_t first_layer, int32_t chunk,
                           int32_t mb, int32_t t, const Deps& before) {
+      // Overlapped ones first: on a shared stream they must not queue behind the blocking ones.
       Deps out{t};
       for (const CommOp& op : ops)
-        out.push_back(b.collective(op, n, phase, first_layer, n, chunk, mb, op.blocking ? Deps{t} : before));
+        if (!op.blocking) out.push_back(b.collective(op, n, phase, first_layer, n, chunk, mb, before));
+      for (const CommOp& op : ops)
+        if (op.blocking) out.push_back(b.collective(op, n, phase, first_layer, n, chunk, mb, {t}));
       return out;
     };
+    int32_t last_layer_compute = -1;  // the latest layer compute task emitted (ZeRO-3 prefetch)
     // Runs n layers from first_layer as one compute task with its collectives, or layer by
-    // layer when `split` (backward: last layer first); extra_deps(i) adds what the i-th layer
-    // of the chunk waits for, after(i, deps) runs after it. Returns what follows waits on.
-    auto run_layers = [&](Phase ph, const ComputeCost& per_layer, const std::vector<CommOp>& comm, int64_t first_layer,
-                          int64_t n, int32_t chunk, int32_t mb, Deps cur, bool split, int32_t& first_compute,
-                          const auto& extra_deps, const auto& after) {
+    // layer when `split` (backward: last layer first; recomputation, when the plan has it,
+    // right before each layer's backward). extra_deps(i, j) adds what the i-th layer of the
+    // chunk (the j-th to run) waits for; after(i, deps) runs after it. Returns what follows
+    // waits on.
+    auto run_layers = [&](Phase ph, int64_t first_layer, int64_t n, int32_t chunk, int32_t mb, Deps cur, bool split,
+                          int32_t& first_compute, const auto& extra_deps, const auto& after) {
       if (n <= 0) return cur;
-      if (!split) {
-        const int32_t t = b.compute(ph, OpKind::kLayer, scaled(per_layer, static_cast<double>(n)), first_layer, n, chunk, mb, cur);
+      const bool fwd = ph == Phase::kForward;
+      const ComputeCost& per_layer = fwd ? costs.layer_fwd : costs.layer_bwd;
+      const std::vector<CommOp>& comm = fwd ? costs.layer_fwd_comm : costs.layer_bwd_comm;
+      const bool recompute = !fwd && !empty_cost(costs.layer_recompute);
+      auto emit = [&](Phase phase, const ComputeCost& c, int64_t layer, int64_t count, const Deps& deps) {
+        const int32_t t = b.compute(phase, OpKind::kLayer, scaled(c, static_cast<double>(count)), layer, count, chunk, mb, deps);
         if (first_compute < 0) first_compute = t;
-        return layer_comm(comm, n, ph, first_layer, chunk, mb, t, cur);
+        last_layer_compute = t;
+        return layer_comm(phase == Phase::kRecompute ? costs.layer_recompute_comm : comm, count, phase, layer, chunk, mb, t, deps);
+      };
+      if (!split) {
+        if (recompute) cur = emit(Phase::kRecompute, costs.layer_recompute, first_layer, n, cur);
+        return emit(ph, per_layer, first_layer, n, cur);
       }
       for (int64_t j = 0; j < n; ++j) {
-        const int64_t i = ph == Phase::kBackward ? n - 1 - j : j;
+        const int64_t i = fwd ? j : n - 1 - j;
         Deps d = cur;
-        append(d, extra_deps(i));
-        const int32_t t = b.compute(ph, OpKind::kLayer, per_layer, first_layer + i, 1, chunk, mb, d);
-        if (first_compute < 0) first_compute = t;
-        cur = layer_comm(comm, 1, ph, first_layer + i, chunk, mb, t, d);
+        append(d, extra_deps(i, j));
+        if (recompute) d = emit(Phase::kRecompute, costs.layer_recompute, first_layer + i, 1, d);
+        cur = emit(ph, per_layer, first_layer + i, 1, d);
         after(i, cur);
       }
       return cur;
     };
-    const auto no_deps = [](int64_t) { return Deps{}; };
+
+    // ZeRO-3 (FSDP): every layer's parameters are all-gathered into a buffer of their own
+    // just before use, one layer ahead (the gather of the next layer starts when the layer
+    // before the current one has finished, so at most two layers are gathered at a time),
+    // and freed after use; each layer's gradients are reduce-scattered after its backward.
+    struct Gathered {
+      int32_t buffer = -1;
+      Deps tasks;
+    };
+    std::unordered_map<int64_t, Gathered> z3;  // key: step * (layers + 1) + layer in chunk
+    const int64_t z3_stride = sc.model.num_layers + 1;
+    auto z3_gather = [&](size_t step, int64_t l) {
+      const PipelineStep& ps = order[step];
+      auto [fl, nl, f0, l0, v0] = chunk_info(ps.chunk);
+      const Phase ph = ps.forward ? Phase::kForward : Phase::kBackward;
+      Gathered gth;
+      auto [a, buf] = b.alloc(MemCategory::kWeights, costs.layer_gathered_param_bytes, Stream::kDpComm, ps.chunk, ps.micro_batch,
+                              {last_layer_compute});
+      gth.buffer = buf;
+      gth.tasks.push_back(a);
+      for (const CommOp& op : costs.layer_param_gather)
+        gth.tasks.push_back(b.collective(op, 1, ph, fl + l, 1, ps.chunk, ps.micro_batch, {a}));
+      z3[static_cast<int64_t>(step) * z3_stride + l] = std::move(gth);
+    };
+    auto z3_before = [&](size_t step, int64_t n, int64_t i, int64_t j) {
+      if (!z3.count(static_cast<int64_t>(step) * z3_stride + i)) z3_gather(step, i);
+      const bool fwd = order[step].forward;
+      if (j + 1 < n) {
+        z3_gather(step, fwd ? i + 1 : i - 1);
+      } else if (step + 1 < order.size()) {
+        const int64_t nn = std::get<1>(chunk_info(order[step + 1].chunk));
+        if (nn > 0) z3_gather(step + 1, order[step + 1].forward ? 0 : nn - 1);
+      }
+      return z3[static_cast<int64_t>(step) * z3_stride + i].tasks;
+    };
+    auto z3_after = [&](size_t step, int64_t i, const Deps& d) {
+      auto it = z3.find(static_cast<int64_t>(step) * z3_stride + i);
+      b.free_buffer(it->second.buffer, d);
+      z3.erase(it);
+    };
+    const auto no_deps = [](int64_t, int64_t) { return Deps{}; };
+    int32_t sent = -1;  // the previous step's send
     const auto nothing = [](int64_t, const Deps&) {};
 
     for (size_t i = 0; i < order.size(); ++i) {
@@ -392,26 +456,22 @@ Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan, const Lower
       const int32_t mb = st.micro_batch;
       const auto c32 = static_cast<int32_t>(k);
       auto [first_layer, n, first, last, vst] = chunk_info(k);
-      Deps in;
+      // Megatron's pipeline communication is synchronous (batched isend/irecv, then wait):
+      // the next step's compute starts after the previous step's send has completed.
+      Deps in{sent};
+      sent = -1;
       int32_t first_compute = -1;
       auto note = [&](int32_t t) {
         if (first_compute < 0) first_compute = t;
         return t;
       };
-      int32_t gathered = -1;
       if (st.forward) {
         const bool split = split_first_fwd && !forward_seen[static_cast<size_t>(k)];
         forward_seen[static_cast<size_t>(k)] = 1;
         if (!first)
           in.push_back(b.p2p(TaskKind::kRecv, Stream::kPpRecv, prev_rank, tag_of(mb, vst, false), costs.pp_activation_bytes,
                              costs.pp_p2p_time_s, Phase::kForward, c32, mb, {}));
-        if (zero3) {
-          auto [a, buf] = b.alloc(MemCategory::kWeights, costs.layer_gathered_param_bytes * n, Stream::kDpComm, c32, mb,
-                                  {prev_first_compute});
-          gathered = buf;
-          in.push_back(a);
-          append(in, gather_chunk(k, Phase::kForward, mb, {a}));
-        }
+        if (zero3) append(in, gather_extras(k, Phase::kForward, mb));
         if (!start_gather[static_cast<size_t>(k)].empty()) {
           append(in, start_gather[static_cast<size_t>(k)]);
           start_gather[static_cast<size_t>(k)].clear();
@@ -425,15 +485,20 @@ Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan, const Lower
         Deps cur = in;
         if (first) cur = {note(b.compute(Phase::kForward, OpKind::kEmbedding, costs.embedding_fwd, -1, 0, c32, mb, cur))};
         const auto& gathers = layer_gather[static_cast<size_t>(k)];
-        cur = run_layers(Phase::kForward, costs.layer_fwd, costs.layer_fwd_comm, first_layer, n, c32, mb, cur, split,
-                         first_compute,
-                         [&](int64_t l) { return static_cast<size_t>(l) < gathers.size() ? gathers[static_cast<size_t>(l)] : Deps{}; },
-                         nothing);
+        if (zero3)
+          cur = run_layers(Phase::kForward, first_layer, n, c32, mb, cur, true, first_compute,
+                           [&](int64_t l, int64_t j) { return z3_before(i, n, l, j); },
+                           [&](int64_t l, const Deps& d) { z3_after(i, l, d); });
+        else
+          cur = run_layers(Phase::kForward, first_layer, n, c32, mb, cur, split, first_compute,
+                           [&](int64_t l, int64_t) {
+                             return static_cast<size_t>(l) < gathers.size() ? gathers[static_cast<size_t>(l)] : Deps{};
+                           },
+                           nothing);
         if (last) cur = {note(b.compute(Phase::kForward, OpKind::kOutputLoss, costs.output_fwd, -1, 0, c32, mb, cur))};
-        if (zero3) b.free_buffer(gathered, cur);
         if (!last)
-          b.p2p(TaskKind::kSend, Stream::kPpSend, next_rank, tag_of(mb, vst + 1, false), costs.pp_activation_bytes,
-                costs.pp_p2p_time_s, Phase::kForward, c32, mb, cur);
+          sent = b.p2p(TaskKind::kSend, Stream::kPpSend, next_rank, tag_of(mb, vst + 1, false), costs.pp_activation_bytes,
+                       costs.pp_p2p_time_s, Phase::kForward, c32, mb, cur);
         end_deps = cur;
       } else {
         const bool last_of_chunk = i == last_bwd_of_chunk[static_cast<size_t>(k)];
@@ -441,38 +506,32 @@ Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan, const Lower
         if (!last)
           in.push_back(b.p2p(TaskKind::kRecv, Stream::kPpRecv, next_rank, tag_of(mb, vst, true), costs.pp_activation_bytes,
                              costs.pp_p2p_time_s, Phase::kBackward, c32, mb, {}));
-        if (zero3) {
-          auto [a, buf] = b.alloc(MemCategory::kWeights, costs.layer_gathered_param_bytes * n, Stream::kDpComm, c32, mb,
-                                  {prev_first_compute});
-          gathered = buf;
-          in.push_back(a);
-          append(in, gather_chunk(k, Phase::kBackward, mb, {a}));
-        }
+        if (zero3) append(in, gather_extras(k, Phase::kBackward, mb));
         Deps cur = in;
-        if (n > 0 && !empty_cost(costs.layer_recompute)) {
-          const int32_t t = note(b.compute(Phase::kRecompute, OpKind::kLayer,
-                                           scaled(costs.layer_recompute, static_cast<double>(n)), first_layer, n, c32, mb, cur));
-          cur = layer_comm(costs.layer_recompute_comm, n, Phase::kRecompute, first_layer, c32, mb, t, cur);
-        }
         if (last) cur = {note(b.compute(Phase::kBackward, OpKind::kOutputLoss, costs.output_bwd, -1, 0, c32, mb, cur))};
-        cur = run_layers(Phase::kBackward, costs.layer_bwd, costs.layer_bwd_comm, first_layer, n, c32, mb, cur, split,
-                         first_compute, no_deps, [&](int64_t l, const Deps& d) {
-                           for (const CommOp& op : costs.layer_grad_reduce)
-                             grad_reduces.push_back(b.collective(op, 1, Phase::kBackward, first_layer + l, 1, c32, -1, d));
-                         });
+        if (zero3)
+          cur = run_layers(Phase::kBackward, first_layer, n, c32, mb, cur, true, first_compute,
+                           [&](int64_t l, int64_t j) { return z3_before(i, n, l, j); },
+                           [&](int64_t l, const Deps& d) {
+                             z3_after(i, l, d);
+                             for (const CommOp& op : costs.layer_grad_reduce)
+                               grad_reduces.push_back(b.collective(op, 1, Phase::kBackward, first_layer + l, 1, c32, mb, d));
+                           });
+        else
+          cur = run_layers(Phase::kBackward, first_layer, n, c32, mb, cur, split, first_compute, no_deps,
+                           [&](int64_t l, const Deps& d) {
+                             for (const CommOp& op : costs.layer_grad_reduce)
+                               grad_reduces.push_back(b.collective(op, 1, Phase::kBackward, first_layer + l, 1, c32, -1, d));
+                           });
         if (first) cur = {note(b.compute(Phase::kBackward, OpKind::kEmbedding, costs.embedding_bwd, -1, 0, c32, mb, cur))};
         b.free_buffer(act_buffer[mb * V + k], cur);
-        if (zero3) {
-          b.free_buffer(gathered, cur);
-          append(grad_reduces, reduce_chunk(k, mb, cur, true));
-        }
+        if (zero3) append(grad_reduces, reduce_chunk(k, mb, cur, false));
         if (!first)
-          b.p2p(TaskKind::kSend, Stream::kPpSend, prev_rank, tag_of(mb, vst - 1, true), costs.pp_activation_bytes,
-                costs.pp_p2p_time_s, Phase::kBackward, c32, mb, cur);
+          sent = b.p2p(TaskKind::kSend, Stream::kPpSend, prev_rank, tag_of(mb, vst - 1, true), costs.pp_activation_bytes,
+                       costs.pp_p2p_time_s, Phase::kBackward, c32, mb, cur);
         if (!zero3 && plan.overlap_grad_reduce && last_of_chunk) append(grad_reduces, reduce_chunk(k, -1, cur, !split));
         end_deps = cur;
       }
-      prev_first_compute = first_compute;
     }
     if (!zero3 && !plan.overlap_grad_reduce)
       for (int64_t k = 0; k < V; ++k) append(grad_reduces, reduce_chunk(k, -1, end_deps, true));

@@ -18,7 +18,9 @@
 //     chunk's parameters before every forward and backward (prefetching one step ahead) and
 //     reduce-scatters its gradients after every backward;
 //   - pipeline sends and receives one per (micro-batch, chunk, direction), on the pp-send
-//     and pp-recv streams; sends are eager (they never wait for the receiver);
+//     and pp-recv streams; sends are eager (they never wait for the receiver), and the next
+//     step's compute waits for the previous step's send, as Megatron's synchronous batched
+//     p2p does;
 //   - memory: persistent weights/gradients/optimizer states allocated at the start (never
 //     freed), activations stashed by each forward and freed by the matching backward,
 //     ZeRO-3 gathered parameters allocated before the gather and freed after use.

@@ -177,11 +177,21 @@ TEST(Lowering, ZeroThreeGathersEveryUseAndFreesWhatItGathered) {
   c.layer_param_gather = {{GroupKind::kDp, CollectiveKind::kAllGather, 16 << 20, 1, 0.5 * kMs}};
   c.layer_gathered_param_bytes = 16 << 20;
   const PlanGraph g = lower_ok(s, p, c);
-  int ag = 0, rs = 0;
-  for (const Task& t : g.ranks[0].tasks)
+  int ag = 0, rs = 0, live = 0, peak_live = 0;
+  for (const Task& t : g.ranks[0].tasks) {
     if (t.kind == TaskKind::kCollective) (t.collective == CollectiveKind::kAllGather ? ag : rs) += 1;
-  EXPECT_EQ(ag, 2 * 2);  // 2 micro-batches x (forward + backward)
-  EXPECT_EQ(rs, 2);      // after each backward
+    if (t.category == MemCategory::kWeights && t.micro_batch >= 0) {  // gathered layers, not the shard
+      if (t.kind == TaskKind::kAlloc) peak_live = std::max(peak_live, ++live);
+      if (t.kind == TaskKind::kFree) --live;
+    }
+  }
+  EXPECT_EQ(ag, 2 * 2 * 4);  // 2 micro-batches x (forward + backward) x 4 layers
+  EXPECT_EQ(rs, 2 * 4);      // every layer after each backward
+  EXPECT_EQ(live, 0);
+  EXPECT_EQ(peak_live, 2);  // the layer in use and the one prefetched
+  // Per micro-batch 4 x 1 ms forward, 4 x 2 ms backward; the gathers (0.5 ms) hide behind
+  // the compute except the very first; the last layer's reduce-scatter (0.5 ms) is exposed.
+  EXPECT_NEAR(makespan(g), 2 * 12 * kMs + 0.5 * kMs + 0.5 * kMs, 1e-9);
 }
 
 TEST(Lowering, ExplainsPlansItCannotLower) {

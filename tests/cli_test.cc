@@ -120,6 +120,7 @@ TEST_F(Cli, BadOptionsExitTwoNamingTheOption) {
       {{good, "--backend", "ns3"}, "--backend: found \"ns3\""},
       {{good, "--backend", ""}, "--backend"},
       {{good, "--frobnicate"}, "--frobnicate"},
+      {{good, "--db", "x.db", "--no-db"}, "excludes"},
       {{good, "--set", "parallelism.tp"}, "--set parallelism.tp"},
       {{good, "--set", "parallelism.tp=3"}, "--set parallelism.tp=3"},
       {{good, "--set", "model.hidden_sise=5"}, "did you mean \"hidden_size\""},

@@ -51,8 +51,8 @@ class DeviceBuffer {
   }
   ~DeviceBuffer() {
     if (ptr_) {
-      cudaSetDevice(device_);
-      cudaFree(ptr_);  // no check: destructors must not throw, and a failure here changes nothing
+      MONARCH_CUDA_WARN(cudaSetDevice(device_));
+      MONARCH_CUDA_WARN(cudaFree(ptr_));
     }
   }
   DeviceBuffer(const DeviceBuffer&) = delete;
@@ -67,7 +67,7 @@ class DeviceBuffer {
 class Event {
  public:
   Event() { MONARCH_CUDA_CHECK(cudaEventCreate(&e_)); }
-  ~Event() { cudaEventDestroy(e_); }
+  ~Event() { MONARCH_CUDA_WARN(cudaEventDestroy(e_)); }
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;
   cudaEvent_t get() const { return e_; }
@@ -121,10 +121,10 @@ std::vector<MatmulSample> measure_matmul(const Settings& settings, Progress& pro
   MONARCH_CUDA_CHECK(cudaSetDevice(0));
   cudaStream_t stream = nullptr;
   MONARCH_CUDA_CHECK(cudaStreamCreate(&stream));
-  std::unique_ptr<CUstream_st, void (*)(cudaStream_t)> stream_guard(stream, [](cudaStream_t s) { cudaStreamDestroy(s); });
+  std::unique_ptr<CUstream_st, void (*)(cudaStream_t)> stream_guard(stream, [](cudaStream_t s) { MONARCH_CUDA_WARN(cudaStreamDestroy(s)); });
   cublasHandle_t handle = nullptr;
   MONARCH_CUBLAS_CHECK(cublasCreate(&handle));
-  std::unique_ptr<cublasContext, void (*)(cublasHandle_t)> handle_guard(handle, [](cublasHandle_t h) { cublasDestroy(h); });
+  std::unique_ptr<cublasContext, void (*)(cublasHandle_t)> handle_guard(handle, [](cublasHandle_t h) { MONARCH_CUBLAS_WARN(cublasDestroy(h)); });
   MONARCH_CUBLAS_CHECK(cublasSetStream(handle, stream));
 
   // Buffers sized for the largest shape in fp32; bf16 uses the first half of each.
@@ -204,7 +204,9 @@ std::vector<CollectiveSample> measure_nccl(const Settings& settings, int ndev, P
   struct CommsGuard {
     std::vector<ncclComm_t>& c;
     ~CommsGuard() {
-      for (ncclComm_t x : c) if (x) ncclCommDestroy(x);
+      for (ncclComm_t x : c) {
+        if (x) MONARCH_NCCL_WARN(ncclCommDestroy(x));
+      }
     }
   } comms_guard{comms};
   const std::vector<int64_t> sizes = gpu_collective_sizes(settings.quick);
@@ -214,7 +216,9 @@ std::vector<CollectiveSample> measure_nccl(const Settings& settings, int ndev, P
   struct StreamsGuard {
     std::vector<cudaStream_t>& s;
     ~StreamsGuard() {
-      for (cudaStream_t x : s) if (x) cudaStreamDestroy(x);
+      for (cudaStream_t x : s) {
+        if (x) MONARCH_CUDA_WARN(cudaStreamDestroy(x));
+      }
     }
   } streams_guard{streams};
   for (int d = 0; d < ndev; ++d) {
@@ -330,7 +334,7 @@ int calibrate_gpu(const Settings& settings, Progress& progress, CalibrationProfi
       cublasHandle_t h = nullptr;
       MONARCH_CUBLAS_CHECK(cublasCreate(&h));
       const cublasStatus_t st = cublasGetVersion(h, &cublas);
-      cublasDestroy(h);
+      MONARCH_CUBLAS_WARN(cublasDestroy(h));
       MONARCH_CUBLAS_CHECK(st);
     }
     out->device_kind = DeviceKind::kGpu;

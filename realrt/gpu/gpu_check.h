@@ -1,11 +1,13 @@
-// Checked CUDA, cuBLAS and NCCL calls: every call goes through one of these macros, which turn
-// a failure into a GpuError naming the call, its file:line and the library's error string.
+// Checked CUDA, cuBLAS and NCCL calls: every call goes through one of these macros. The CHECK
+// ones turn a failure into a GpuError naming the call, its file:line and the library's error
+// string; the WARN ones (cleanup in destructors, which must not throw) print the same on stderr.
 #pragma once
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 
@@ -36,6 +38,11 @@ inline const char* cublas_status_name(cublasStatus_t s) {
   return "unknown cuBLAS status";
 }
 
+// For cleanup in destructors, which must not throw: reports the failure on stderr and goes on.
+inline void warn(const char* file, int line, const char* call, const std::string& what) {
+  std::fprintf(stderr, "%s:%d: %s failed during cleanup: %s\n", file, line, call, what.c_str());
+}
+
 }  // namespace monarch::gpu
 
 #define MONARCH_CUDA_CHECK(call)                                                              \
@@ -59,4 +66,25 @@ inline const char* cublas_status_name(cublasStatus_t s) {
     const ncclResult_t monarch_nr_ = (call);                                                  \
     if (monarch_nr_ != ncclSuccess)                                                           \
       ::monarch::gpu::fail(__FILE__, __LINE__, #call, ncclGetErrorString(monarch_nr_));       \
+  } while (0)
+
+#define MONARCH_CUDA_WARN(call)                                                               \
+  do {                                                                                        \
+    const cudaError_t monarch_err_ = (call);                                                  \
+    if (monarch_err_ != cudaSuccess)                                                          \
+      ::monarch::gpu::warn(__FILE__, __LINE__, #call, cudaGetErrorName(monarch_err_));        \
+  } while (0)
+
+#define MONARCH_CUBLAS_WARN(call)                                                             \
+  do {                                                                                        \
+    const cublasStatus_t monarch_st_ = (call);                                                \
+    if (monarch_st_ != CUBLAS_STATUS_SUCCESS)                                                 \
+      ::monarch::gpu::warn(__FILE__, __LINE__, #call, ::monarch::gpu::cublas_status_name(monarch_st_)); \
+  } while (0)
+
+#define MONARCH_NCCL_WARN(call)                                                               \
+  do {                                                                                        \
+    const ncclResult_t monarch_nr_ = (call);                                                  \
+    if (monarch_nr_ != ncclSuccess)                                                           \
+      ::monarch::gpu::warn(__FILE__, __LINE__, #call, ncclGetErrorString(monarch_nr_));       \
   } while (0)

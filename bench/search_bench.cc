@@ -1,0 +1,109 @@
+// Speed of the strategy engine: the full plan search for Llama-3 405B on 16,384 H100s (the
+// issue's target: under 10 s on one core), and lowering + checking + timing of the task graph
+// for GPT-3 175B on 1,024 GPUs and Llama-3 405B on 16,384 GPUs.
+//
+//   ./build/bench/monarch_bench_search
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <string>
+
+#include "core/graph_time.h"
+#include "core/scenario_io.h"
+#include "strategies/graph_check.h"
+#include "strategies/plan_costs.h"
+
+namespace monarch {
+namespace {
+
+Scenario load(const std::string& preset, const std::string& gpu, int64_t gpus, int64_t global_batch) {
+  auto s = scenario_from_json(nlohmann::json::parse(R"({"model": {"preset": ")" + preset + R"("}, "cluster": {"gpu": ")" + gpu +
+                                                    R"(", "num_gpus": )" + std::to_string(gpus) +
+                                                    R"(}, "training": {"global_batch_size": )" +
+                                                    std::to_string(global_batch) + "}}"));
+  if (!s.ok()) {
+    std::fprintf(stderr, "%s\n", s.problems()[0].to_string().c_str());
+    std::abort();
+  }
+  return *s;
+}
+
+// Llama-3 405B pre-training: 16,384 H100s, 16M tokens per step = 2,048 sequences of 8,192
+// (Llama 3 Herd of Models, section 3.3.2).
+void BM_SearchLlama3_405B_16384_H100(benchmark::State& state) {
+  const Scenario s = load("llama3-405b", "H100-SXM", 16384, 2048);
+  SearchResult r;
+  for (auto _ : state) {
+    r = search_plans_analytical(s);
+    benchmark::DoNotOptimize(r);
+  }
+  state.counters["plans_evaluated"] = static_cast<double>(r.plans_evaluated);
+  state.counters["plans_in_space"] = static_cast<double>(r.plans_in_space);
+  state.counters["plans_fitting"] = static_cast<double>(r.plans_fitting);
+  state.counters["plans_per_s"] = benchmark::Counter(static_cast<double>(r.plans_evaluated) * static_cast<double>(state.iterations()),
+                                                     benchmark::Counter::kIsRate);
+  if (!r.ranked.empty())
+    std::fprintf(stderr, "llama3-405b on 16384 H100: %lld plans evaluated (%lld in the space, %lld fit); best %s at %.2f s\n",
+                 static_cast<long long>(r.plans_evaluated), static_cast<long long>(r.plans_in_space),
+                 static_cast<long long>(r.plans_fitting), describe(r.ranked[0].plan).c_str(), r.ranked[0].estimate.iteration_time_s);
+}
+BENCHMARK(BM_SearchLlama3_405B_16384_H100)->Unit(benchmark::kSecond)->Iterations(1);
+
+void lower_check_time(benchmark::State& state, const Scenario& s, const Plan& p) {
+  size_t tasks = 0;
+  double makespan = 0;
+  for (auto _ : state) {
+    auto g = lower_plan(s, p);
+    if (!g.ok()) {
+      state.SkipWithError(g.problems()[0].to_string().c_str());
+      return;
+    }
+    tasks = 0;
+    for (const RankProgram& r : g->ranks) tasks += r.tasks.size();
+    if (!check_graph(*g).empty()) {
+      state.SkipWithError("graph check failed");
+      return;
+    }
+    auto t = evaluate_graph_time(*g);
+    makespan = t.ok() ? t->makespan_s : -1;
+    benchmark::DoNotOptimize(makespan);
+  }
+  state.counters["tasks"] = static_cast<double>(tasks);
+  state.counters["tasks_per_rank"] = static_cast<double>(tasks) / static_cast<double>(p.world_size());
+  state.counters["graph_time_s"] = makespan;
+}
+
+// GPT-3 175B on 1,024 A100s with Megatron's layout (t 8, p 16, d 8; Narayanan et al. 2021,
+// Table 1) and 64 micro-batches per replica (a batch of 512), interleaved with 2 chunks.
+void BM_LowerGpt3_175B_1024(benchmark::State& state) {
+  const Scenario s = load("gpt3-175b", "A100-80GB", 1024, 512);
+  Plan p;
+  p.tp = 8;
+  p.pp = 16;
+  p.dp = 8;
+  p.schedule = Schedule::kInterleaved;
+  p.vpp = 2;
+  p.sequence_parallel = true;
+  p.recompute = Recompute::kSelective;
+  p.zero_stage = 1;
+  lower_check_time(state, s, p);
+}
+BENCHMARK(BM_LowerGpt3_175B_1024)->Unit(benchmark::kSecond)->Iterations(1);
+
+// Llama-3 405B's published layout: TP 8, PP 16, DP 128, 16 micro-batches per replica.
+void BM_LowerLlama3_405B_16384(benchmark::State& state) {
+  const Scenario s = load("llama3-405b", "H100-SXM", 16384, 2048);
+  Plan p;
+  p.tp = 8;
+  p.pp = 16;
+  p.dp = 128;
+  p.sequence_parallel = true;
+  p.zero_stage = 1;
+  lower_check_time(state, s, p);
+}
+BENCHMARK(BM_LowerLlama3_405B_16384)->Unit(benchmark::kSecond)->Iterations(1);
+
+}  // namespace
+}  // namespace monarch
+
+BENCHMARK_MAIN();

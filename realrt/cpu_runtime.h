@@ -1,0 +1,131 @@
+// The CPU runtime: trains the reference GPT over MPI following a plan — data parallel with ZeRO
+// 0-3, Megatron tensor parallel (+ sequence parallel), GPipe / 1F1B / interleaved 1F1B pipeline
+// parallel over point-to-point messages, recompute none / selective / full, gradient
+// accumulation over micro-batches — and measures it (per rank step and compute time, time and
+// bytes per collective kind and group, peak memory per category).
+//
+// Ranks are placed tp fastest, then dp, then pp (order tp-cp-ep-dp-pp with cp = ep = 1):
+//   rank = tp_rank + tp * (dp_rank + dp * pp_rank).
+// Stage s holds the model chunks v = 0 .. vpp-1, chunk v being virtual stage v * pp + s.
+//
+// ZeRO (per model chunk, the chunk's parameters being two flat segments: the tied token
+// embedding, and the rest, each split evenly over the data-parallel group):
+//   0  all-reduce of gradients after the last micro-batch; replicated Adam.
+//   1  reduce-scatter of gradients after the last micro-batch; Adam on this rank's shard
+//      (sharded optimizer states); all-gather of the updated parameters.
+//   2  as 1, but gradients are reduce-scattered after every micro-batch's backward pass and only
+//      the shard is kept (sharded gradients).
+//   3  as 2, and parameters are sharded too: all-gathered before every forward and backward pass
+//      of a chunk and dropped after it (FSDP with reshard after forward).
+// After the data-parallel reduction: with sequence parallelism, an all-reduce over the TP group
+// of the gradients of TP-replicated parameters (LayerNorms, row-parallel biases, positions);
+// with pp > 1, an all-reduce of the tied embedding's gradient between the first and last stage
+// (Megatron's embedding group; counted under group "pp").
+#pragma once
+
+#include <mpi.h>
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/plan_ir.h"
+#include "core/problem.h"
+#include "core/result.h"
+#include "core/scenario.h"
+#include "realrt/gpt.h"
+#include "realrt/memory.h"
+#include "realrt/reference.h"
+#include "realrt/schedule.h"
+#include "realrt/watchdog.h"
+
+namespace monarch::realrt {
+
+struct RuntimeConfig {
+  GptConfig model;
+  TrainSettings train;
+  Plan plan;
+};
+
+// Problems that make the plan impossible to run on this model (degrees that do not divide, ...),
+// naming the plan key.
+Problems check_runtime_config(const RuntimeConfig& cfg);
+
+// Coordinates of a rank in the plan.
+struct RankCoords {
+  int64_t tp = 0, dp = 0, pp = 0;
+};
+RankCoords rank_coords(const Plan& plan, int64_t rank);
+int64_t rank_of(const Plan& plan, const RankCoords& c);
+
+// Time and bytes of one kind of communication in one group, summed over the measured steps.
+// bytes follow NCCL's "size": the whole buffer of an all-reduce, the gathered output of an
+// all-gather, the input of a reduce-scatter, the message of a send.
+struct CommStat {
+  int64_t bytes = 0;
+  int64_t count = 0;
+  double time_s = 0;
+};
+
+// What one rank measured.
+struct RankReport {
+  int64_t rank = 0;
+  int64_t stage = 0;
+  std::vector<double> losses;          // mean training loss of each step run (same on every rank)
+  std::vector<double> step_times_s;    // wall time of each step
+  double compute_time_s = 0;           // forward, backward, optimizer; TP collectives excluded
+  std::map<std::pair<std::string, std::string>, CommStat> comm;  // (kind, group) -> totals
+  MemoryCounters memory;               // peaks since initialisation, bytes
+  int64_t steps = 0;                   // steps measured
+};
+
+class CpuRuntime {
+ public:
+  // Builds this rank's part of the model (deterministic initialisation from the seed). world
+  // must have plan.world_size() ranks. Collective: every rank must call it. wd (may be null)
+  // hears of every activity and wait, and must outlive the runtime.
+  // program (may be null): this rank's task list from the plan graph; the runtime then runs the
+  // forward and backward passes in the order of its compute tasks and checks that its
+  // point-to-point messages (peer, tag) are the ones the graph names.
+  static Expected<std::unique_ptr<CpuRuntime>> create(MPI_Comm world, const RuntimeConfig& cfg, Watchdog* wd = nullptr,
+                                                      const RankProgram* program = nullptr);
+  ~CpuRuntime();
+
+  // Runs optimizer steps [next_step(), last_step); returns the loss of each.
+  std::vector<double> train(int64_t last_step);
+  int64_t next_step() const { return step_; }
+
+  // Checkpoint of this rank's state (parameters, Adam moments, step) in dir/rank-R.bin.
+  // Collective. Returns problems naming the path on failure.
+  Problems save_checkpoint(const std::string& dir) const;
+  Problems load_checkpoint(const std::string& dir);
+
+  RankReport report() const;
+
+  // Test hooks: a fault injected on this rank at a given step ("crash" or "hang").
+  void inject_fault(const std::string& kind, int64_t step) { fault_kind_ = kind; fault_step_ = step; }
+
+ private:
+  struct Impl;
+  explicit CpuRuntime(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+  int64_t step_ = 0;
+  std::string fault_kind_;
+  int64_t fault_step_ = -1;
+};
+
+// The forward / backward order of a rank program: one PipeOp per (phase, chunk, micro-batch) of
+// its compute tasks, in task-list order (recompute tasks belong to the backward pass).
+std::vector<PipeOp> schedule_from_program(const RankProgram& program);
+
+// Gathers every rank's report on rank 0 and turns them into a BackendResult (backend
+// "real-cpu", measured, losses). Collective; the result is meaningful on rank 0 only.
+// per_rank (may be null) receives every rank's summary on rank 0.
+struct RankSummary;
+BackendResult gather_result(MPI_Comm world, const RuntimeConfig& cfg, const RankReport& mine,
+                            std::vector<RankSummary>* per_rank = nullptr);
+
+}  // namespace monarch::realrt

@@ -1,0 +1,154 @@
+// monarch-run: trains a plan for real on CPUs. Launch with mpirun, one process per rank:
+//   mpirun -np N monarch-run INPUT.json [--steps S] [--output result.json]
+//          [--checkpoint-every K --checkpoint-dir DIR] [--resume] [--watchdog-timeout SEC]
+// INPUT is a scenario with a fixed plan (see realrt/run_io.h). Exit status: 0 trained; 2 the
+// input or an option is invalid, or the plan needs another number of ranks (nothing trained,
+// reason on stderr); 3 the watchdog ended the run (a rank crashed or hung; the message names it);
+// 1 a checkpoint or the output could not be written.
+#include <mpi.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include "realrt/cpu_runtime.h"
+#include "realrt/run_io.h"
+#include "realrt/watchdog.h"
+
+extern "C" void openblas_set_num_threads(int);
+
+using namespace monarch;
+using namespace monarch::realrt;
+
+namespace {
+
+// Default seconds without progress before the watchdog ends the run: far above one step of the
+// models this runtime is for (a step of the CI model takes well under a second per rank).
+constexpr double kDefaultWatchdogTimeoutS = 120;
+
+int g_rank = 0;
+
+void report(const Problems& pr) {
+  if (g_rank != 0) return;
+  for (const auto& p : pr) std::fprintf(stderr, "monarch-run: error: %s\n", p.to_string().c_str());
+}
+
+int finish(int status) {
+  MPI_Finalize();
+  return status;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  int world = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  openblas_set_num_threads(1);  // one process per core; BLAS threads would oversubscribe
+
+  CLI::App app{"monarch-run: train a plan for real on CPUs (launch with mpirun -np N)"};
+  std::string input, output, ckpt_dir = "monarch-checkpoint", fault;
+  int64_t steps = 0, ckpt_every = 0, fault_rank = -1, fault_step = -1;
+  bool resume = false;
+  double watchdog_s = kDefaultWatchdogTimeoutS;
+  app.add_option("input", input, "scenario with a fixed plan (JSON)")->required();
+  app.add_option("--steps", steps, "optimizer steps to reach (default: training.steps)")->check(CLI::PositiveNumber);
+  app.add_option("--output", output, "write the measured result (JSON) here");
+  app.add_option("--checkpoint-every", ckpt_every, "save a checkpoint every K steps")->check(CLI::PositiveNumber);
+  app.add_option("--checkpoint-dir", ckpt_dir, "where checkpoints go (one file per rank)");
+  app.add_flag("--resume", resume, "continue from the checkpoint in --checkpoint-dir");
+  app.add_option("--watchdog-timeout", watchdog_s, "seconds without progress before every rank is ended")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--inject-fault", fault, "testing: crash | hang")->check(CLI::IsMember({"crash", "hang"}));
+  app.add_option("--fault-rank", fault_rank, "testing: the rank that fails");
+  app.add_option("--fault-step", fault_step, "testing: the step at which it fails");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    if (g_rank == 0) app.exit(e);
+    return finish(0);
+  } catch (const CLI::ParseError& e) {
+    if (g_rank == 0) std::fprintf(stderr, "monarch-run: error: %s\n", e.what());
+    return finish(2);
+  }
+
+  auto in = read_run_input(input, steps);
+  if (!in) {
+    report(in.problems());
+    return finish(2);
+  }
+  if (in->graph.world_size != world) {
+    report({{input, "the plan needs " + std::to_string(in->graph.world_size) + " ranks (tp x pp x dp x cp), mpirun started " +
+                        std::to_string(world)}});
+    return finish(2);
+  }
+  RuntimeConfig cfg{in->model, in->train, in->graph.plan};
+  if (Problems pr = check_runtime_config(cfg); !pr.empty()) {
+    report(pr);
+    return finish(2);
+  }
+
+  Watchdog::install_crash_handlers(g_rank);
+  auto wd = std::make_unique<Watchdog>(MPI_COMM_WORLD, watchdog_s);
+  // Everything that holds MPI objects lives inside train(), so it is gone before MPI_Finalize.
+  auto train = [&]() -> int {
+    auto rt = CpuRuntime::create(MPI_COMM_WORLD, cfg, wd.get(), &in->graph.ranks[static_cast<size_t>(g_rank)]);
+    if (!rt) {
+      report(rt.problems());
+      return 2;
+    }
+    CpuRuntime& run = **rt;
+    if (resume) {
+      if (Problems pr = run.load_checkpoint(ckpt_dir); !pr.empty()) {
+        report(pr);
+        return 2;
+      }
+    }
+    if (g_rank == fault_rank) run.inject_fault(fault, fault_step);
+    const int64_t first_step = run.next_step();
+    const int64_t last = cfg.train.steps;
+    const bool tty = isatty(2) && g_rank == 0;
+    int status = 0;
+    while (run.next_step() < last && status == 0) {
+      int64_t until = last;
+      if (ckpt_every > 0) until = std::min(last, (run.next_step() / ckpt_every + 1) * ckpt_every);
+      for (double loss : run.train(until))
+        if (tty) std::fprintf(stderr, "\rstep %lld/%lld loss %.4f", static_cast<long long>(run.next_step()),
+                              static_cast<long long>(last), loss);
+      if (ckpt_every > 0 && run.next_step() % ckpt_every == 0) {
+        if (Problems pr = run.save_checkpoint(ckpt_dir); !pr.empty()) {
+          report(pr);
+          status = 1;
+        }
+      }
+    }
+    if (tty) std::fprintf(stderr, "\n");
+    std::vector<RankSummary> ranks;
+    BackendResult res = gather_result(MPI_COMM_WORLD, cfg, run.report(), &ranks);
+    if (g_rank == 0) {
+      for (size_t i = 0; i < res.losses.size(); ++i)
+        std::printf("step %lld loss %.6f\n", static_cast<long long>(first_step + static_cast<int64_t>(i)), res.losses[i]);
+      std::printf("iteration %.4f s, %.0f tokens/s\n", res.iteration_time_s, res.tokens_per_s);
+      if (!output.empty()) {
+        const std::string tmp = output + ".tmp";
+        std::ofstream(tmp) << run_output_json(res, first_step, ranks).dump(1) << "\n";
+        std::error_code ec;
+        std::filesystem::rename(tmp, output, ec);
+        if (ec) {
+          std::fprintf(stderr, "monarch-run: error: --output: cannot write %s: %s\n", output.c_str(), ec.message().c_str());
+          status = 1;
+        }
+      }
+    }
+    MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    return status;
+  };
+  const int status = train();
+  wd.reset();
+  return finish(status);
+}

@@ -1,0 +1,91 @@
+#include "realrt/run_io.h"
+
+#include "core/result_io.h"
+#include "core/scenario_io.h"
+#include "strategies/lowering.h"
+
+namespace monarch::realrt {
+
+Expected<Plan> fixed_plan(const Scenario& s) {
+  const ParallelismConstraints& c = s.parallelism;
+  Plan p;
+  p.tp = c.tp.value_or(1);
+  p.pp = c.pp.value_or(1);
+  p.cp = c.cp.value_or(1);
+  p.ep = c.ep.value_or(1);
+  p.vpp = c.vpp.value_or(1);
+  const int64_t tpc = p.tp * p.pp * p.cp;
+  p.dp = c.dp && *c.dp > 0 ? *c.dp : (tpc > 0 ? s.cluster.num_gpus / tpc : 1);
+  p.schedule = c.schedule.value_or(p.vpp > 1 ? Schedule::kInterleaved : Schedule::kOneFOneB);
+  p.sequence_parallel = c.sequence_parallel.value_or(false);
+  p.recompute = c.recompute.value_or(Recompute::kNone);
+  p.zero_stage = c.zero_stage.value_or(0);
+  p.overlap_grad_reduce = c.overlap_grad_reduce.value_or(false);
+  p.overlap_param_gather = c.overlap_param_gather.value_or(false);
+  p.tp_comm_overlap = false;
+  if (!s.training.micro_batch_size || *s.training.micro_batch_size <= 0)
+    return Expected<Plan>::fail("/training/micro_batch_size", "missing: the real runtime runs a fixed plan and needs it");
+  p.micro_batch_size = *s.training.micro_batch_size;
+  if (p.world_size() != s.cluster.num_gpus)
+    return Expected<Plan>::fail("/parallelism", "tp x pp x dp x cp = " + std::to_string(p.world_size()) +
+                                                    ", expected cluster.num_gpus (" + std::to_string(s.cluster.num_gpus) + ")");
+  return p;
+}
+
+Expected<RunInput> run_input_from(const Scenario& s, const Plan& plan) {
+  auto model = gpt_config_from(s.model);
+  if (!model) return model.problems();
+  RunInput in;
+  in.scenario = s;
+  in.model = *model;
+  in.train.global_batch_size = s.training.global_batch_size;
+  in.train.micro_batch_size = plan.micro_batch_size;
+  in.train.seed = static_cast<uint64_t>(s.training.seed);
+  in.train.steps = s.training.steps;
+  if (s.training.optimizer != Optimizer::kAdam)
+    return Expected<RunInput>::fail("/training/optimizer", "the real runtime trains with adam");
+  // The graph gives the runtime its order of passes and point-to-point messages; durations and
+  // byte counts are not needed to run it.
+  auto g = lower_plan(s, plan, LoweringCosts{});
+  if (!g) return g.problems();
+  in.graph = std::move(*g);
+  return in;
+}
+
+Expected<RunInput> read_run_input(const std::string& path, int64_t steps) {
+  auto s = read_scenario_file(path);
+  if (!s) return s.problems();
+  if (steps > 0) s->training.steps = steps;
+  auto plan = fixed_plan(*s);
+  if (!plan) return plan.problems();
+  return run_input_from(*s, *plan);
+}
+
+nlohmann::json run_output_json(const BackendResult& result, int64_t first_step, const std::vector<RankSummary>& ranks) {
+  nlohmann::json j;
+  j["format"] = kRunOutputFormat;
+  j["first_step"] = first_step;
+  j["result"] = result_to_json(result);
+  nlohmann::json rs = nlohmann::json::array();
+  for (const RankSummary& r : ranks) {
+    nlohmann::json e;
+    e["rank"] = r.rank;
+    e["stage"] = r.stage;
+    e["step_time_s"] = r.step_time_s;
+    e["compute_time_s"] = r.compute_time_s;
+    nlohmann::json comm = nlohmann::json::array();
+    for (const CommEntry& c : r.communication)
+      comm.push_back({{"kind", c.kind}, {"group", c.group}, {"bytes", c.bytes}, {"count", c.count}, {"time_s", c.time_s}});
+    e["communication"] = comm;
+    nlohmann::json mem;
+    for (size_t i = 0; i < r.peak_bytes.size(); ++i)
+      mem[std::string(to_string(static_cast<MemCategory>(i))) + "_bytes"] = r.peak_bytes[i];
+    mem["total_bytes"] = r.peak_total_bytes;
+    e["peak_memory"] = mem;
+    rs.push_back(e);
+  }
+  j["ranks"] = rs;
+  return j;
+}
+
+}  // namespace monarch::realrt

@@ -1,0 +1,171 @@
+#include "strategies/plan_costs.h"
+
+#include <algorithm>
+
+#include "core/cost_model.h"
+#include "core/model_math.h"
+#include "core/placement.h"
+
+namespace monarch {
+
+namespace {
+
+// Bytes per parameter of the data-parallel gradient reduction: Megatron-LM reduces the fp32
+// main_grad buffers (accumulate_allreduce_grads_in_fp32, the default with bf16/fp16), so
+// 4 bytes. The same figure as the cost model's kGradReduceBytes (core/cost_model.cc); keep
+// them equal.
+constexpr double kGradReduceBytesPerParam = 4.0;
+
+DType dtype_of(Precision p) {
+  switch (p) {
+    case Precision::kFp32: return DType::kFp32;
+    case Precision::kFp16: return DType::kFp16;
+    case Precision::kFp8:
+    case Precision::kBf16: return DType::kBf16;
+  }
+  return DType::kBf16;
+}
+
+}  // namespace
+
+LoweringCosts lowering_costs(const Scenario& sc, const Plan& p) {
+  LoweringCosts c;
+  const ModelShape m = model_shape(sc.model);
+  const LayerCosts L = layer_costs(sc, p);
+  const ClusterConfig& cl = sc.cluster;
+  const int64_t gpn = cl.gpus_per_node;
+  const DType dt = dtype_of(sc.training.precision);
+  const double e = bytes_per_element(sc.training.precision);
+
+  c.layer_fwd = {L.forward_flops, L.forward_mem_bytes, L.forward_s};
+  c.layer_bwd = {L.backward_flops, L.backward_mem_bytes, L.backward_s};
+  c.layer_recompute = {L.recompute_flops, L.recompute_mem_bytes, L.recompute_s};
+
+  // TP and EP collectives; they sit between the layer's GEMMs, so the compute waits for them,
+  // except what overlaps by construction: with sequence parallelism the backward all-gathers
+  // the saved input again for the weight gradient while the input gradient GEMM runs
+  // (Megatron LinearWithGradAccumulationAndAsyncCommunication), and with tp_comm_overlap
+  // every TP collective is pipelined with its GEMM.
+  for (const LayerCosts::Collective& col : L.collectives) {
+    const bool overlap_all = p.tp_comm_overlap && col.group == GroupKind::kTp;
+    auto op = [&](int32_t count, bool blocking) {
+      return CommOp{col.group, col.kind, col.bytes, count, col.time_s, dt, blocking && !overlap_all};
+    };
+    if (col.forward_count > 0) c.layer_fwd_comm.push_back(op(col.forward_count, true));
+    if (col.recompute_count > 0) c.layer_recompute_comm.push_back(op(col.recompute_count, true));
+    if (col.backward_count > 0) {
+      int32_t hidden = 0;
+      if (p.sequence_parallel && col.group == GroupKind::kTp && col.kind == CollectiveKind::kAllGather)
+        hidden = std::max(0, col.backward_count - col.forward_count);
+      if (col.backward_count > hidden) c.layer_bwd_comm.push_back(op(col.backward_count - hidden, true));
+      if (hidden > 0) c.layer_bwd_comm.push_back(op(hidden, false));
+    }
+  }
+  // Context parallelism: the ring exchange of K and V runs beside the attention steps; in the
+  // graph it is one all-gather of the K/V shards per layer (the ring's total), and in the
+  // backward the same again plus the reduce-scatter of dK/dV.
+  if (p.cp > 1 && L.cp_send_bytes_forward > 0) {
+    const int64_t shard = L.cp_send_bytes_forward / (p.cp - 1);
+    const int64_t bytes = shard * p.cp;
+    c.layer_fwd_comm.push_back({GroupKind::kCp, CollectiveKind::kAllGather, bytes, 1, L.cp_time_forward_s, dt, false});
+    if (p.recompute == Recompute::kFull) c.layer_recompute_comm.push_back(c.layer_fwd_comm.back());
+    c.layer_bwd_comm.push_back({GroupKind::kCp, CollectiveKind::kAllGather, bytes, 1, L.cp_time_backward_s / 2, dt, false});
+    c.layer_bwd_comm.push_back({GroupKind::kCp, CollectiveKind::kReduceScatter, bytes, 1, L.cp_time_backward_s / 2, dt, false});
+  }
+
+  c.embedding_fwd = {0, L.embedding_forward_mem_bytes, L.embedding_forward_s};
+  c.embedding_bwd = {0, L.embedding_backward_mem_bytes, L.embedding_backward_s};
+  c.output_fwd = {L.output_forward_flops, L.output_forward_mem_bytes, L.output_forward_s};
+  c.output_bwd = {L.output_backward_flops, L.output_backward_mem_bytes, L.output_backward_s};
+  c.pp_activation_bytes = L.pp_message_bytes;
+  c.pp_p2p_time_s = L.pp_message_s;
+
+  // Parameters a rank holds: per layer, and what the first / last stage add.
+  const StageParameters none = stage_parameters(m, p, std::min<int64_t>(1, p.pp - 1), 0);
+  const StageParameters one = stage_parameters(m, p, std::min<int64_t>(1, p.pp - 1), 1);
+  const double layer_dense = one.dense - none.dense, layer_expert = one.expert - none.expert;
+  const double first_extra = stage_parameters(m, p, 0, 0).dense;
+  const double last_extra = p.pp > 1 ? stage_parameters(m, p, p.pp - 1, 0).dense : 0.0;
+
+  const int64_t dense_group = p.dp * p.cp;
+  const int64_t expert_group = dense_group / std::max<int64_t>(p.ep, 1);
+  const GroupKind dense_kind = p.cp > 1 ? GroupKind::kDpCp : GroupKind::kDp;
+  const GroupSpan dense_span = group_span(dense_kind, p, gpn);
+  const GroupSpan expert_span = group_span(GroupKind::kExpertDp, p, gpn);
+  auto comm = [&](GroupKind g, const GroupSpan& span, CollectiveKind kind, double bytes) {
+    const auto b = static_cast<int64_t>(bytes);
+    return CommOp{g, kind, b, 1, collective_time_s(kind, b, span, cl), kind == CollectiveKind::kAllGather ? dt : DType::kFp32, true};
+  };
+  const CollectiveKind reduce = p.zero_stage == 0 ? CollectiveKind::kAllReduce : CollectiveKind::kReduceScatter;
+  auto add_dp = [&](std::vector<CommOp>& grads, std::vector<CommOp>& gathers, double dense, double expert) {
+    if (dense_group > 1 && dense > 0) {
+      grads.push_back(comm(dense_kind, dense_span, reduce, kGradReduceBytesPerParam * dense));
+      if (p.zero_stage >= 1) gathers.push_back(comm(dense_kind, dense_span, CollectiveKind::kAllGather, e * dense));
+    }
+    if (expert_group > 1 && expert > 0) {
+      grads.push_back(comm(GroupKind::kExpertDp, expert_span, reduce, kGradReduceBytesPerParam * expert));
+      if (p.zero_stage >= 1) gathers.push_back(comm(GroupKind::kExpertDp, expert_span, CollectiveKind::kAllGather, e * expert));
+    }
+  };
+  add_dp(c.layer_grad_reduce, c.layer_param_gather, layer_dense, layer_expert);
+  add_dp(c.embedding_grad_reduce, c.embedding_param_gather, first_extra, 0);
+  add_dp(c.output_grad_reduce, c.output_param_gather, last_extra, 0);
+
+  // Model states per rank after ZeRO sharding (the cost model's stage_memory rules).
+  const StateBytesPerParameter sb = state_bytes_per_parameter(sc.training.precision, sc.training.optimizer);
+  auto states = [&](double dense, double expert) {
+    auto sharded = [&](double bytes_per_param, bool shard) {
+      return bytes_per_param * (shard ? dense / static_cast<double>(dense_group) + expert / static_cast<double>(expert_group)
+                                      : dense + expert);
+    };
+    return MemoryBytes{sharded(sb.weights, p.zero_stage >= 3), sharded(sb.gradients, p.zero_stage >= 2),
+                       sharded(sb.optimizer, p.zero_stage >= 1)};
+  };
+  c.layer_memory = states(layer_dense, layer_expert);
+  c.embedding_memory = states(first_extra, 0);
+  c.output_memory = states(last_extra, 0);
+  c.layer_gathered_param_bytes = sb.weights * (layer_dense + layer_expert);
+  c.layer_activation_bytes = layer_activation_bytes(m, p.micro_batch_size, p.tp, p.cp, p.sequence_parallel, p.recompute, e);
+  {
+    // Korthikanti et al. 2022 section 4.3, as in stage_memory: final norm and output
+    // projection inputs and the fp32 logits, per micro-batch on the last stage.
+    const double t = static_cast<double>(p.tp);
+    const double T = static_cast<double>(m.seq) / static_cast<double>(p.cp) * static_cast<double>(p.micro_batch_size);
+    const double sp_div = p.sequence_parallel ? t : 1.0;
+    c.output_activation_bytes = 2.0 * e * T * static_cast<double>(m.hidden) / sp_div + 4.0 * T * static_cast<double>(m.vocab) / t;
+    if (m.dropout) c.embedding_activation_bytes = T * static_cast<double>(m.hidden) / sp_div;
+  }
+
+  // Optimizer step of each stage's rank.
+  const std::vector<int64_t> layers = stage_layers(m, p);
+  c.optimizer_per_stage.resize(static_cast<size_t>(p.pp));
+  for (int64_t s = 0; s < p.pp; ++s) {
+    const StageParameters sp = stage_parameters(m, p, s, layers[static_cast<size_t>(s)]);
+    const double shards_dense = p.zero_stage >= 1 ? static_cast<double>(dense_group) : 1.0;
+    const double shards_expert = p.zero_stage >= 1 ? static_cast<double>(expert_group) : 1.0;
+    const double opt_params = sp.dense / shards_dense + sp.expert / shards_expert;
+    const double grad_params = p.zero_stage >= 2 ? opt_params : sp.total();
+    c.optimizer_per_stage[static_cast<size_t>(s)] = {0, 0, optimizer_step_time_s(sc, opt_params, grad_params)};
+  }
+  return c;
+}
+
+Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan) {
+  Plan p = plan;
+  if (p.layers_per_stage.empty() && p.pp >= 1) p.layers_per_stage = stage_layers(model_shape(sc.model), p);
+  return lower_plan(sc, p, lowering_costs(sc, p));
+}
+
+PlanEvaluator analytical_evaluator() {
+  return [](const Scenario& sc, const Plan& p) {
+    QuickEstimate q = quick_estimate(sc, p);
+    return PlanEstimate{q.iteration_time_s, q.peak_memory_gib, q.fits, std::move(q.reject_reason)};
+  };
+}
+
+SearchResult search_plans_analytical(const Scenario& sc, SearchOptions options) {
+  if (!options.evaluate) options.evaluate = analytical_evaluator();
+  return search_plans(sc, options);
+}
+
+}  // namespace monarch
