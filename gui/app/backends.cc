@@ -6,6 +6,10 @@
 #include "core/scenario_io.h"
 #include "results/store.h"
 #include "strategies/search.h"
+#if defined(MONARCH_GUI_WITH_SIMGRID)
+#include "sim/simgrid_backend.h"
+#include "strategies/plan_costs.h"
+#endif
 
 namespace monarch::gui {
 
@@ -64,11 +68,31 @@ Expected<BackendResult> estimate(const Scenario& scenario, const Plan& plan) {
   return estimate_plan(*checked, plan);
 }
 
+#if defined(MONARCH_GUI_WITH_SIMGRID)
+
+bool simgrid_built() { return true; }
+
+Expected<BackendResult> simulate_simgrid(const Scenario& scenario, const Plan& plan, JobControl& job) {
+  job.fraction = -1;  // SimGrid reports no progress: a busy indicator
+  Expected<PlanGraph> graph = lower_plan(scenario, plan);
+  if (!graph.ok()) return graph.problems();
+  if (job.cancel) return Expected<BackendResult>::fail("", "simulation cancelled");
+  SimgridOptions options;
+  options.record_timeline = true;
+  Expected<BackendResult> result = run_simgrid(scenario, *graph, options);
+  job.fraction = 1;
+  return result;
+}
+
+#else
+
 bool simgrid_built() { return false; }
 
 Expected<BackendResult> simulate_simgrid(const Scenario&, const Plan&, JobControl&) {
-  return Expected<BackendResult>::fail("", "this build has no SimGrid backend");
+  return Expected<BackendResult>::fail("", "this build has no SimGrid backend (configure with MONARCH_WITH_SIMGRID=ON)");
 }
+
+#endif
 
 // Newest runs listed in the Compare view; older ones stay in the store (monarch-sim runs list).
 constexpr size_t kMaxStoreRunsListed = 500;

@@ -176,7 +176,12 @@ void ScenarioEditor::build_forms() {
       // Column 0: scenario, model, cluster; column 1: training, parallelism, search.
       const bool right = fd.section == QLatin1String("Training") || fd.section == QLatin1String("Parallelism") ||
                          fd.section == QLatin1String("Search");
-      grid->addWidget(box, right ? box_index - 3 : box_index, right ? 1 : 0);
+      if (fd.section == QLatin1String("Scenario")) {
+        grid->addWidget(box, 0, 0, 1, 2);  // the name spans both columns
+      } else {
+        grid->addWidget(box, 1 + (right ? box_index - 3 : box_index - 1), right ? 1 : 0,
+                        Qt::AlignTop);
+      }
       ++box_index;
     }
     auto* cell = new QWidget(box);
@@ -220,7 +225,7 @@ void ScenarioEditor::build_forms() {
   outer->addWidget(split, 1);
   outer->addWidget(new QLabel(QStringLiteral("Problems (the same messages as monarch-sim):"), this));
   problem_list_ = new QListWidget(this);
-  problem_list_->setMaximumHeight(110);
+  problem_list_->setMaximumHeight(80);
   outer->addWidget(problem_list_);
   connect(problem_list_, &QListWidget::itemActivated, this, [this](QListWidgetItem* item) {
     if (Field* fd = field_for(item->data(Qt::UserRole).toString().toStdString())) fd->widget->setFocus();
@@ -339,7 +344,29 @@ void ScenarioEditor::validate_now() {
     problems_ = {Problem{"", std::string("internal error while validating: ") + e.what()}};
   }
   show_problems();
+  show_resolved();
   emit validated(scenario_.has_value());
+}
+
+void ScenarioEditor::show_resolved() {
+  // Empty fields show what the scenario resolves them to (presets, defaults), or their hint.
+  json resolved;
+  if (scenario_) {
+    try {
+      resolved = scenario_to_json(*scenario_);
+    } catch (const std::exception&) {
+      resolved = json();
+    }
+  }
+  for (Field& fd : fields_) {
+    auto* e = qobject_cast<QLineEdit*>(fd.widget);
+    if (!e) continue;
+    QString hint = fd.tip;
+    const json::json_pointer ptr(fd.paths.front());
+    if (resolved.is_object() && resolved.contains(ptr) && !resolved.at(ptr).is_null() && !resolved.at(ptr).is_object())
+      hint = QStringLiteral("%1 (resolved)").arg(json_to_text(resolved.at(ptr)));
+    e->setPlaceholderText(hint);
+  }
 }
 
 void ScenarioEditor::show_problems() {

@@ -75,6 +75,7 @@ class ScenarioEditor : public QWidget {
   void refresh_widgets();
   void field_edited(Field& f);
   void show_problems();
+  void show_resolved();
   Field* field_for(const std::string& path);
   const Field* field_for(const std::string& path) const;
   void set_modified(bool m);

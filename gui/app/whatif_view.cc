@@ -93,7 +93,7 @@ void WhatIfView::set_baseline(const Scenario& scenario, const BackendResult& bas
     mbs_->setValue(static_cast<int>(baseline.plan.micro_batch_size));
   }
   setEnabled(true);
-  recompute();
+  recompute(/*announce=*/false);
 }
 
 void WhatIfView::set_inter_node_bandwidth_GBps(double v) {
@@ -140,7 +140,7 @@ void WhatIfView::set_micro_batch_size(int64_t n) {
   recompute();
 }
 
-void WhatIfView::recompute() {
+void WhatIfView::recompute(bool announce) {
   if (!scenario_) return;
   QElapsedTimer timer;
   timer.start();
@@ -170,7 +170,7 @@ void WhatIfView::recompute() {
                        .arg(result_->memory.peak_gib, 0, 'f', 1)
                        .arg(result_->memory.fits ? QString() : QStringLiteral(" — does NOT fit"))
                        .arg(last_eval_ms_, 0, 'f', 2));
-  emit result_changed(*result_);
+  if (announce) emit result_changed(*result_);
 }
 
 }  // namespace monarch::gui

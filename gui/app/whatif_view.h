@@ -35,6 +35,7 @@ class WhatIfView : public QWidget {
   void set_num_gpus(int64_t n);
   void set_micro_batch_size(int64_t n);
 
+  // Emitted when a knob changes the answer (not when a new baseline is set).
   // The last successful what-if result, and the problems of the last attempt (empty when ok).
   const std::optional<BackendResult>& result() const { return result_; }
   const Problems& problems() const { return problems_; }
@@ -45,7 +46,8 @@ class WhatIfView : public QWidget {
   void result_changed(const monarch::BackendResult& result);
 
  private:
-  void recompute();
+  // Runs the estimator on the what-if inputs; emits result_changed when `announce`.
+  void recompute(bool announce = true);
 
   Estimator estimator_;
   std::optional<Scenario> scenario_;  // baseline scenario

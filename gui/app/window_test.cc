@@ -11,6 +11,7 @@
 #include <QFile>
 #include <QImage>
 #include <QProcess>
+#include <QTableView>
 #include <QTemporaryDir>
 #include <unordered_map>
 
