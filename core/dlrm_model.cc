@@ -13,10 +13,10 @@
 namespace monarch {
 
 // FBGEMM's table-batched embedding (TBE) kernels gather 128-d rows (256-512 B) at random
-// addresses; such gathers sustain well below a streaming copy. Mudigere et al., "Software-
-// Hardware Co-design for Fast and Scalable Training of Deep Learning Recommendation Models"
-// (ISCA 2022, section 5) report TBE forward/backward at roughly half of peak HBM bandwidth on
-// V100/A100. Estimate, not calibrated per GPU kind yet (monarch-calibrate has no TBE probe).
+// addresses and are HBM-bandwidth bound (Mudigere et al., "Software-Hardware Co-design for
+// Fast and Scalable Training of Deep Learning Recommendation Models", ISCA 2022); random
+// row gathers sustain well below a streaming copy. 0.5 of peak is an ESTIMATE, not a fit and
+// not yet measured: monarch-calibrate has no TBE probe, so it is the same for every GPU kind.
 const double kEmbeddingGatherEfficiency = 0.5;
 // TorchRec KeyedJaggedTensor values are int64 ids (torchrec/sparse/jagged_tensor.py).
 const int64_t kSparseIdBytes = 8;
@@ -67,16 +67,25 @@ std::string describe(const DlrmShardingPlan& plan) {
   for (size_t i = 0; i < plan.tables.size(); ++i) {
     const TablePlacement& p = plan.tables[i];
     if (!s.empty()) s += ' ';
-    s += 't' + std::to_string(i) + ':';
+    s += 't';
+    s += std::to_string(i);
+    s += ':';
     switch (p.kind) {
       case TableSharding::kDataParallel: s += "dp"; break;
       case TableSharding::kRowWise: s += "rw"; break;
-      case TableSharding::kTableWise: s += "tw@" + std::to_string(p.ranks.empty() ? -1 : p.ranks[0]); break;
-      case TableSharding::kColumnWise: {
-        s += "cw" + std::to_string(p.ranks.size()) + '@';
-        for (size_t j = 0; j < p.ranks.size(); ++j) s += (j ? "," : "") + std::to_string(p.ranks[j]);
+      case TableSharding::kTableWise:
+        s += "tw@";
+        s += std::to_string(p.ranks.empty() ? -1 : p.ranks[0]);
         break;
-      }
+      case TableSharding::kColumnWise:
+        s += "cw";
+        s += std::to_string(p.ranks.size());
+        s += '@';
+        for (size_t j = 0; j < p.ranks.size(); ++j) {
+          if (j) s += ',';
+          s += std::to_string(p.ranks[j]);
+        }
+        break;
     }
   }
   return s;
@@ -123,7 +132,6 @@ std::string check_dlrm_plan(const Scenario& sc, const DlrmShardingPlan& plan) {
       case TableSharding::kDataParallel:
       case TableSharding::kRowWise:
         if (!p.ranks.empty()) return where + "data-parallel and row-wise tables use every GPU, ranks must be empty";
-        if (p.kind == TableSharding::kRowWise && tables[i].rows < n) return where + "fewer rows than GPUs for row-wise";
         break;
       case TableSharding::kTableWise:
         if (p.ranks.size() != 1) return where + "table-wise needs exactly one rank";

@@ -7,8 +7,9 @@
 //   table-wise     one GPU holds the whole table and looks it up for the global batch.
 //   column-wise    the dim columns are split into `ranks.size()` equal shards, each placed
 //                  table-wise on its own GPU.
-//   row-wise       the rows are split evenly over all GPUs; each GPU looks up the ids that fall
-//                  in its rows for the global batch.
+//   row-wise       the rows are split over all GPUs, ceil(rows / GPUs) each (the last shards may
+//                  be short or empty); each GPU looks up the ids that fall in its rows for the
+//                  global batch.
 //
 // Per iteration (B = global batch, b = B / N per GPU, N = GPUs):
 //   input dist     all-to-all of the sparse ids (int64) to the GPUs that own the rows

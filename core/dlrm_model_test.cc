@@ -98,6 +98,7 @@ TEST(DlrmModel, CheckRejectsMalformedPlans) {
   EXPECT_NE(check_dlrm_plan(s, plan_of({{TableSharding::kColumnWise, {0, 0}}, {TableSharding::kDataParallel, {}}})), "");
   EXPECT_NE(check_dlrm_plan(s, plan_of({{TableSharding::kDataParallel, {}}})), "");
   EXPECT_EQ(check_dlrm_plan(s, plan_of({{TableSharding::kColumnWise, {0, 3}}, {TableSharding::kRowWise, {}}})), "");
+  EXPECT_NE(check_dlrm_plan(s, plan_of({{TableSharding::kColumnWise, {0, 1, 2}}, {TableSharding::kRowWise, {}}})), "");  // 64 % 3
 }
 
 TEST(DlrmModel, ResultHasAllToAllsAllReduceAndBusiestGpuMemory) {

@@ -119,7 +119,7 @@ struct Planner {
     std::vector<TablePlacement> out;
     const bool all = policy == "greedy";
     if (all || policy == "all-data-parallel") out.push_back({TableSharding::kDataParallel, {}});
-    if ((all || policy == "all-row-wise") && t.rows >= n && n > 1) out.push_back({TableSharding::kRowWise, {}});
+    if ((all || policy == "all-row-wise") && n > 1) out.push_back({TableSharding::kRowWise, {}});
     const std::vector<int32_t> order = least_loaded(s);
     if (all || policy == "all-table-wise") {
       // The least-loaded GPU, and the one with the most free memory (they may differ).
@@ -176,11 +176,14 @@ struct Planner {
       if (!best) {
         const EmbeddingTable& t = tables[i];
         why = "table " + t.name + " (" + std::to_string(t.rows) + " rows x " + std::to_string(t.dim) + ", " +
-              gib(size_of(i)) + " with optimizer state) does not fit: ";
+              gib(size_of(i)) + " with optimizer state) ";
         if (least_mem < 0) {
-          why += "no " + policy + " placement applies to it";
+          why += policy == "all-column-wise"
+                     ? "cannot be split column-wise (dim " + std::to_string(t.dim) + " over 2+ GPUs into shards of at least " +
+                           std::to_string(kMinColumnShardDim) + ")"
+                     : "has no " + policy + " placement on " + std::to_string(n) + " GPU(s)";
         } else {
-          why += "placed " + policy + ", the busiest GPU would need " + gib(least_mem + dense_mem_bytes) +
+          why += "does not fit: placed " + policy + ", the busiest GPU would need " + gib(least_mem + dense_mem_bytes) +
                  " (dense part " + gib(dense_mem_bytes) + ") of " + gib(capacity_bytes) + " usable";
         }
         return std::nullopt;
