@@ -85,5 +85,41 @@ TEST(Scenarios, SmallGptIsSmallEnoughForTheCpuRuntime) {
   EXPECT_EQ(*s.parallelism.tp * *s.parallelism.pp * *s.parallelism.dp, 8);
 }
 
+TEST(Scenarios, DlrmDcnV2ShapedLikeMlperf) {
+  for (const char* f : {"dlrm-dcnv2-8-h100.json", "dlrm-dcnv2-64-h100.json"}) {
+    Scenario s = load(f);
+    EXPECT_EQ(s.model.architecture, Architecture::kDlrm) << f;
+    ASSERT_EQ(s.model.dlrm.tables.size(), 26u) << f;
+    int64_t rows = 0;
+    for (const auto& t : s.model.dlrm.tables) {
+      rows += t.rows;
+      EXPECT_EQ(t.dim, 128);
+      EXPECT_LE(t.rows, 40'000'000);  // MLPerf caps the Criteo tables at 40M rows
+    }
+    EXPECT_EQ(rows, 204'184'588) << f;
+    EXPECT_EQ(s.model.dlrm.interaction, "dcn");
+    EXPECT_EQ(s.model.dlrm.dcn_layers, 3);
+    EXPECT_EQ(s.model.dlrm.dcn_rank, 512);
+    EXPECT_EQ(s.model.dlrm.bottom_mlp, (std::vector<int64_t>{512, 256, 128}));
+    EXPECT_EQ(s.model.dlrm.top_mlp, (std::vector<int64_t>{1024, 1024, 512, 256, 1}));
+    EXPECT_EQ(s.training.global_batch_size, 65536);
+  }
+  EXPECT_EQ(load("dlrm-dcnv2-8-h100.json").cluster.num_gpus, 8);
+  EXPECT_EQ(load("dlrm-dcnv2-64-h100.json").cluster.num_gpus, 64);
+}
+
+TEST(Scenarios, Mixtral8x7bOn64H100) {
+  Scenario s = load("mixtral-8x7b-64-h100.json");
+  EXPECT_EQ(s.cluster.num_gpus, 64);
+  EXPECT_EQ(s.model.num_experts, 8);
+  EXPECT_EQ(s.model.moe_top_k, 2);
+  EXPECT_EQ(s.model.moe_ffn_hidden_size, 14336);
+  EXPECT_EQ(s.model.num_layers, 32);
+  EXPECT_EQ(s.model.hidden_size, 4096);
+  EXPECT_EQ(s.model.num_kv_heads, 8);
+  EXPECT_EQ(s.model.vocab_size, 32000);
+  EXPECT_EQ(s.model.seq_length, 4096);
+}
+
 }  // namespace
 }  // namespace monarch

@@ -1,0 +1,357 @@
+#include "core/dlrm_model.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <cstdio>
+#include <set>
+
+#include "core/cost_model.h"
+#include "core/model_math.h"
+#include "core/placement.h"
+
+namespace monarch {
+
+// FBGEMM's table-batched embedding (TBE) kernels gather 128-d rows (256-512 B) at random
+// addresses and are HBM-bandwidth bound (Mudigere et al., "Software-Hardware Co-design for
+// Fast and Scalable Training of Deep Learning Recommendation Models", ISCA 2022); random
+// row gathers sustain well below a streaming copy. 0.5 of peak is an ESTIMATE, not a fit and
+// not yet measured: monarch-calibrate has no TBE probe, so it is the same for every GPU kind.
+const double kEmbeddingGatherEfficiency = 0.5;
+// TorchRec KeyedJaggedTensor values are int64 ids (torchrec/sparse/jagged_tensor.py).
+const int64_t kSparseIdBytes = 8;
+
+namespace {
+
+constexpr double kBytesPerGib = 1024.0 * 1024.0 * 1024.0;
+// Row-wise Adagrad keeps one fp32 accumulator per row (FBGEMM EXACT_ROWWISE_ADAGRAD).
+constexpr double kRowwiseAdagradStateBytesPerRow = 4.0;
+// Adam keeps fp32 first and second moments per element (FBGEMM ADAM).
+constexpr double kAdamStateBytesPerElement = 8.0;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+struct Linear {
+  int64_t in = 0, out = 0;
+};
+
+std::vector<Linear> mlp_layers(int64_t in, const std::vector<int64_t>& widths) {
+  std::vector<Linear> l;
+  for (int64_t w : widths) {
+    l.push_back({in, w});
+    in = w;
+  }
+  return l;
+}
+
+int64_t sum_dims(const DlrmConfig& d) {
+  int64_t s = 0;
+  for (const auto& t : d.tables) s += t.dim;
+  return s;
+}
+
+}  // namespace
+
+const char* to_string(TableSharding k) {
+  switch (k) {
+    case TableSharding::kDataParallel: return "data-parallel";
+    case TableSharding::kTableWise: return "table-wise";
+    case TableSharding::kColumnWise: return "column-wise";
+    case TableSharding::kRowWise: return "row-wise";
+  }
+  return "?";
+}
+
+std::string describe(const DlrmShardingPlan& plan) {
+  std::string s;
+  for (size_t i = 0; i < plan.tables.size(); ++i) {
+    const TablePlacement& p = plan.tables[i];
+    if (!s.empty()) s += ' ';
+    s += 't';
+    s += std::to_string(i);
+    s += ':';
+    switch (p.kind) {
+      case TableSharding::kDataParallel: s += "dp"; break;
+      case TableSharding::kRowWise: s += "rw"; break;
+      case TableSharding::kTableWise:
+        s += "tw@";
+        s += std::to_string(p.ranks.empty() ? -1 : p.ranks[0]);
+        break;
+      case TableSharding::kColumnWise:
+        s += "cw";
+        s += std::to_string(p.ranks.size());
+        s += '@';
+        for (size_t j = 0; j < p.ranks.size(); ++j) {
+          if (j) s += ',';
+          s += std::to_string(p.ranks[j]);
+        }
+        break;
+    }
+  }
+  return s;
+}
+
+DlrmDenseShape dlrm_dense_shape(const DlrmConfig& d) {
+  DlrmDenseShape s;
+  for (const Linear& l : mlp_layers(d.dense_features, d.bottom_mlp)) s.bottom_params += l.in * l.out + l.out;
+  const int64_t bottom_out = d.bottom_mlp.empty() ? d.dense_features : d.bottom_mlp.back();
+  if (d.interaction == "dcn") {
+    // DCN v2 low-rank cross layer (Wang et al. 2021; TorchRec LowRankCrossNet):
+    // x_{l+1} = x0 * (U_l (V_l^T x_l) + b_l) + x_l, U_l, V_l: D0 x rank, b_l: D0.
+    const int64_t d0 = bottom_out + sum_dims(d);
+    s.interaction_params = d.dcn_layers * (2 * d0 * d.dcn_rank + d0);
+    s.interaction_out = d0;
+  } else {
+    // Dot interaction (Naumov et al. 2019): the bottom output concatenated with the pairwise
+    // dot products of the F = tables + 1 vectors, without self-products.
+    const int64_t f = static_cast<int64_t>(d.tables.size()) + 1;
+    s.interaction_out = bottom_out + f * (f - 1) / 2;
+  }
+  for (const Linear& l : mlp_layers(s.interaction_out, d.top_mlp)) s.top_params += l.in * l.out + l.out;
+  return s;
+}
+
+double dlrm_embedding_bytes_per_element(const Scenario& sc) { return bytes_per_element(sc.training.precision); }
+
+double dlrm_optimizer_bytes_per_row(const Scenario& sc, int64_t dim) {
+  if (sc.model.dlrm.embedding_optimizer == "adam") return kAdamStateBytesPerElement * static_cast<double>(dim);
+  return kRowwiseAdagradStateBytesPerRow;
+}
+
+std::string check_dlrm_plan(const Scenario& sc, const DlrmShardingPlan& plan) {
+  const auto& tables = sc.model.dlrm.tables;
+  const int64_t n = sc.cluster.num_gpus;
+  if (plan.tables.size() != tables.size()) return "the plan places " + std::to_string(plan.tables.size()) +
+                                                   " tables, the model has " + std::to_string(tables.size());
+  for (size_t i = 0; i < tables.size(); ++i) {
+    const TablePlacement& p = plan.tables[i];
+    const std::string where = "table " + tables[i].name + ": ";
+    for (int32_t r : p.ranks)
+      if (r < 0 || r >= n) return where + "rank " + std::to_string(r) + " outside 0.." + std::to_string(n - 1);
+    switch (p.kind) {
+      case TableSharding::kDataParallel:
+      case TableSharding::kRowWise:
+        if (!p.ranks.empty()) return where + "data-parallel and row-wise tables use every GPU, ranks must be empty";
+        break;
+      case TableSharding::kTableWise:
+        if (p.ranks.size() != 1) return where + "table-wise needs exactly one rank";
+        break;
+      case TableSharding::kColumnWise: {
+        const int64_t k = static_cast<int64_t>(p.ranks.size());
+        if (k < 2) return where + "column-wise needs at least two ranks";
+        if (tables[i].dim % k != 0) return where + "dim not divisible by the column shards";
+        if (std::set<int32_t>(p.ranks.begin(), p.ranks.end()).size() != p.ranks.size())
+          return where + "column shards on the same GPU";
+        break;
+      }
+    }
+  }
+  return "";
+}
+
+std::vector<DlrmRankLoad> dlrm_rank_loads(const Scenario& sc, const DlrmShardingPlan& plan) {
+  assert(check_dlrm_plan(sc, plan).empty());
+  const int64_t n = std::max<int64_t>(1, sc.cluster.num_gpus);
+  const double e = dlrm_embedding_bytes_per_element(sc);
+  const int64_t B = sc.training.global_batch_size;
+  const double b = static_cast<double>(B) / static_cast<double>(n);
+  std::vector<DlrmRankLoad> loads(n);
+  const auto& tables = sc.model.dlrm.tables;
+  for (size_t i = 0; i < tables.size(); ++i) {
+    const EmbeddingTable& t = tables[i];
+    const TablePlacement& p = plan.tables[i];
+    const double p_f = t.pooling_factor;
+    const double rows = static_cast<double>(t.rows);
+    const double opt_row = dlrm_optimizer_bytes_per_row(sc, t.dim);
+    // Backward of `lookups` looked-up rows of width `dim`: read the pooled gradient once per
+    // lookup, read and write the row and its optimizer state (fused update, FBGEMM TBE).
+    auto backward_bytes = [&](double lookups, int64_t dim) {
+      return lookups * (3.0 * static_cast<double>(dim) * e + 2.0 * opt_row);
+    };
+    switch (p.kind) {
+      case TableSharding::kDataParallel:
+        for (DlrmRankLoad& l : loads) {
+          l.table_weight_bytes += rows * t.dim * e;
+          l.table_optimizer_bytes += rows * opt_row;
+          l.table_grad_bytes += rows * t.dim * e;
+          l.lookup_forward_bytes += b * p_f * t.dim * e + b * t.dim * e;
+          // Scatter the per-lookup gradients into the dense gradient, then a dense optimizer
+          // pass over the whole table (read grad, read/write weights and state).
+          l.lookup_backward_bytes += b * p_f * t.dim * e + rows * (3.0 * t.dim * e + 2.0 * opt_row);
+        }
+        break;
+      case TableSharding::kTableWise:
+      case TableSharding::kColumnWise: {
+        const int64_t k = static_cast<int64_t>(p.ranks.size());
+        const int64_t dim = t.dim / k;
+        for (int32_t r : p.ranks) {
+          DlrmRankLoad& l = loads[r];
+          l.table_weight_bytes += rows * dim * e;
+          l.table_optimizer_bytes += rows * dlrm_optimizer_bytes_per_row(sc, dim);
+          l.lookup_forward_bytes += B * p_f * dim * e + B * dim * e;
+          l.lookup_backward_bytes += B * p_f * (3.0 * dim * e + 2.0 * dlrm_optimizer_bytes_per_row(sc, dim)) + B * dim * e;
+          l.a2a_send_bytes += B * dim * static_cast<int64_t>(e);
+        }
+        for (DlrmRankLoad& l : loads) l.id_send_bytes += k * static_cast<int64_t>(std::llround(b * p_f)) * kSparseIdBytes;
+        break;
+      }
+      case TableSharding::kRowWise: {
+        const double shard_rows = static_cast<double>(ceil_div(t.rows, n));
+        for (DlrmRankLoad& l : loads) {
+          l.table_weight_bytes += shard_rows * t.dim * e;
+          l.table_optimizer_bytes += shard_rows * opt_row;
+          // Uniform ids: each GPU sees 1/n of the global batch's lookups.
+          const double lookups = B * p_f / static_cast<double>(n);
+          l.lookup_forward_bytes += lookups * t.dim * e + B * t.dim * e;
+          l.lookup_backward_bytes += backward_bytes(lookups, t.dim) + B * t.dim * e;
+          l.rw_reduce_scatter_bytes += B * t.dim * static_cast<int64_t>(e);
+          l.id_send_bytes += static_cast<int64_t>(std::llround(b * p_f)) * kSparseIdBytes;
+        }
+        break;
+      }
+    }
+  }
+  return loads;
+}
+
+BackendResult estimate_dlrm(const Scenario& sc, const DlrmShardingPlan& plan) {
+  const DlrmConfig& d = sc.model.dlrm;
+  const ClusterConfig& c = sc.cluster;
+  const GpuSpec& gpu = c.gpu;
+  const Precision prec = sc.training.precision;
+  const int64_t n = std::max<int64_t>(1, c.num_gpus);
+  const int64_t B = sc.training.global_batch_size;
+  const int64_t b = std::max<int64_t>(1, B / n);
+  const double e = bytes_per_element(prec);
+  const std::vector<DlrmRankLoad> loads = dlrm_rank_loads(sc, plan);
+  const DlrmDenseShape shape = dlrm_dense_shape(d);
+
+  BackendResult r;
+  r.backend = "analytical";
+  r.plan.dp = n;
+  r.plan.micro_batch_size = b;
+
+  // ---- dense compute on one GPU (b samples), roofline per GEMM.
+  double fwd_s = 0, bwd_s = 0, fwd_flops = 0, act_bytes = 0;
+  auto gemm = [&](int64_t m, int64_t k, int64_t nn) {
+    const double flops = 2.0 * m * k * nn;
+    const double mem = (static_cast<double>(k) * nn + static_cast<double>(m) * k + static_cast<double>(m) * nn) * e;
+    fwd_s += compute_time_s(gpu, prec, flops, mem, m, nn, k);
+    bwd_s += compute_time_s(gpu, prec, flops, mem, m, k, nn) + compute_time_s(gpu, prec, flops, mem, k, nn, m);
+    fwd_flops += flops;
+  };
+  for (const auto& layers : {mlp_layers(d.dense_features, d.bottom_mlp), mlp_layers(shape.interaction_out, d.top_mlp)})
+    for (const Linear& l : layers) {
+      gemm(b, l.in, l.out);
+      act_bytes += static_cast<double>(b) * (l.in + l.out) * e;
+    }
+  const int64_t bottom_out = d.bottom_mlp.empty() ? d.dense_features : d.bottom_mlp.back();
+  if (d.interaction == "dcn") {
+    const int64_t d0 = shape.interaction_out;
+    for (int64_t l = 0; l < d.dcn_layers; ++l) {
+      gemm(b, d0, d.dcn_rank);
+      gemm(b, d.dcn_rank, d0);
+      // x0 * (.) + b + x_l: elementwise, HBM bound.
+      const double ew = 4.0 * b * d0 * e;
+      fwd_s += compute_time_s(gpu, prec, 3.0 * b * d0, ew, 0, 0, 0);
+      bwd_s += 2.0 * compute_time_s(gpu, prec, 3.0 * b * d0, ew, 0, 0, 0);
+      act_bytes += static_cast<double>(b) * (2 * d0 + d.dcn_rank) * e;
+    }
+  } else {
+    const int64_t f = static_cast<int64_t>(d.tables.size()) + 1;
+    // Batched Z = X X^T over F vectors of width bottom_out (bmm of b matrices F x dim).
+    const double flops = 2.0 * b * f * f * bottom_out;
+    const double mem = (2.0 * b * f * bottom_out + static_cast<double>(b) * f * f) * e;
+    fwd_s += compute_time_s(gpu, prec, flops, mem, f, f, bottom_out);
+    bwd_s += 2.0 * compute_time_s(gpu, prec, flops, mem, f, bottom_out, f);
+    fwd_flops += flops;
+    act_bytes += static_cast<double>(b) * (f * bottom_out + f * f) * e;
+  }
+  const double dense_s = fwd_s + bwd_s;
+
+  // ---- busiest GPU: slowest lookups and largest send buffers (all-to-alls are synchronous).
+  const double gather_Bps = gpu.memory_bandwidth_GBps * 1e9 * kEmbeddingGatherEfficiency;
+  double lookup_s = 0;
+  int64_t a2a_max = 0, id_max = 0, rs_max = 0;
+  size_t busiest = 0;
+  double busiest_bytes = -1;
+  for (size_t i = 0; i < loads.size(); ++i) {
+    const DlrmRankLoad& l = loads[i];
+    lookup_s = std::max(lookup_s, (l.lookup_forward_bytes + l.lookup_backward_bytes) / gather_Bps);
+    a2a_max = std::max(a2a_max, l.a2a_send_bytes);
+    id_max = std::max(id_max, l.id_send_bytes);
+    rs_max = std::max(rs_max, l.rw_reduce_scatter_bytes);
+    const double mem = l.table_weight_bytes + l.table_optimizer_bytes + l.table_grad_bytes + l.a2a_send_bytes;
+    if (mem > busiest_bytes) {
+      busiest_bytes = mem;
+      busiest = i;
+    }
+  }
+  const GroupSpan world = strided_span(0, n, 1, c.gpus_per_node > 0 ? c.gpus_per_node : n);
+  const double a2a_s = collective_time_s(CollectiveKind::kAllToAll, a2a_max, world, c);
+  const double id_s = collective_time_s(CollectiveKind::kAllToAll, id_max, world, c);
+  const double rs_s = collective_time_s(CollectiveKind::kReduceScatter, rs_max, world, c);
+  const double ag_s = collective_time_s(CollectiveKind::kAllGather, rs_max, world, c);
+
+  // ---- data-parallel gradients: dense MLPs (fp32 main grads when mixed, as model_math) and
+  // the data-parallel tables' dense gradients.
+  const StateBytesPerParameter st = state_bytes_per_parameter(prec, sc.training.optimizer);
+  const double dense_params = static_cast<double>(shape.dense_params());
+  const int64_t dp_grad_bytes =
+      static_cast<int64_t>(dense_params * st.gradients + loads[busiest].table_grad_bytes);
+  const double ar_s = collective_time_s(CollectiveKind::kAllReduce, dp_grad_bytes, world, c);
+  const double opt_s = optimizer_step_time_s(sc, dense_params, dense_params);
+
+  // TorchRec's TrainPipelineSparseDist runs the next batch's input dist during this batch's
+  // dense compute, so only what exceeds it is exposed.
+  const double id_exposed = std::max(0.0, id_s - dense_s);
+  TimeBreakdown& t = r.time_breakdown_s;
+  t.compute = lookup_s + dense_s;
+  t.ep_comm = 2.0 * a2a_s + id_s + rs_s + ag_s;
+  t.dp_comm = ar_s;
+  t.optimizer = opt_s;
+  t.exposed_comm = 2.0 * a2a_s + id_exposed + rs_s + ag_s + ar_s;
+  r.iteration_time_s = t.compute + t.optimizer + t.exposed_comm;
+
+  // ---- figures; "tokens" are samples for a recommendation model.
+  r.tokens_per_s = r.iteration_time_s > 0 ? B / r.iteration_time_s : 0;
+  r.model_flops_per_iteration = 3.0 * fwd_flops * static_cast<double>(n);
+  r.hardware_flops_per_iteration = r.model_flops_per_iteration;
+  const double peak = peak_tflops(gpu, prec) * 1e12;
+  if (r.iteration_time_s > 0) {
+    r.model_tflops_per_gpu = r.model_flops_per_iteration / n / r.iteration_time_s / 1e12;
+    r.hardware_tflops_per_gpu = r.model_tflops_per_gpu;
+    r.mfu = peak > 0 ? r.model_tflops_per_gpu * 1e12 / peak : 0;
+    r.hfu = r.mfu;
+  }
+
+  auto add = [&](const char* kind, const char* group, CollectiveKind ck, int64_t size, int64_t count, double s) {
+    if (size <= 0 || n <= 1) return;
+    r.communication.push_back({kind, group, static_cast<int64_t>(count * collective_wire_bytes(ck, size, n)), count, count * s});
+  };
+  add("all-to-all", "world", CollectiveKind::kAllToAll, id_max, 1, id_s);
+  add("all-to-all", "world", CollectiveKind::kAllToAll, a2a_max, 2, a2a_s);
+  add("reduce-scatter", "world", CollectiveKind::kReduceScatter, rs_max, 1, rs_s);
+  add("all-gather", "world", CollectiveKind::kAllGather, rs_max, 1, ag_s);
+  add("all-reduce", "dp", CollectiveKind::kAllReduce, dp_grad_bytes, 1, ar_s);
+
+  // ---- memory of the busiest GPU.
+  const DlrmRankLoad& L = loads[busiest];
+  StageMemory m;
+  m.stage = 0;
+  m.weights_gib = (L.table_weight_bytes + dense_params * st.weights) / kBytesPerGib;
+  m.gradients_gib = (L.table_grad_bytes + dense_params * st.gradients) / kBytesPerGib;
+  m.optimizer_gib = (L.table_optimizer_bytes + dense_params * st.optimizer) / kBytesPerGib;
+  // Pooled embeddings of the local batch (received) and the activations saved for backward.
+  m.activations_gib = (act_bytes + static_cast<double>(b) * sum_dims(d) * e) / kBytesPerGib;
+  // Send buffer of the pooled all-to-all (and its gradient), row-wise partial sums, ids.
+  m.buffers_gib = (2.0 * L.a2a_send_bytes + 2.0 * L.rw_reduce_scatter_bytes + 2.0 * L.id_send_bytes) / kBytesPerGib;
+  m.total_gib = m.weights_gib + m.gradients_gib + m.optimizer_gib + m.activations_gib + m.buffers_gib;
+  r.memory.stages.push_back(m);
+  r.memory.peak_gib = m.total_gib;
+  r.memory.capacity_gib = usable_memory_gib(gpu);
+  r.memory.fits = m.total_gib <= r.memory.capacity_gib;
+  return r;
+}
+
+}  // namespace monarch

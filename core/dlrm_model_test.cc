@@ -1,0 +1,153 @@
+// DLRM cost and memory model: per-GPU loads of each sharding kind, dense shapes, the result.
+#include "core/dlrm_model.h"
+
+#include <gtest/gtest.h>
+
+#include "core/presets.h"
+
+namespace monarch {
+namespace {
+
+Scenario small_dlrm(int64_t gpus, int64_t batch = 1024) {
+  Scenario s;
+  s.model.architecture = Architecture::kDlrm;
+  s.model.dlrm.tables = {{"a", 1000, 64, 1.0}, {"b", 4000, 64, 2.0}};
+  s.model.dlrm.dense_features = 13;
+  s.model.dlrm.bottom_mlp = {128, 64};
+  s.model.dlrm.top_mlp = {256, 1};
+  const GpuPreset* p = find_gpu_preset("H100-SXM");
+  EXPECT_NE(p, nullptr);
+  s.cluster.gpu = p->spec;
+  s.cluster.num_gpus = gpus;
+  s.cluster.gpus_per_node = 8;
+  s.cluster.intra_node = p->default_intra_node;
+  s.cluster.inter_node = p->default_inter_node;
+  s.cluster.nics_per_node = 8;
+  s.training.global_batch_size = batch;
+  s.training.precision = Precision::kFp32;
+  return s;
+}
+
+DlrmShardingPlan plan_of(std::vector<TablePlacement> t) {
+  DlrmShardingPlan p;
+  p.tables = std::move(t);
+  return p;
+}
+
+TEST(DlrmModel, DotInteractionShape) {
+  const DlrmDenseShape s = dlrm_dense_shape(small_dlrm(2).model.dlrm);
+  // bottom: 13x128+128 + 128x64+64; F = 3 vectors -> 3 pairs; top in = 64 + 3.
+  EXPECT_EQ(s.bottom_params, 13 * 128 + 128 + 128 * 64 + 64);
+  EXPECT_EQ(s.interaction_out, 67);
+  EXPECT_EQ(s.interaction_params, 0);
+  EXPECT_EQ(s.top_params, 67 * 256 + 256 + 256 + 1);
+}
+
+TEST(DlrmModel, DcnV2LowRankShape) {
+  DlrmConfig d = small_dlrm(2).model.dlrm;
+  d.interaction = "dcn";
+  d.dcn_rank = 16;
+  d.dcn_layers = 3;
+  const DlrmDenseShape s = dlrm_dense_shape(d);
+  const int64_t d0 = 64 + 64 + 64;  // bottom output + both tables' dims
+  EXPECT_EQ(s.interaction_out, d0);
+  EXPECT_EQ(s.interaction_params, 3 * (2 * d0 * 16 + d0));
+}
+
+TEST(DlrmModel, TableWiseOwnerSendsTheGlobalBatchPooled) {
+  Scenario s = small_dlrm(4);
+  const auto loads = dlrm_rank_loads(s, plan_of({{TableSharding::kTableWise, {2}}, {TableSharding::kTableWise, {3}}}));
+  ASSERT_EQ(loads.size(), 4u);
+  EXPECT_EQ(loads[0].a2a_send_bytes, 0);
+  EXPECT_EQ(loads[2].a2a_send_bytes, 1024 * 64 * 4);
+  EXPECT_EQ(loads[3].a2a_send_bytes, 1024 * 64 * 4);
+  EXPECT_DOUBLE_EQ(loads[2].table_weight_bytes, 1000.0 * 64 * 4);
+  EXPECT_DOUBLE_EQ(loads[3].table_optimizer_bytes, 4000.0 * 4);  // row-wise adagrad: 1 fp32 per row
+  // ids: every GPU sends its 256 samples' ids of both tables (pooling 1 and 2).
+  EXPECT_EQ(loads[0].id_send_bytes, (256 + 512) * 8);
+}
+
+TEST(DlrmModel, ColumnWiseSplitsTheDim) {
+  Scenario s = small_dlrm(4);
+  const auto loads = dlrm_rank_loads(s, plan_of({{TableSharding::kColumnWise, {0, 1}}, {TableSharding::kDataParallel, {}}}));
+  EXPECT_EQ(loads[0].a2a_send_bytes, 1024 * 32 * 4);
+  EXPECT_EQ(loads[1].a2a_send_bytes, 1024 * 32 * 4);
+  EXPECT_EQ(loads[2].a2a_send_bytes, 0);
+  EXPECT_DOUBLE_EQ(loads[2].table_grad_bytes, 4000.0 * 64 * 4);  // dp table: dense gradient everywhere
+}
+
+TEST(DlrmModel, RowWiseSplitsRowsAndReduceScatters) {
+  Scenario s = small_dlrm(4);
+  const auto loads = dlrm_rank_loads(s, plan_of({{TableSharding::kRowWise, {}}, {TableSharding::kRowWise, {}}}));
+  for (const auto& l : loads) {
+    EXPECT_DOUBLE_EQ(l.table_weight_bytes, (250.0 + 1000.0) * 64 * 4);
+    EXPECT_EQ(l.rw_reduce_scatter_bytes, 2 * 1024 * 64 * 4);
+    EXPECT_EQ(l.a2a_send_bytes, 0);
+  }
+}
+
+TEST(DlrmModel, AdamKeepsTwoMomentsPerElement) {
+  Scenario s = small_dlrm(2);
+  s.model.dlrm.embedding_optimizer = "adam";
+  EXPECT_DOUBLE_EQ(dlrm_optimizer_bytes_per_row(s, 64), 64.0 * 8);
+}
+
+TEST(DlrmModel, CheckRejectsMalformedPlans) {
+  Scenario s = small_dlrm(4);
+  EXPECT_NE(check_dlrm_plan(s, plan_of({{TableSharding::kTableWise, {4}}, {TableSharding::kDataParallel, {}}})), "");
+  EXPECT_NE(check_dlrm_plan(s, plan_of({{TableSharding::kColumnWise, {0, 0}}, {TableSharding::kDataParallel, {}}})), "");
+  EXPECT_NE(check_dlrm_plan(s, plan_of({{TableSharding::kDataParallel, {}}})), "");
+  EXPECT_EQ(check_dlrm_plan(s, plan_of({{TableSharding::kColumnWise, {0, 3}}, {TableSharding::kRowWise, {}}})), "");
+  EXPECT_NE(check_dlrm_plan(s, plan_of({{TableSharding::kColumnWise, {0, 1, 2}}, {TableSharding::kRowWise, {}}})), "");  // 64 % 3
+}
+
+TEST(DlrmModel, ResultHasAllToAllsAllReduceAndBusiestGpuMemory) {
+  Scenario s = small_dlrm(8);
+  const BackendResult r = estimate_dlrm(s, plan_of({{TableSharding::kTableWise, {1}}, {TableSharding::kRowWise, {}}}));
+  EXPECT_EQ(r.plan.dp, 8);
+  EXPECT_EQ(r.plan.micro_batch_size, 128);
+  EXPECT_GT(r.iteration_time_s, 0);
+  EXPECT_NEAR(r.iteration_time_s, r.time_breakdown_s.compute + r.time_breakdown_s.optimizer + r.time_breakdown_s.exposed_comm, 1e-12);
+  ASSERT_EQ(r.memory.stages.size(), 1u);
+  // Busiest GPU holds table a whole plus its row-wise shard of b.
+  EXPECT_GE(r.memory.stages[0].weights_gib * 1073741824.0, (1000.0 + 500.0) * 64 * 4);
+  EXPECT_TRUE(r.memory.fits);
+  bool a2a = false, ar = false, rs = false;
+  for (const auto& c : r.communication) {
+    if (c.kind == "all-to-all" && c.count == 2) {
+      a2a = true;
+      EXPECT_EQ(c.bytes, 2 * (1024 * 64 * 4 * 7 / 8));  // owner keeps its own 1/8
+    }
+    ar |= c.kind == "all-reduce" && c.group == "dp";
+    rs |= c.kind == "reduce-scatter";
+  }
+  EXPECT_TRUE(a2a);
+  EXPECT_TRUE(ar);
+  EXPECT_TRUE(rs);
+  EXPECT_GT(r.time_breakdown_s.ep_comm, 0);
+  EXPECT_GT(r.time_breakdown_s.dp_comm, 0);
+}
+
+TEST(DlrmModel, AllToAllAcrossNodesCostsMoreThanInsideOne) {
+  const auto plan = plan_of({{TableSharding::kTableWise, {0}}, {TableSharding::kTableWise, {1}}});
+  Scenario in = small_dlrm(8, 65536), across = small_dlrm(16, 65536);
+  auto a2a_s = [](const BackendResult& r) {
+    for (const auto& c : r.communication)
+      if (c.kind == "all-to-all" && c.count == 2) return c.time_s;
+    return 0.0;
+  };
+  EXPECT_GT(a2a_s(estimate_dlrm(across, plan)), a2a_s(estimate_dlrm(in, plan)));
+}
+
+TEST(DlrmModel, HugeTableDoesNotFitOnOneGpu) {
+  Scenario s = small_dlrm(8);
+  s.model.dlrm.tables[0].rows = 1'000'000'000;  // 1e9 x 64 x 4 B = 238 GiB
+  const BackendResult r = estimate_dlrm(s, plan_of({{TableSharding::kTableWise, {0}}, {TableSharding::kDataParallel, {}}}));
+  EXPECT_FALSE(r.memory.fits);
+  EXPECT_GT(r.memory.peak_gib, 238.0);
+  const BackendResult rw = estimate_dlrm(s, plan_of({{TableSharding::kRowWise, {}}, {TableSharding::kDataParallel, {}}}));
+  EXPECT_TRUE(rw.memory.fits);
+}
+
+}  // namespace
+}  // namespace monarch
