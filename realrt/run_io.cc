@@ -7,6 +7,7 @@
 #include "core/result_io.h"
 #include "core/scenario_io.h"
 #include "strategies/lowering.h"
+#include "strategies/plan_costs.h"
 
 namespace monarch::realrt {
 
@@ -48,9 +49,9 @@ Expected<RunInput> run_input_from(const Scenario& s, const Plan& plan) {
   in.train.steps = s.training.steps;
   if (s.training.optimizer != Optimizer::kAdam)
     return Expected<RunInput>::fail("/training/optimizer", "the real runtime trains with adam");
-  // The graph gives the runtime its order of passes and point-to-point messages; durations and
-  // byte counts are not needed to run it.
-  auto g = lower_plan(s, plan, LoweringCosts{});
+  // The same graph monarch-sim --emit-plan writes (costs from the analytical model); the runtime
+  // takes its order of passes and point-to-point messages from it.
+  auto g = lower_plan(s, plan);
   if (!g) return g.problems();
   in.graph = std::move(*g);
   return in;
