@@ -24,7 +24,6 @@
 #include <sstream>
 
 #include "app/commands.h"
-#include "app/real_cpu.h"
 #include "core/model_math.h"
 #include "core/plan_io.h"
 #include "core/result_io.h"
@@ -37,6 +36,9 @@
 #include "strategies/search.h"
 #ifdef MONARCH_HAVE_SIMGRID
 #include "sim/simgrid_backend.h"
+#endif
+#ifdef MONARCH_HAVE_REAL_CPU
+#include "realrt/launch.h"
 #endif
 
 namespace monarch::app {
@@ -336,15 +338,41 @@ int cmd_run(const RunOptions& opts) {
     if (want_simgrid && simgrid_results.count(i)) results.push_back(simgrid_results.at(i));
   }
 
-  // --- the real CPU runtime trains the chosen plan
+  // --- the real CPU runtime trains the chosen plan; a failed run is recorded as failed
+#ifdef MONARCH_HAVE_REAL_CPU
   if (want_real_cpu) {
-    auto real = run_real_cpu_backend(s, results.front().plan, tty);
+    auto g = lower(results.front().plan);
+    if (!g) {
+      for (const auto& p : g.problems()) print_error("lowering " + short_plan(results.front().plan), p.to_string());
+      return 1;
+    }
+    if (tty) std::fprintf(stderr, "training the chosen plan on %lld CPU processes...\n",
+                          static_cast<long long>(results.front().plan.world_size()));
+    auto real = realrt::run_real_cpu(s, *g, realrt::RealCpuOptions{});
     if (!real) {
-      for (const auto& p : real.problems()) print_error(p.where, p.message);
-      return kExitInvalid;
+      std::string why;
+      for (const auto& p : real.problems()) {
+        print_error("--backend real-cpu", p.to_string());
+        why += (why.empty() ? "" : "; ") + p.to_string();
+      }
+      if (store) {
+        RunRecord rec;
+        rec.scenario_name = s.name;
+        rec.scenario_json = scenario_to_json(s).dump();
+        rec.result.backend = "real-cpu";
+        rec.result.plan = results.front().plan;
+        rec.result.measured = true;
+        rec.started_at = started_at;
+        rec.ended_at = std::chrono::system_clock::now();
+        rec.status = RunStatus::kFailed;
+        rec.error_message = why;
+        if (auto id = store->record_run(rec)) std::cerr << "monarch-sim: recorded the failed run as " << *id << "\n";
+      }
+      return 1;
     }
     results.insert(results.begin() + 1, std::move(real).value());
   }
+#endif
 
   std::optional<BackendResult> baseline;
   if (sr.baseline) baseline = run_analytical(s, sr.baseline->plan);

@@ -256,4 +256,28 @@ TEST_F(Cli, SimgridReranksAndWritesATrace) {
 }
 #endif
 
+#ifdef MONARCH_TEST_REAL_CPU
+TEST_F(Cli, RealCpuTrainsTheChosenPlanAndRecordsIt) {
+  const std::string db = (dir_ / "runs.db").string();
+  const std::string out = (dir_ / "result.json").string();
+  Result r = run({scenario("small-gpt-8.json"), "--db", db, "--backend", "analytical,real-cpu", "--top-k", "1",
+                  "--set", "training.steps=3", "--set", "parallelism.tp=2", "--set", "parallelism.pp=2",
+                  "--set", "parallelism.dp=2", "--output", out, "--quiet"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  json j = json::parse(slurp(out));
+  ASSERT_EQ(j["results"].size(), 2u);
+  const auto& real = j["results"][1];
+  EXPECT_EQ(real["backend"], "real-cpu");
+  EXPECT_TRUE(real["measured"].get<bool>());
+  EXPECT_EQ(real["losses"].size(), 3u);
+  EXPECT_EQ(real["plan"], j["results"][0]["plan"]) << "the real run trains the chosen plan";
+  Result list = run({"runs", "list", "--db", db, "--backend", "real-cpu"});
+  ASSERT_EQ(list.status, 0) << list.err;
+  EXPECT_NE(list.out.find("real-cpu"), std::string::npos) << list.out;
+  Result cmp = run({"runs", "compare", "1", "2", "--db", db});
+  ASSERT_EQ(cmp.status, 0) << cmp.err;
+  EXPECT_NE(cmp.out.find("same plan"), std::string::npos) << cmp.out;
+}
+#endif
+
 }  // namespace
