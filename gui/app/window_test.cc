@@ -31,8 +31,9 @@ QApplication& app() {
   static int argc = 1;
   static char name[] = "window_test";
   static char* argv[] = {name, nullptr};
-  static QApplication a(argc, argv);
-  return a;
+  // Never destroyed: tearing Qt down during static destruction at exit crashes.
+  static QApplication* a = new QApplication(argc, argv);
+  return *a;
 }
 
 const QString kScenario = QStringLiteral(MONARCH_SOURCE_DIR "/scenarios/llama3-8b-8-h100.json");
