@@ -5,20 +5,17 @@
 #include "core/cost_model.h"
 #include "core/scenario_io.h"
 #include "results/store.h"
+#include "strategies/plan_costs.h"
 #include "strategies/search.h"
 #if defined(MONARCH_GUI_WITH_SIMGRID)
 #include "sim/simgrid_backend.h"
-#include "strategies/plan_costs.h"
 #endif
 
 namespace monarch::gui {
 
 Expected<SearchOutcome> search_plans(const Scenario& scenario, JobControl& job) {
   SearchOptions options;
-  options.evaluate = [](const Scenario& s, const Plan& p) {
-    const QuickEstimate q = quick_estimate(s, p);
-    return PlanEstimate{q.iteration_time_s, q.peak_memory_gib, q.fits, q.reject_reason};
-  };
+  options.evaluate = analytical_evaluator();  // the same evaluator as monarch-sim
   options.cancelled = [&job] { return job.cancel.load(); };
   options.progress = [&job](int64_t done, int64_t total) {
     job.fraction = total > 0 ? static_cast<double>(done) / static_cast<double>(total) : -1.0;

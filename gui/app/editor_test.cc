@@ -16,8 +16,9 @@ QApplication& app() {
   static int argc = 1;
   static char name[] = "editor_test";
   static char* argv[] = {name, nullptr};
-  static QApplication a(argc, argv);
-  return a;
+  // Never destroyed: tearing Qt down during static destruction at exit crashes.
+  static QApplication* a = new QApplication(argc, argv);
+  return *a;
 }
 
 constexpr const char* kValidScenario = R"({

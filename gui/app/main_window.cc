@@ -285,9 +285,14 @@ void MainWindow::cancel_work() {
   job_->control->cancel = true;
   Job* detached = job_.release();
   disconnect(&detached->watcher, nullptr, this, nullptr);
-  connect(&detached->watcher, &QFutureWatcher<std::function<void()>>::finished, this,
-          [detached] { QTimer::singleShot(0, [detached] { delete detached; }); });
-  if (detached->watcher.isFinished()) QTimer::singleShot(0, [detached] { delete detached; });
+  // Deleted exactly once, after the worker is done (never from inside the watcher's signal).
+  if (detached->watcher.isFinished()) {
+    QTimer::singleShot(0, this, [detached] { delete detached; });
+  } else {
+    connect(&detached->watcher, &QFutureWatcher<std::function<void()>>::finished, this,
+            [this, detached] { QTimer::singleShot(0, this, [detached] { delete detached; }); },
+            Qt::SingleShotConnection);
+  }
   progress_timer_->stop();
   progress_->hide();
   cancel_->hide();

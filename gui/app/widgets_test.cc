@@ -22,8 +22,9 @@ QApplication& app() {
   static int argc = 1;
   static char name[] = "widgets_test";
   static char* argv[] = {name, nullptr};
-  static QApplication a(argc, argv);
-  return a;
+  // Never destroyed: tearing Qt down during static destruction at exit crashes.
+  static QApplication* a = new QApplication(argc, argv);
+  return *a;
 }
 
 // A timeline of `ranks` ranks, each with a compute stream of `per_rank` back-to-back 1 ms

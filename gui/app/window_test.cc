@@ -15,12 +15,14 @@
 #include <QTemporaryDir>
 #include <unordered_map>
 
+#include "gui/app/backends.h"
 #include "gui/app/compare_view.h"
 #include "gui/app/main_window.h"
 #include "gui/app/result_views.h"
 #include "gui/app/scenario_editor.h"
 #include "gui/app/timeline_view.h"
 #include "gui/app/whatif_view.h"
+#include "results/store.h"
 
 namespace monarch::gui {
 namespace {
@@ -29,8 +31,9 @@ QApplication& app() {
   static int argc = 1;
   static char name[] = "window_test";
   static char* argv[] = {name, nullptr};
-  static QApplication a(argc, argv);
-  return a;
+  // Never destroyed: tearing Qt down during static destruction at exit crashes.
+  static QApplication* a = new QApplication(argc, argv);
+  return *a;
 }
 
 const QString kScenario = QStringLiteral(MONARCH_SOURCE_DIR "/scenarios/llama3-8b-8-h100.json");
@@ -89,6 +92,14 @@ TEST(MainWindow, SearchThenEveryViewWithANonBlankScreenshot) {
   ASSERT_TRUE(w.whatif()->result());
   EXPECT_DOUBLE_EQ(w.whatif()->result()->iteration_time_s, plans->result(0).iteration_time_s);
 
+  if (simgrid_built()) {
+    // The timeline of the best plan, simulated by SimGrid: one row per rank and stream.
+    ASSERT_TRUE(w.start_simulation());
+    w.wait_for_work();
+    const TimelineRows& rows = w.timeline()->canvas()->rows();
+    EXPECT_GE(rows.row_count(), static_cast<int>(plans->result(0).plan.world_size())) << w.message().toStdString();
+    EXPECT_GT(rows.end_s(), 0);
+  }
   for (const QString& name : MainWindow::view_names()) {
     ASSERT_TRUE(w.show_view(name));
     QCoreApplication::processEvents();
@@ -176,6 +187,49 @@ TEST(MainWindow, CancelFreesTheWindowAndKeepsThePreviousResults) {
   ASSERT_TRUE(w.start_search());
   w.wait_for_work();
   EXPECT_EQ(w.plans()->model()->rowCount(), rows);
+}
+
+TEST(MainWindow, ComparesTwoRunsOfTheResultsStore) {
+  app();
+  QTemporaryDir dir;
+  const std::string db = dir.filePath("runs.db").toStdString();
+  {
+    Expected<Store> store = Store::open(db);
+    ASSERT_TRUE(store.ok());
+    // A simulated and a measured run of one plan, as monarch-sim records them.
+    RunRecord sim;
+    sim.scenario_name = "s";
+    sim.scenario_json = R"({"name": "s"})";
+    sim.result.backend = "simgrid";
+    sim.result.plan.tp = 2;
+    sim.result.plan.dp = 4;
+    sim.result.iteration_time_s = 2.0;
+    sim.result.memory.stages = {{0, 1, 1, 1, 1, 1, 5}};
+    sim.result.communication = {{"all-reduce", "tp", 1000, 10, 0.5}};
+    RunRecord real = sim;
+    real.result.backend = "real-gpu";
+    real.result.measured = true;
+    real.result.iteration_time_s = 2.5;
+    ASSERT_TRUE(store->record_run(sim).ok());
+    ASSERT_TRUE(store->record_run(real).ok());
+  }
+  MainWindow w;
+  w.set_store_path(QString::fromStdString(db));
+  ASSERT_EQ(w.compare()->run_count(), 2);
+  w.compare()->choose(1, 0);  // newest first: 0 = real-gpu, 1 = simgrid
+  const CompareModel* m = w.compare()->model();
+  ASSERT_GT(m->rowCount(), 0);
+  EXPECT_EQ(m->data(m->index(0, CompareModel::kMetric)).toString(), "iteration time (s)");
+  EXPECT_EQ(m->data(m->index(0, CompareModel::kPercent)).toString(), "+25.0%");
+  // A file that is not a store: a message, no runs, no crash.
+  const QString junk = dir.filePath("junk.db");
+  QFile f(junk);
+  ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+  f.write("not a database at all, just text");
+  f.close();
+  w.set_store_path(junk);
+  EXPECT_EQ(w.compare()->run_count(), 0);
+  EXPECT_TRUE(w.message().contains("Cannot read the results store")) << w.message().toStdString();
 }
 
 TEST(MonarchGuiCommand, ScreenshotWritesOnePngPerViewAndRejectsBadInput) {
