@@ -71,19 +71,20 @@ Platform build_platform(const ClusterConfig& c, const WhatIf& whatif, const Simg
 
   auto* world = sg::create_full_zone("world");
   p.gpu.resize(static_cast<size_t>(c.num_gpus));
-  // One NVSwitch-like star per node: every GPU has its own full-duplex port; the latency is
-  // split over the two hops so that GPU -> GPU costs intra_node.latency_us.
-  for (int64_t n = 0; n < nodes; ++n) {
-    auto* zone = sg::create_star_zone("node" + std::to_string(n));
-    zone->set_parent(world);
-    for (int64_t g = n * gpn; g < std::min<int64_t>((n + 1) * gpn, c.num_gpus); ++g) {
-      auto* host = zone->create_host("gpu" + std::to_string(g), kGpuHostSpeedFlops);
-      auto* link = zone->create_split_duplex_link("nvl" + std::to_string(g), intra_Bps)->set_latency(intra_lat_s / 2);
-      add_star_member(zone, host, link);
-      p.gpu[static_cast<size_t>(g)] = host;
-    }
-    zone->seal();
+  // NVSwitch: every GPU has its own full-duplex port on its node's switch; the latency is split
+  // over the two hops so that GPU -> GPU costs intra_node.latency_us. All GPUs sit in one star
+  // zone (SimGrid looks names up zone by zone, so one zone per node would make building a
+  // 16384-GPU platform quadratic); the backend only routes GPU -> GPU inside a node, traffic
+  // between nodes goes NIC -> NIC.
+  auto* nvswitch = sg::create_star_zone("nvswitch");
+  nvswitch->set_parent(world);
+  for (int64_t g = 0; g < c.num_gpus; ++g) {
+    auto* host = nvswitch->create_host("gpu" + std::to_string(g), kGpuHostSpeedFlops);
+    auto* link = nvswitch->create_split_duplex_link("nvl" + std::to_string(g), intra_Bps)->set_latency(intra_lat_s / 2);
+    add_star_member(nvswitch, host, link);
+    p.gpu[static_cast<size_t>(g)] = host;
   }
+  nvswitch->seal();
 
   // The inter-node fabric: one port per NIC (full duplex, inter_node bandwidth x the node's
   // degradation factor, half the NIC-to-NIC latency each side), grouped under leaf switches
@@ -216,9 +217,13 @@ void run_phases(const Sim& sim, const std::vector<FlowPhase>& phases) {
   std::vector<sg::CommPtr> comms;
   for (const auto& ph : phases) {
     comms.clear();
-    for (const auto& f : ph.flows)
+    for (const auto& f : ph.flows) {
+      // GPU -> GPU routes exist only inside a node (see build_platform).
+      assert(f.src.kind != f.dst.kind || f.src.kind == Endpoint::Kind::kNic ||
+             sim.platform.shape.node_of(f.src.index) == sim.platform.shape.node_of(f.dst.index));
       comms.push_back(sg::Comm::sendto_async(sim.platform.host(f.src), sim.platform.host(f.dst),
                                              static_cast<uint64_t>(std::llround(std::max(0.0, f.bytes)))));
+    }
     if (!comms.empty()) sg::Comm::wait_all(comms);
     if (ph.extra_latency_s > 0) sg::this_actor::sleep_for(ph.extra_latency_s);
   }
