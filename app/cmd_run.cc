@@ -31,6 +31,7 @@
 #include "results/store.h"
 #include "sim/analytical_backend.h"
 #include "sim/chrome_trace_io.h"
+#include "strategies/dlrm_sharding.h"
 #include "strategies/graph_check.h"
 #include "strategies/plan_costs.h"
 #include "strategies/search.h"
@@ -196,6 +197,80 @@ void print_table(const Scenario& s, const std::vector<BackendResult>& results, c
   }
 }
 
+
+// Recommendation models: embedding-table sharding plans (strategies/dlrm_sharding.h), ranked
+// by the analytical DLRM model; written to the result file and the store like LLM plans.
+int run_dlrm(const Scenario& s, const RunOptions& opts, std::optional<Store>& store,
+             std::chrono::system_clock::time_point started_at) {
+  if (!opts.emit_plan_path.empty() || !opts.trace_path.empty()) {
+    print_error(opts.emit_plan_path.empty() ? "--trace" : "--emit-plan",
+                "plan files and traces are for transformer plans; dlrm sharding plans have neither in this version");
+    return kExitInvalid;
+  }
+  DlrmSearchResult dr = search_dlrm_sharding(s);
+  if (!dr.any_fits()) {
+    print_error(opts.scenario_path, dr.no_fit_message);
+    return kExitNoPlanFits;
+  }
+  std::vector<BackendResult> results;
+  std::vector<std::string> names;
+  for (const auto& rp : dr.ranked) {
+    if (static_cast<int64_t>(results.size()) >= s.search.top_k) break;
+    results.push_back(rp.result);
+    names.push_back(rp.sharding.name + ": " + describe(rp.sharding));
+  }
+  const nlohmann::json scenario_json = scenario_to_json(s);
+  if (!opts.output_path.empty()) {
+    nlohmann::json out;
+    out["format"] = "monarch-sim-result/1";
+    out["scenario"] = scenario_json;
+    int64_t parameters = 0;
+    for (const auto& t : s.model.dlrm.tables) parameters += t.rows * t.dim;
+    out["parameters"] = parameters;
+    out["results"] = nlohmann::json::array();
+    for (size_t i = 0; i < results.size(); ++i) {
+      nlohmann::json e = result_to_json(results[i]);
+      e["rank"] = static_cast<int64_t>(i + 1);
+      e["sharding"] = names[i];
+      out["results"].push_back(std::move(e));
+    }
+    out["rejected"] = nlohmann::json::array();
+    for (const auto& rj : dr.rejected) out["rejected"].push_back(rejected_to_json(rj));
+    if (!write_file_atomically(opts.output_path, out.dump(2) + "\n", "--output")) return kExitInvalid;
+  }
+  if (store) {
+    for (const auto& r : results) {
+      RunRecord rec;
+      rec.scenario_name = s.name;
+      rec.scenario_json = scenario_json.dump();
+      rec.result = r;
+      rec.started_at = started_at;
+      rec.ended_at = std::chrono::system_clock::now();
+      auto id = store->record_run(rec);
+      if (!id) {
+        for (const auto& p : id.problems()) print_error("--db " + store->path(), p.to_string());
+        return kExitInvalid;
+      }
+    }
+  }
+  if (!opts.quiet) {
+    std::cout << "scenario " << s.name << ": dlrm with " << s.model.dlrm.tables.size() << " tables on "
+              << s.cluster.num_gpus << " x " << s.cluster.gpu.name << "\n\n";
+    std::cout << std::left << std::setw(4) << "#" << std::setw(70) << "sharding" << std::right << std::setw(12)
+              << "iter ms" << std::setw(14) << "samples/s" << std::setw(10) << "peak GiB" << "\n";
+    for (size_t i = 0; i < results.size(); ++i)
+      std::cout << std::left << std::setw(4) << i + 1 << std::setw(70) << names[i].substr(0, 68) << std::right
+                << std::setw(12) << fixed(1e3 * results[i].iteration_time_s, 3) << std::setw(14)
+                << fixed(s.training.global_batch_size / results[i].iteration_time_s, 0) << std::setw(10)
+                << fixed(results[i].memory.peak_gib, 2) << "\n";
+    if (!dr.rejected.empty()) {
+      std::cout << "\nrejected:\n";
+      for (const auto& r : dr.rejected) std::cout << "  " << r.reason << "\n";
+    }
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 int cmd_run(const RunOptions& opts) {
@@ -222,9 +297,12 @@ int cmd_run(const RunOptions& opts) {
   }
   if (!check_backends_built(backends, backends_from)) return kExitInvalid;
   if (s.model.architecture == Architecture::kDlrm) {
-    print_error(opts.scenario_path + ": /model/architecture",
-                "dlrm models are read and checked, but plan search for them is not part of this version");
-    return kExitInvalid;
+    for (Backend b : backends)
+      if (b != Backend::kAnalytical && backends_from == "--backend") {
+        print_error("--backend", std::string("dlrm models run on the analytical backend only in this version; found \"") +
+                                     to_string(b) + "\"");
+        return kExitInvalid;
+      }
   }
 
 #ifdef MONARCH_HAVE_SIMGRID
@@ -263,6 +341,8 @@ int cmd_run(const RunOptions& opts) {
   InterruptGuard guard;
   const bool tty = stderr_is_terminal();
   const auto started_at = std::chrono::system_clock::now();
+
+  if (s.model.architecture == Architecture::kDlrm) return run_dlrm(s, opts, store, started_at);
 
   // --- search with the analytical model
   SearchOptions so;

@@ -280,4 +280,16 @@ TEST_F(Cli, RealCpuTrainsTheChosenPlanAndRecordsIt) {
 }
 #endif
 
+TEST_F(Cli, DlrmScenariosAreShardedAndRanked) {
+  const std::string out = (dir_ / "result.json").string();
+  Result r = run({scenario("dlrm-dcnv2-8-h100.json"), "--no-db", "--output", out, "--top-k", "3"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  json j = json::parse(slurp(out));
+  ASSERT_FALSE(j["results"].empty());
+  EXPECT_LE(j["results"].size(), 3u);
+  EXPECT_TRUE(j["results"][0]["memory"]["fits"].get<bool>());
+  EXPECT_GT(j["results"][0]["iteration_time_s"].get<double>(), 0);
+  EXPECT_NE(r.out.find("sharding"), std::string::npos) << r.out;
+}
+
 }  // namespace
