@@ -198,6 +198,19 @@ void print_table(const Scenario& s, const std::vector<BackendResult>& results, c
 }
 
 
+// One (plan, backend) entry as the store records it.
+RunRecord make_record(const Scenario& s, const std::string& scenario_json, int64_t parameters, const BackendResult& r,
+                      std::chrono::system_clock::time_point started_at) {
+  RunRecord rec;
+  rec.scenario_name = s.name;
+  rec.scenario_json = scenario_json;
+  rec.parameters = parameters;
+  rec.result = r;
+  rec.started_at = started_at;
+  rec.ended_at = std::chrono::system_clock::now();
+  return rec;
+}
+
 // Recommendation models: embedding-table sharding plans (strategies/dlrm_sharding.h), ranked
 // by the analytical DLRM model; written to the result file and the store like LLM plans.
 int run_dlrm(const Scenario& s, const RunOptions& opts, std::optional<Store>& store,
@@ -240,13 +253,7 @@ int run_dlrm(const Scenario& s, const RunOptions& opts, std::optional<Store>& st
   }
   if (store) {
     for (const auto& r : results) {
-      RunRecord rec;
-      rec.scenario_name = s.name;
-      rec.scenario_json = scenario_json.dump();
-      rec.result = r;
-      rec.started_at = started_at;
-      rec.ended_at = std::chrono::system_clock::now();
-      auto id = store->record_run(rec);
+      auto id = store->record_run(make_record(s, scenario_json.dump(), 0, r, started_at));
       if (!id) {
         for (const auto& p : id.problems()) print_error("--db " + store->path(), p.to_string());
         return kExitInvalid;
@@ -436,14 +443,11 @@ int cmd_run(const RunOptions& opts) {
         why += (why.empty() ? "" : "; ") + p.to_string();
       }
       if (store) {
-        RunRecord rec;
-        rec.scenario_name = s.name;
-        rec.scenario_json = scenario_to_json(s).dump();
-        rec.result.backend = "real-cpu";
-        rec.result.plan = results.front().plan;
-        rec.result.measured = true;
-        rec.started_at = started_at;
-        rec.ended_at = std::chrono::system_clock::now();
+        BackendResult failed;
+        failed.backend = "real-cpu";
+        failed.plan = results.front().plan;
+        failed.measured = true;
+        RunRecord rec = make_record(s, scenario_to_json(s).dump(), 0, failed, started_at);
         rec.status = RunStatus::kFailed;
         rec.error_message = why;
         if (auto id = store->record_run(rec)) std::cerr << "monarch-sim: recorded the failed run as " << *id << "\n";
@@ -521,17 +525,9 @@ int cmd_run(const RunOptions& opts) {
 
   // --- the store
   if (store) {
-    const auto ended_at = std::chrono::system_clock::now();
     std::vector<int64_t> ids;
     for (const auto& r : results) {
-      RunRecord rec;
-      rec.scenario_name = s.name;
-      rec.scenario_json = scenario_json.dump();
-      rec.parameters = parameters;
-      rec.result = r;
-      rec.started_at = started_at;
-      rec.ended_at = ended_at;
-      auto id = store->record_run(rec);
+      auto id = store->record_run(make_record(s, scenario_json.dump(), parameters, r, started_at));
       if (!id) {
         for (const auto& p : id.problems()) print_error("--db " + store->path(), p.to_string());
         return kExitInvalid;
