@@ -105,10 +105,6 @@ constexpr double kSgdMixedBytesPerParam = 30.0;   // norm 4, grad 4, master 8, m
 constexpr double kSgdFp32BytesPerParam = 24.0;    // norm 4, grad 4, weight 8, momentum 8
 // Zeroing the fp32 gradient buffer each iteration (write 4 bytes per parameter held).
 constexpr double kGradZeroBytesPerParam = 4.0;
-// Data-parallel gradients are reduced in fp32 (Megatron-LM forces
-// accumulate_allreduce_grads_in_fp32 for bf16; NeMo grad_reduce_in_fp32 default true;
-// PyTorch FSDP reduce_dtype fp32 in torchtitan).
-constexpr double kGradReduceBytes = 4.0;
 // Communication overlapped with compute slows both down (SMs and HBM shared): hidden up to
 // this fraction of the compute window (NCCL uses 8-32 SMs of 108-132; Megatron reports
 // ~5-10% compute slowdown with overlapped DP communication).

@@ -30,6 +30,11 @@
 
 namespace monarch {
 
+// Bytes per parameter of the data-parallel gradient reduction: gradients are reduced in fp32
+// (Megatron-LM forces accumulate_allreduce_grads_in_fp32 for bf16; NeMo grad_reduce_in_fp32
+// default true; PyTorch FSDP reduce_dtype fp32 in torchtitan). Shared with the lowering.
+inline constexpr double kGradReduceBytes = 4.0;
+
 // Measured behaviour of one GPU kind (one calibration per kind and precision).
 struct GpuProfile {
   const char* kind = "generic";

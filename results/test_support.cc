@@ -1,5 +1,7 @@
 #include "results/test_support.h"
 
+#include <sqlite3.h>
+
 #include <unistd.h>
 
 #include <cstdlib>
@@ -9,6 +11,20 @@
 #include <stdexcept>
 
 namespace monarch::testing {
+
+int64_t sql_int(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  sqlite3_stmt* st = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK ||
+      sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) != SQLITE_OK) {
+    sqlite3_close(db);
+    throw std::runtime_error("sql_int: " + path + ": cannot run " + sql);
+  }
+  int64_t v = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return v;
+}
 
 BackendResult sample_result(const std::string& backend, bool measured, int timeline_spans) {
   BackendResult b;

@@ -7,6 +7,10 @@
 
 namespace monarch::testing {
 
+// One integer from a read-only SQL query on the store file (-1 when no row; throws when the
+// query cannot run), to look at what the Store wrote.
+int64_t sql_int(const std::string& path, const std::string& sql);
+
 // A complete simulated (or measured) result with memory stages, communication and timeline.
 BackendResult sample_result(const std::string& backend, bool measured, int timeline_spans = 4);
 

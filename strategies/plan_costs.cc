@@ -10,11 +10,6 @@ namespace monarch {
 
 namespace {
 
-// Bytes per parameter of the data-parallel gradient reduction: Megatron-LM reduces the fp32
-// main_grad buffers (accumulate_allreduce_grads_in_fp32, the default with bf16/fp16), so
-// 4 bytes. The same figure as the cost model's kGradReduceBytes (core/cost_model.cc); keep
-// them equal.
-constexpr double kGradReduceBytesPerParam = 4.0;
 
 DType dtype_of(Precision p) {
   switch (p) {
@@ -99,11 +94,11 @@ LoweringCosts lowering_costs(const Scenario& sc, const Plan& p) {
   const CollectiveKind reduce = p.zero_stage == 0 ? CollectiveKind::kAllReduce : CollectiveKind::kReduceScatter;
   auto add_dp = [&](std::vector<CommOp>& grads, std::vector<CommOp>& gathers, double dense, double expert) {
     if (dense_group > 1 && dense > 0) {
-      grads.push_back(comm(dense_kind, dense_span, reduce, kGradReduceBytesPerParam * dense));
+      grads.push_back(comm(dense_kind, dense_span, reduce, kGradReduceBytes * dense));
       if (p.zero_stage >= 1) gathers.push_back(comm(dense_kind, dense_span, CollectiveKind::kAllGather, e * dense));
     }
     if (expert_group > 1 && expert > 0) {
-      grads.push_back(comm(GroupKind::kExpertDp, expert_span, reduce, kGradReduceBytesPerParam * expert));
+      grads.push_back(comm(GroupKind::kExpertDp, expert_span, reduce, kGradReduceBytes * expert));
       if (p.zero_stage >= 1) gathers.push_back(comm(GroupKind::kExpertDp, expert_span, CollectiveKind::kAllGather, e * expert));
     }
   };
