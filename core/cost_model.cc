@@ -595,7 +595,13 @@ LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape&
   // --- expert parallel: token dispatch and combine
   if (m.moe() && p.ep > 1) {
     const GroupSpan span = group_span(GroupKind::kEp, p, gpn);
-    const int64_t S = static_cast<int64_t>(e * T * static_cast<double>(m.top_k) * h);
+    // Dispatch with a fixed expert capacity (Megatron's drop-and-pad all-to-all,
+    // moe_pad_expert_input_to_capacity): every rank sends capacity slots of every expert,
+    // padded, so the send buffer is E x capacity x h; capacity per micro-batch of T local tokens
+    // (moe_expert_capacity). With capacity factor 1 and T x top_k divisible by E this is
+    // T x top_k x h, the average of the dropless dispatch.
+    const int64_t capacity = moe_expert_capacity(static_cast<int64_t>(T), m.experts, m.top_k, m.capacity_factor);
+    const int64_t S = static_cast<int64_t>(e * static_cast<double>(m.experts * capacity) * h);
     const double a2a = collective_time_s(CollectiveKind::kAllToAll, S, span, cl);
     const int32_t fwd_n = 2, bwd_n = 2 + (full ? 2 : 0);
     out.collectives.push_back({CollectiveKind::kAllToAll, GroupKind::kEp, S, fwd_n, 2, full ? 2 : 0, a2a});

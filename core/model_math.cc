@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 
 #include "core/units.h"
 
@@ -56,6 +57,12 @@ int64_t mlp_bias_params(const ModelShape& m, int64_t ffn) {
 }
 
 }  // namespace
+
+int64_t moe_expert_capacity(int64_t tokens, int64_t experts, int64_t top_k, double capacity_factor) {
+  if (experts <= 0) return 0;
+  const double cap = std::ceil(capacity_factor * static_cast<double>(tokens * top_k) / static_cast<double>(experts));
+  return std::max<int64_t>(1, static_cast<int64_t>(cap));
+}
 
 ParameterCounts parameter_counts(const ModelShape& m) {
   ParameterCounts p;

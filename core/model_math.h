@@ -60,6 +60,13 @@ struct ModelShape {
 
 ModelShape model_shape(const ModelConfig& m);
 
+// Slots per expert for one routing group of `tokens` tokens (one micro-batch on one rank):
+// ceil(capacity_factor * tokens * top_k / experts), at least 1 — Megatron-Core's get_capacity
+// (moe_utils.py) with num_tokens = tokens x top_k, the GShard / Switch Transformer "expert
+// capacity". Assignments past it are dropped; with padding every expert gets exactly this many
+// slots, so an all-to-all moves experts x capacity x hidden elements per rank.
+int64_t moe_expert_capacity(int64_t tokens, int64_t experts, int64_t top_k, double capacity_factor);
+
 // ---------------------------------------------------------------- parameters
 struct ParameterCounts {
   int64_t embedding = 0;       // word (+ position) embeddings

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <numbers>
 
+#include "core/model_math.h"
 #include "realrt/kernels.h"
 
 namespace monarch::realrt {
@@ -44,7 +45,6 @@ Expected<GptConfig> gpt_config_from(const ModelConfig& m) {
   if (m.architecture != Architecture::kGpt)
     problems.push_back({"/model/architecture", std::string("the real runtime trains \"gpt\" models, found \"") +
                                                    to_string(m.architecture) + "\""});
-  if (m.is_moe()) problems.push_back({"/model/num_experts", "the real runtime trains dense models only"});
   if (!m.tie_embeddings) problems.push_back({"/model/tie_embeddings", "the real runtime ties embeddings"});
   if (m.num_kv_heads != 0 && m.num_kv_heads != m.num_attention_heads)
     problems.push_back({"/model/num_kv_heads", "the real runtime's gpt uses multi-head attention (kv heads = heads)"});
@@ -55,6 +55,14 @@ Expected<GptConfig> gpt_config_from(const ModelConfig& m) {
   c.ffn = m.ffn_hidden_size > 0 ? m.ffn_hidden_size : 4 * m.hidden_size;
   c.vocab = m.vocab_size;
   c.seq = m.seq_length;
+  if (m.is_moe()) {
+    c.experts = m.num_experts;
+    c.top_k = m.moe_top_k > 0 ? m.moe_top_k : 1;
+    c.moe_ffn = m.moe_ffn_hidden_size > 0 ? m.moe_ffn_hidden_size : c.ffn;
+    c.capacity_factor = m.moe_capacity_factor;
+    if (c.top_k > c.experts) problems.push_back({"/model/moe_top_k", "must be at most num_experts"});
+    if (!(c.capacity_factor > 0)) problems.push_back({"/model/moe_capacity_factor", "must be positive"});
+  }
   if (c.num_layers <= 0 || c.hidden <= 0 || c.heads <= 0 || c.vocab <= 0 || c.seq <= 0)
     problems.push_back({"/model", "num_layers, hidden_size, num_attention_heads, vocab_size and seq_length must be positive"});
   else if (c.hidden % c.heads != 0)
@@ -87,6 +95,7 @@ ParamLayout make_param_layout(const GptConfig& cfg, const ChunkSpec& spec) {
     add(h + "qkv_w", C, 3 * C, ShardKind::kColumns3, kInitStd, 0);
     add(h + "qkv_b", 1, 3 * C, ShardKind::kColumns3, 0, 0);
     add(h + "proj_w", C, C, ShardKind::kRows, std_resid, 0);
+    if (cfg.moe()) continue;  // MoE: router (replicated) and experts (last) below
     add(h + "fc_w", C, F, ShardKind::kColumns, kInitStd, 0);
     add(h + "fc_b", 1, F, ShardKind::kColumns, 0, 0);
     add(h + "fcproj_w", F, C, ShardKind::kRows, std_resid, 0);
@@ -101,11 +110,26 @@ ParamLayout make_param_layout(const GptConfig& cfg, const ChunkSpec& spec) {
     add(h + "proj_b", 1, C, ShardKind::kReplicated, 0, 0);
     add(h + "ln2_w", 1, C, ShardKind::kReplicated, 0, 1);
     add(h + "ln2_b", 1, C, ShardKind::kReplicated, 0, 0);
-    add(h + "fcproj_b", 1, C, ShardKind::kReplicated, 0, 0);
+    if (cfg.moe())
+      add(h + "router_w", C, cfg.experts, ShardKind::kReplicated, kInitStd, 0);
+    else
+      add(h + "fcproj_b", 1, C, ShardKind::kReplicated, 0, 0);
   }
   if (spec.has_head) {
     add("lnf_w", 1, C, ShardKind::kReplicated, 0, 1);
     add("lnf_b", 1, C, ShardKind::kReplicated, 0, 0);
+  }
+  out.expert_offset = out.total;
+  if (cfg.moe()) {  // the rank's experts, each fc_w, fc_b, proj_w, proj_b (MoeParams' order)
+    const int64_t el = cfg.experts / spec.ep_size, Fe = cfg.moe_ffn;
+    for (int64_t l = spec.first_layer; l < spec.first_layer + spec.num_layers; ++l)
+      for (int64_t j = spec.ep_rank * el; j < (spec.ep_rank + 1) * el; ++j) {
+        const std::string h = "h" + std::to_string(l) + ".e" + std::to_string(j) + ".";
+        add(h + "fc_w", C, Fe, ShardKind::kReplicated, kInitStd, 0);
+        add(h + "fc_b", 1, Fe, ShardKind::kReplicated, 0, 0);
+        add(h + "proj_w", Fe, C, ShardKind::kReplicated, std_resid, 0);
+        add(h + "proj_b", 1, C, ShardKind::kReplicated, 0, 0);
+      }
   }
   return out;
 }
@@ -180,7 +204,7 @@ struct GptChunk<T>::LayerParams {
 };
 
 template <typename T>
-GptChunk<T>::GptChunk(const GptConfig& cfg, const ChunkSpec& spec, TpCollectives<T>* tp)
+GptChunk<T>::GptChunk(const GptConfig& cfg, const ChunkSpec& spec, TpCollectives<T>* tp, EpCollectives<T>* ep)
     : cfg_(cfg), spec_(spec), tp_(tp), layout_(make_param_layout(cfg, spec)) {
   const int64_t t = spec.tp_size;
   assert(t == 1 || tp != nullptr);
@@ -194,6 +218,31 @@ GptChunk<T>::GptChunk(const GptConfig& cfg, const ChunkSpec& spec, TpCollectives
   nhl_ = cfg.heads / t;
   hd_ = cfg.hidden / cfg.heads;
   for (const auto& p : layout_.params) offsets_[p.name] = p.offset;
+  if (cfg.moe()) {
+    assert(t == 1);
+    MoeDims d;
+    d.tokens = n_;
+    d.hidden = cfg.hidden;
+    d.experts = cfg.experts;
+    d.top_k = cfg.top_k;
+    d.ffn = cfg.moe_ffn;
+    d.capacity = moe_expert_capacity(n_, cfg.experts, cfg.top_k, cfg.capacity_factor);
+    d.ep_size = spec.ep_size;
+    d.ep_rank = spec.ep_rank;
+    moe_ = std::make_unique<MoeBlock<T>>(d, ep);
+  }
+}
+
+template <typename T>
+MoeParams<T> GptChunk<T>::moe_params(int64_t l) {
+  const std::string h = "h" + std::to_string(l) + ".";
+  const std::string first = h + "e" + std::to_string(spec_.ep_rank * (cfg_.experts / spec_.ep_size)) + ".fc_w";
+  MoeParams<T> w;
+  w.router_w = p(h + "router_w");
+  w.drouter_w = g(h + "router_w");
+  w.experts = p(first);
+  w.dexperts = g(first);
+  return w;
 }
 
 template <typename T>
@@ -208,15 +257,17 @@ T* GptChunk<T>::g(const std::string& name) {
 template <typename T>
 typename GptChunk<T>::LayerParams GptChunk<T>::layer_params(int64_t l) {
   const std::string h = "h" + std::to_string(l) + ".";
-  LayerParams lp;
+  LayerParams lp{};
   lp.qkv_w = p(h + "qkv_w"); lp.dqkv_w = g(h + "qkv_w");
   lp.qkv_b = p(h + "qkv_b"); lp.dqkv_b = g(h + "qkv_b");
   lp.proj_w = p(h + "proj_w"); lp.dproj_w = g(h + "proj_w");
   lp.proj_b = p(h + "proj_b"); lp.dproj_b = g(h + "proj_b");
-  lp.fc_w = p(h + "fc_w"); lp.dfc_w = g(h + "fc_w");
-  lp.fc_b = p(h + "fc_b"); lp.dfc_b = g(h + "fc_b");
-  lp.fcproj_w = p(h + "fcproj_w"); lp.dfcproj_w = g(h + "fcproj_w");
-  lp.fcproj_b = p(h + "fcproj_b"); lp.dfcproj_b = g(h + "fcproj_b");
+  if (!moe_) {
+    lp.fc_w = p(h + "fc_w"); lp.dfc_w = g(h + "fc_w");
+    lp.fc_b = p(h + "fc_b"); lp.dfc_b = g(h + "fc_b");
+    lp.fcproj_w = p(h + "fcproj_w"); lp.dfcproj_w = g(h + "fcproj_w");
+    lp.fcproj_b = p(h + "fcproj_b"); lp.dfcproj_b = g(h + "fcproj_b");
+  }
   lp.ln1_w = p(h + "ln1_w"); lp.dln1_w = g(h + "ln1_w");
   lp.ln1_b = p(h + "ln1_b"); lp.dln1_b = g(h + "ln1_b");
   lp.ln2_w = p(h + "ln2_w"); lp.dln2_w = g(h + "ln2_w");
@@ -281,6 +332,12 @@ void GptChunk<T>::layer_forward(int64_t l, const T* in, LayerActs& a) {
   a.ln2_rstd = Buf<T>(nl_, act);
   layernorm_forward(a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.res2.data(), w.ln2_w, w.ln2_b, nl_, C);
   gather_rows(a.ln2.data(), full.data(), C);
+  if (moe_) {  // tp 1: full rows are the local rows
+    a.out = Buf<T>(nl_ * C, act);
+    aux_loss_ += moe_->forward(moe_params(l), full.data(), a.out.data(), a.moe, aux_weight_);
+    for (int64_t i = 0; i < nl_ * C; ++i) a.out[i] += a.res2[i];
+    return;
+  }
   a.fch = Buf<T>(n_ * fl_, act);
   matmul_forward(a.fch.data(), full.data(), w.fc_w, w.fc_b, n_, C, fl_);
   a.fch_gelu = Buf<T>(n_ * fl_, act);
@@ -297,6 +354,7 @@ void GptChunk<T>::release_layer_internals(LayerActs& a) {
   for (Buf<T>* b : {&a.ln1, &a.ln1_mean, &a.ln1_rstd, &a.qkv, &a.att, &a.atty, &a.res2, &a.ln2, &a.ln2_mean,
                     &a.ln2_rstd, &a.fch, &a.fch_gelu})
     b->release();
+  a.moe.release();
 }
 
 template <typename T>
@@ -308,8 +366,11 @@ void GptChunk<T>::layer_backward(int64_t l, const T* in, LayerActs& a, const T* 
   Buf<T> dfull(n_ * C, buf);  // [N, C] partial input gradients of column-parallel linears
   Buf<T> dres2(nl_ * C, buf);  // [Nl, C]
   Buf<T> dsmall(nl_ * C, buf);  // [Nl, C]
-  // MLP block: out = res2 + fcproj(gelu(fc(ln2(res2)))) + fcproj_b.
+  // MLP block: out = res2 + fcproj(gelu(fc(ln2(res2)))) + fcproj_b (MoE: res2 + moe(ln2(res2))).
   std::memcpy(dres2.data(), dout, sizeof(T) * nl_ * C);
+  if (moe_) {
+    moe_->backward(moe_params(l), a.ln2.data(), dout, dsmall.data(), a.moe);
+  } else {
   for (int64_t i = 0; i < nl_; ++i)
     for (int64_t j = 0; j < C; ++j) w.dfcproj_b[j] += dout[i * C + j];
   gather_rows(dout, full.data(), C);
@@ -323,6 +384,7 @@ void GptChunk<T>::layer_backward(int64_t l, const T* in, LayerActs& a, const T* 
   matmul_backward(dfull.data(), w.dfc_w, w.dfc_b, dfch.data(), full.data(), w.fc_w, n_, C, fl_);
   dfch.release();
   reduce_rows(dfull.data(), dsmall.data(), C);
+  }
   layernorm_backward(dres2.data(), w.dln2_w, w.dln2_b, dsmall.data(), a.res2.data(), w.ln2_w, a.ln2_mean.data(),
                      a.ln2_rstd.data(), nl_, C);
   // Attention block: res2 = in + proj(attention(qkv(ln1(in)))) + proj_b.
@@ -350,6 +412,8 @@ double GptChunk<T>::forward(int64_t mb, const int32_t* tokens, const int32_t* ta
   assert(!acts_.count(mb));
   MbActs& m = acts_[mb];
   const int64_t C = cfg_.hidden, B = spec_.micro_batch_size;
+  aux_weight_ = loss_scale * static_cast<T>(n_);
+  aux_loss_ = 0;
   const auto act = MemCategory::kActivations;
   m.in = Buf<T>(nl_ * C, act);
   if (spec_.has_embedding) {
@@ -381,7 +445,7 @@ double GptChunk<T>::forward(int64_t mb, const int32_t* tokens, const int32_t* ta
     if (spec_.recompute == Recompute::kFull) release_layer_internals(a);  // keep only the output
     x = a.out.data();
   }
-  if (!spec_.has_head) return 0;
+  if (!spec_.has_head) return aux_loss_;
   // Final LayerNorm, output projection (tied to wte, vocabulary-parallel) and cross-entropy.
   m.lnf = Buf<T>(nl_ * C, act);
   m.lnf_mean = Buf<T>(nl_, act);
@@ -415,7 +479,7 @@ double GptChunk<T>::forward(int64_t mb, const int32_t* tokens, const int32_t* ta
   }
   all_reduce_if_tp(pred, n_);
   all_reduce_if_tp(sumexp, n_);
-  double loss = 0;
+  double loss = aux_loss_;
   for (int64_t r = 0; r < n_; ++r) {
     loss += static_cast<double>(std::log(sumexp[r]) + mx[r] - pred[r]) * static_cast<double>(loss_scale);
     T* row = logits + r * vl_;

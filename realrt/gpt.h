@@ -19,12 +19,14 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/problem.h"
 #include "core/scenario.h"
 #include "realrt/memory.h"
+#include "realrt/moe.h"
 
 namespace monarch::realrt {
 
@@ -35,10 +37,18 @@ struct GptConfig {
   int64_t ffn = 0;         // F (4 C for gpt)
   int64_t vocab = 0;       // V
   int64_t seq = 0;         // S
+  // Mixture of experts (realrt/moe.h): every layer's MLP is a block of `experts` experts when
+  // experts > 1.
+  int64_t experts = 0;     // E
+  int64_t top_k = 0;       // k
+  int64_t moe_ffn = 0;     // F_e
+  double capacity_factor = 1.0;
+  bool moe() const { return experts > 1; }
 };
 
-// The real runtime runs architecture "gpt" without mixture of experts; anything else is a
-// problem naming the key.
+// The real runtime runs architecture "gpt", dense or mixture of experts (num_experts > 1,
+// moe_top_k in [1, num_experts], moe_ffn_hidden_size default ffn_hidden_size); anything else is
+// a problem naming the key.
 Expected<GptConfig> gpt_config_from(const ModelConfig& model);
 
 // Adam hyper-parameters of the real runtime: constant learning rate, no weight decay, bias
@@ -74,6 +84,10 @@ struct ChunkSpec {
   bool sequence_parallel = false;
   Recompute recompute = Recompute::kNone;
   int64_t micro_batch_size = 1;  // B
+  // Expert parallelism (MoE only; needs tp_size 1): this rank holds experts
+  // [ep_rank E/ep_size, (ep_rank + 1) E/ep_size) of every layer.
+  int64_t ep_rank = 0;
+  int64_t ep_size = 1;
 };
 
 // How a parameter is split over the tensor-parallel group.
@@ -98,9 +112,12 @@ struct ParamInfo {
 // Parameters of one chunk in a flat buffer: tensor-parallel sharded tensors first, then the ones
 // replicated across the TP group (LayerNorms, row-parallel biases, positions) from
 // replicated_offset on, so sequence parallelism can all-reduce their gradients in one call.
+// MoE: the rank's experts come last, from expert_offset on (their gradients are reduced over the
+// expert-data-parallel group, the rest over data parallelism); expert_offset == total when dense.
 struct ParamLayout {
   std::vector<ParamInfo> params;
   int64_t replicated_offset = 0;
+  int64_t expert_offset = 0;
   int64_t total = 0;
   const ParamInfo* find(const std::string& name) const;
 };
@@ -126,8 +143,8 @@ void synthetic_batch(int32_t* tokens, int32_t* targets, uint64_t seed, int64_t f
 template <typename T>
 class GptChunk {
  public:
-  // tp may be null when spec.tp_size == 1.
-  GptChunk(const GptConfig& cfg, const ChunkSpec& spec, TpCollectives<T>* tp);
+  // tp may be null when spec.tp_size == 1, ep when spec.ep_size == 1.
+  GptChunk(const GptConfig& cfg, const ChunkSpec& spec, TpCollectives<T>* tp, EpCollectives<T>* ep = nullptr);
 
   const GptConfig& config() const { return cfg_; }
   const ChunkSpec& spec() const { return spec_; }
@@ -142,7 +159,8 @@ class GptChunk {
 
   // Forward pass of micro-batch mb. First chunk: tokens[S*B]; others: input[N_l, C] (copied).
   // Last chunk: targets[S*B]; every token's loss is weighted by loss_scale (1 / tokens per step)
-  // and the weighted sum over this micro-batch is returned (0 on other chunks).
+  // and the weighted sum over this micro-batch is returned (0 on other chunks), plus, with MoE,
+  // the chunk's layers' auxiliary losses weighted by loss_scale x tokens (realrt/moe.h).
   double forward(int64_t mb, const int32_t* tokens, const int32_t* targets, const T* input, T loss_scale);
   // Output activation [N_l, C] of micro-batch mb (not on the last chunk).
   const T* output(int64_t mb) const;
@@ -170,6 +188,7 @@ class GptChunk {
     Buf<T> fch;        // [N, FL]  fc output before GeLU
     Buf<T> fch_gelu;   // [N, FL]
     Buf<T> out;        // [Nl, C]  layer output (residual after the MLP)
+    MoeActs<T> moe;    // MoE block (instead of fch, fch_gelu)
   };
 
   struct MbActs {
@@ -182,6 +201,7 @@ class GptChunk {
   };
   const T* p(const std::string& name) const;
   T* g(const std::string& name);
+  MoeParams<T> moe_params(int64_t l);
   struct LayerParams;
   LayerParams layer_params(int64_t l);
   void layer_forward(int64_t l, const T* in, LayerActs& a);
@@ -202,6 +222,9 @@ class GptChunk {
   T* grads_ = nullptr;
   std::map<int64_t, MbActs> acts_;
   Buf<T> dbuf_a_, dbuf_b_;
+  std::unique_ptr<MoeBlock<T>> moe_;  // null when dense
+  T aux_weight_ = 0;                  // loss_scale x tokens of the current forward pass
+  double aux_loss_ = 0;               // weighted aux losses of the current forward pass
 };
 
 extern template class GptChunk<float>;

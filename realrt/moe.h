@@ -1,0 +1,122 @@
+// Mixture-of-experts MLP block of the reference GPT (replaces the dense MLP of every layer when
+// num_experts > 1), with expert parallelism through an all-to-all interface so the model needs
+// no MPI.
+//
+// Router (Megatron-Core TopKRouter / Mixtral): logits = x @ router_w [C, E] (no bias), softmax
+// over the E experts, top-k experts per token (ties to the lower expert index), gates
+// renormalised over the chosen k (g_k = p_k / sum of the k chosen p; Mixtral, and Megatron's
+// default softmax-after-top-k). With top_k 1 the gate is always 1 and the router learns only
+// through the auxiliary loss.
+//
+// Experts: GeLU MLPs like the dense one, [C, F_e] + bias, GeLU, [F_e, C] + bias.
+//
+// Capacity (GShard / Megatron drop-and-pad, drop policy "position"): the routing group is one
+// micro-batch of N = S x B tokens of one data-parallel replica; each expert takes at most
+// capacity = moe_expert_capacity(N, E, k, capacity_factor) assignments of the group, first come
+// first served in token order (row n = s * B + b); later assignments are dropped (that expert
+// contributes nothing to the token; the residual carries it). Gates are normalised before
+// dropping. Because the group is a micro-batch and a micro-batch holds the same samples under
+// every plan with the same micro_batch_size, drop decisions never depend on the sharding: the
+// single-process run drops exactly what the distributed one drops.
+//
+// Expert parallelism over P ranks: rank r holds experts [r E/P, (r+1) E/P). Each rank packs
+// its tokens into a padded [E, capacity, C] buffer (zeros in empty slots), an all-to-all sends
+// each rank its experts' [E/P, capacity, C] block from every rank, the experts run on
+// P x capacity rows each, and a second all-to-all brings the outputs back (combine). The
+// backward pass does the same two all-to-alls on the gradients. So every all-to-all moves
+// E x capacity x C elements per rank, fixed, and a layer does 2 forward + 2 backward (+2 when
+// full recompute reruns the forward).
+//
+// Auxiliary load-balancing loss (Switch Transformer eq. 4, Megatron switch_load_balancing_loss):
+//   aux = kMoeAuxLossCoeff * E / (N^2 k) * sum_e count_e * sum_n p[n, e]
+// with count_e the group's top-k assignments to expert e before dropping (a constant: the
+// gradient flows through the probabilities). It is added to the training objective weighted
+// like the group's tokens (so the step loss is mean cross-entropy + mean over micro-batches of
+// the layers' aux losses) and is part of the reported loss.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "realrt/memory.h"
+
+namespace monarch::realrt {
+
+// Weight of the load-balancing loss: alpha = 1e-2 (Switch Transformer, Fedus et al. 2021,
+// section 2.2; Megatron-LM's MoE examples use moe_aux_loss_coeff 1e-2).
+inline constexpr double kMoeAuxLossCoeff = 1e-2;
+
+// Collectives of the expert-parallel group. out[P * n] receives from rank r, at r * n, the
+// block rank r sent from its in[me * n .. me * n + n).
+template <typename T>
+class EpCollectives {
+ public:
+  virtual ~EpCollectives() = default;
+  virtual void all_to_all(const T* in, T* out, int64_t n) = 0;
+};
+
+struct MoeDims {
+  int64_t tokens = 0;     // N, tokens of one routing group (micro-batch)
+  int64_t hidden = 0;     // C
+  int64_t experts = 0;    // E
+  int64_t top_k = 1;      // k
+  int64_t ffn = 0;        // F_e
+  int64_t capacity = 0;   // slots per expert per group
+  int64_t ep_size = 1;    // P
+  int64_t ep_rank = 0;
+  int64_t local_experts() const { return experts / ep_size; }
+  // Elements of one expert's parameters: fc_w [C, F], fc_b [F], proj_w [F, C], proj_b [C].
+  int64_t expert_params() const { return 2 * hidden * ffn + ffn + hidden; }
+};
+
+// Parameters of one layer's block: the router and the rank's local experts, back to back in the
+// order fc_w, fc_b, proj_w, proj_b (expert_params() elements each).
+template <typename T>
+struct MoeParams {
+  const T* router_w = nullptr;  // [C, E]
+  T* drouter_w = nullptr;
+  const T* experts = nullptr;   // [E/P, expert_params()]
+  T* dexperts = nullptr;
+};
+
+// What the forward pass keeps for the backward pass.
+template <typename T>
+struct MoeActs {
+  Buf<T> probs;                 // [N, E] router probabilities
+  std::vector<int32_t> expert;  // [N, k] chosen experts
+  std::vector<int32_t> slot;    // [N, k] slot in the expert's capacity, -1 dropped
+  Buf<T> gate;                  // [N, k] renormalised gates
+  std::vector<int64_t> count;   // [E] assignments before dropping
+  Buf<T> xin;                   // [E/P, P * cap, C] expert inputs (padded)
+  Buf<T> fch, fch_gelu;         // [E/P, P * cap, F]
+  Buf<T> y;                     // [E, cap, C] expert outputs back at the token's rank
+  T aux_weight = 0;             // weight of the aux loss in the objective
+  void release();
+};
+
+template <typename T>
+class MoeBlock {
+ public:
+  // ep may be null when dims.ep_size == 1.
+  MoeBlock(const MoeDims& dims, EpCollectives<T>* ep);
+  const MoeDims& dims() const { return d_; }
+
+  // out[N, C] = sum over the token's kept experts of gate x expert(x[N, C]). Returns the
+  // auxiliary loss of the group times aux_weight.
+  double forward(const MoeParams<T>& w, const T* x, T* out, MoeActs<T>& a, T aux_weight);
+  // dx[N, C] = d objective / d x (overwritten) given dout[N, C]; adds the router's and the local
+  // experts' gradients into w.drouter_w / w.dexperts.
+  void backward(const MoeParams<T>& w, const T* x, const T* dout, T* dx, MoeActs<T>& a);
+
+ private:
+  // [E, cap, C] per destination <-> [E/P, P * cap, C] per local expert.
+  void exchange_to_experts(const T* by_expert, T* by_local);
+  void exchange_to_tokens(const T* by_local, T* by_expert);
+  MoeDims d_;
+  EpCollectives<T>* ep_;
+};
+
+extern template class MoeBlock<float>;
+extern template class MoeBlock<double>;
+
+}  // namespace monarch::realrt
