@@ -90,6 +90,109 @@ TEST(GptGradCheck, BackwardMatchesCentralDifferencesInFp64) {
   }
 }
 
+// The same check on a mixture-of-experts model: 4 experts, top-2, capacity factor 0.75 so some
+// assignments are dropped (capacity ceil(0.75 x 16 x 2 / 4) = 6 slots per expert for 16 tokens),
+// aux loss included. The router's top-k choice and the drops are piecewise constant in the
+// parameters; this seed's routing has no near-tie (a flipped choice would move the loss by far
+// more than the tolerance, so a tie would show as a failure, not pass silently).
+TEST(GptGradCheck, MixtureOfExpertsBackwardMatchesCentralDifferencesInFp64) {
+  for (Recompute r : {Recompute::kNone, Recompute::kFull}) {
+    GptConfig c = tiny();
+    c.experts = 4;
+    c.top_k = 2;
+    c.moe_ffn = 8;
+    c.capacity_factor = 0.75;
+    const int64_t B = 2;
+    const ChunkSpec spec = whole(c, B, r);
+    GptChunk<double> m(c, spec, nullptr);
+    const int64_t n = m.layout().total;
+    ASSERT_TRUE(m.layout().find("h1.router_w") && m.layout().find("h1.e3.proj_w"));
+    ASSERT_FALSE(m.layout().find("h1.fc_w"));
+    std::vector<double> params(n), grads(n, 0.0);
+    // Router weights 10x the default so the routing is far from uniform (large gaps between
+    // the k-th and the next probability).
+    init_params(params.data(), m.layout(), c, spec, 7);
+    for (const auto& p : m.layout().params) {
+      if (p.name.find("router_w") != std::string::npos)
+        for (int64_t i = 0; i < p.size; ++i) params[p.offset + i] *= 10;
+      if (p.init_std == 0)
+        for (int64_t i = 0; i < p.size; ++i) params[p.offset + i] += 0.1 * std::sin(static_cast<double>(i + p.offset));
+    }
+    m.bind(params.data(), grads.data());
+    std::vector<int32_t> tok(c.seq * B), tgt(c.seq * B);
+    synthetic_batch(tok.data(), tgt.data(), 3, 0, B, c.seq, c.vocab);
+    const double scale = 1.0 / static_cast<double>(c.seq * B);
+    m.forward(0, tok.data(), tgt.data(), nullptr, scale);
+    m.backward(0, nullptr);
+    const double h = 1e-6;
+    int checked = 0;
+    for (const auto& p : m.layout().params) {
+      for (int64_t k = 0; k < 4; ++k) {
+        int64_t i = p.offset + (k * 7919 + 13) % p.size;
+        if (p.name == "wte") i = p.offset + tok[k] * c.hidden + k;
+        const double saved = params[i];
+        params[i] = saved + h;
+        const double up = loss_of(m, tok, tgt, scale);
+        params[i] = saved - h;
+        const double down = loss_of(m, tok, tgt, scale);
+        params[i] = saved;
+        const double numeric = (up - down) / (2 * h);
+        EXPECT_LE(std::abs(grads[i] - numeric), 1e-6 * std::abs(numeric) + 1e-9)
+            << p.name << "[" << i - p.offset << "] analytic " << grads[i] << " numeric " << numeric
+            << " recompute " << to_string(r);
+        ++checked;
+      }
+    }
+    EXPECT_GT(checked, 100);
+  }
+}
+
+// Routing and capacity of one MoE block: every token gets k distinct experts with gates summing
+// to 1, each expert keeps at most `capacity` assignments in token order, and a token whose
+// experts all dropped it gets a zero output.
+TEST(MoeBlock, RoutesTopKWithinCapacityInTokenOrder) {
+  MoeDims d;
+  d.tokens = 32;
+  d.hidden = 8;
+  d.experts = 4;
+  d.top_k = 2;
+  d.ffn = 8;
+  d.capacity = 10;  // 64 assignments, 40 slots: some drops
+  MoeBlock<double> blk(d, nullptr);
+  std::vector<double> router(d.hidden * d.experts), experts(d.experts * d.expert_params()), x(d.tokens * d.hidden),
+      out(d.tokens * d.hidden);
+  for (size_t i = 0; i < router.size(); ++i) router[i] = std::sin(1.7 * static_cast<double>(i)) + (i % 4 == 0 ? 0.8 : 0);
+  for (size_t i = 0; i < experts.size(); ++i) experts[i] = 0.1 * std::cos(0.3 * static_cast<double>(i));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37 * static_cast<double>(i));
+  MoeParams<double> w;
+  w.router_w = router.data();
+  w.experts = experts.data();
+  MoeActs<double> a;
+  blk.forward(w, x.data(), out.data(), a, 1.0);
+  std::vector<int64_t> kept(4, 0), last_token(4, -1);
+  int dropped = 0;
+  for (int64_t n = 0; n < d.tokens; ++n) {
+    EXPECT_NE(a.expert[n * 2], a.expert[n * 2 + 1]);
+    EXPECT_NEAR(a.gate[n * 2] + a.gate[n * 2 + 1], 1.0, 1e-12);
+    EXPECT_GE(a.gate[n * 2], a.gate[n * 2 + 1]);
+    bool any = false;
+    for (int64_t k = 0; k < 2; ++k) {
+      const int32_t e = a.expert[n * 2 + k], s = a.slot[n * 2 + k];
+      if (s < 0) {
+        ++dropped;
+        EXPECT_EQ(kept[e], d.capacity) << "dropped while expert " << e << " had room";
+        continue;
+      }
+      any = true;
+      EXPECT_EQ(s, kept[e]++);  // slots fill in token order
+    }
+    if (!any)
+      for (int64_t c = 0; c < d.hidden; ++c) EXPECT_EQ(out[n * d.hidden + c], 0.0);
+  }
+  EXPECT_GT(dropped, 0);
+  for (int64_t e = 0; e < 4; ++e) EXPECT_LE(kept[e], d.capacity);
+}
+
 // Recompute changes what is stored, never the result: fp32 gradients are bitwise equal.
 TEST(GptRecompute, SelectiveAndFullGiveIdenticalGradients) {
   GptConfig c = tiny();
