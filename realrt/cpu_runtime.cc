@@ -33,7 +33,7 @@ constexpr int64_t kMaxTag = 32767;  // smallest MPI_TAG_UB the MPI standard allo
 using StatMap = std::map<std::pair<std::string, std::string>, CommStat>;
 
 // A process group with timed, counted collectives (fp32).
-class Group final : public TpCollectives<float> {
+class Group final : public TpCollectives<float>, public EpCollectives<float> {
  public:
   Group(MPI_Comm comm, const char* name, StatMap* stats, Watchdog* wd)
       : comm_(comm), name_(name), stats_(stats), wd_(wd) {
@@ -73,6 +73,11 @@ class Group final : public TpCollectives<float> {
   void reduce_scatter(const float* in, float* out, int64_t n) override {
     timed(CollectiveKind::kReduceScatter, n * size_,
           [&](MPI_Request* r) { MPI_Ireduce_scatter_block(in, out, count(n), MPI_FLOAT, MPI_SUM, comm_, r); });
+  }
+  // MoE token dispatch / combine: n elements to every member (size: the whole send buffer).
+  void all_to_all(const float* in, float* out, int64_t n) override {
+    timed(CollectiveKind::kAllToAll, n * size_,
+          [&](MPI_Request* r) { MPI_Ialltoall(in, count(n), MPI_FLOAT, out, count(n), MPI_FLOAT, comm_, r); });
   }
 
  private:
@@ -135,6 +140,7 @@ struct CpuRuntime::Impl {
   StatMap stats;
   Watchdog* wd = nullptr;
   std::unique_ptr<Group> tp, dp, pp_embed;
+  std::unique_ptr<Group> ep, edp;  // MoE: expert-parallel and expert-data-parallel groups (when > 1 rank)
 
   struct Chunk {
     ChunkSpec spec;
@@ -232,6 +238,9 @@ struct CpuRuntime::Impl {
     for (int64_t i = 0; i < c.shard_total; ++i) c.gshard[i] += tmp[i];
   }
 
+  // Seconds spent so far in the collectives the model calls itself (TP, EP all-to-all).
+  double model_comm_s() const { return (tp ? tp->time_s() : 0) + (ep ? ep->time_s() : 0); }
+
   double run_op(const PipeOp& op, int64_t step) {
     Chunk& c = chunks[static_cast<size_t>(op.chunk)];
     if (wd) {
@@ -258,10 +267,10 @@ struct CpuRuntime::Impl {
       if (zero() == 3) c.model->bind(full_params.data(), full_params.data());
       if (zero() == 2) c.model->bind(c.params.data(), c.params.data());
       const float scale = 1.0f / static_cast<float>(cfg.model.seq * cfg.train.global_batch_size);
-      const double tp_before = tp ? tp->time_s() : 0;
+      const double tp_before = model_comm_s();
       const auto t0 = Clock::now();
       loss = c.model->forward(op.mb, tokens.data(), targets.data(), input.data(), scale);
-      compute_time_s += seconds_since(t0) - ((tp ? tp->time_s() : 0) - tp_before);
+      compute_time_s += seconds_since(t0) - (model_comm_s() - tp_before);
       input.release();
       if (vs + 1 < num_vstages) send(c.model->output(op.mb), n_act, peer_rank((vs + 1) % cfg.plan.pp), tag(0, vs + 1, op.mb));
     } else {
@@ -275,10 +284,10 @@ struct CpuRuntime::Impl {
         mb_grads = Buf<float>(c.model->layout().total, MemCategory::kBuffers);
         c.model->bind(zero() == 3 ? full_params.data() : c.params.data(), mb_grads.data());
       }
-      const double tp_before = tp ? tp->time_s() : 0;
+      const double tp_before = model_comm_s();
       const auto t0 = Clock::now();
       const float* din = c.model->backward(op.mb, dout.data());
-      compute_time_s += seconds_since(t0) - ((tp ? tp->time_s() : 0) - tp_before);
+      compute_time_s += seconds_since(t0) - (model_comm_s() - tp_before);
       dout.release();
       if (vs > 0) send(din, n_act, peer_rank((vs - 1) % cfg.plan.pp), tag(1, vs - 1, op.mb));
       if (zero() >= 2) reduce_scatter_into_shard(c, mb_grads.data());
@@ -293,7 +302,10 @@ struct CpuRuntime::Impl {
     for (Chunk& c : chunks) {
       const ParamLayout& lay = c.model->layout();
       if (zero() == 0) {
-        if (cfg.plan.dp > 1) dp->all_reduce_sum(c.grads.data(), lay.total);
+        // MoE: dense gradients over DP, the rank's experts over expert-DP (ZeRO 0 only).
+        const int64_t dense = cfg.model.moe() ? lay.expert_offset : lay.total;
+        if (cfg.plan.dp > 1) dp->all_reduce_sum(c.grads.data(), dense);
+        if (edp && lay.total > dense) edp->all_reduce_sum(c.grads.data() + dense, lay.total - dense);
         if (sp) tp->all_reduce_sum(c.grads.data() + lay.replicated_offset, lay.total - lay.replicated_offset);
         continue;
       }
@@ -351,8 +363,9 @@ struct CpuRuntime::Impl {
     reap_sends(true);
     finish_step(step);
     // Mean loss of the step over the whole batch: the last virtual stage's TP rank 0 of every
-    // data-parallel replica holds its share (bookkeeping communicator, not measured).
-    const bool holder = chunks.back().spec.has_head && me.tp == 0;
+    // data-parallel replica holds its share, and with MoE every stage's TP rank 0 the aux losses
+    // of its layers (bookkeeping communicator, not measured).
+    const bool holder = me.tp == 0;
     double contribution = holder ? loss : 0.0, total = 0;
     MPI_Allreduce(&contribution, &total, 1, MPI_DOUBLE, MPI_SUM, world);
     return total;
@@ -365,7 +378,14 @@ Problems check_runtime_config(const RuntimeConfig& cfg) {
   const GptConfig& m = cfg.model;
   auto bad = [&](const char* where, const std::string& what) { pr.push_back({where, what}); };
   if (p.cp != 1) bad("/plan/cp", "the CPU runtime has no context parallelism; cp must be 1");
-  if (p.ep != 1) bad("/plan/ep", "the CPU runtime trains dense models; ep must be 1");
+  if (m.moe()) {
+    if (p.ep < 1 || p.dp % p.ep != 0) bad("/plan/ep", "must divide dp (expert parallelism is carved from data parallelism)");
+    else if (m.experts % p.ep != 0) bad("/plan/ep", "must divide num_experts (" + std::to_string(m.experts) + ")");
+    if (p.tp != 1) bad("/plan/tp", "the CPU runtime's mixture of experts needs tp 1");
+    if (p.zero_stage != 0) bad("/plan/zero_stage", "the CPU runtime's mixture of experts needs ZeRO stage 0");
+  } else if (p.ep != 1) {
+    bad("/plan/ep", "expert parallelism needs a mixture-of-experts model (num_experts > 1); ep must be 1");
+  }
   if (p.tp < 1 || p.pp < 1 || p.dp < 1 || p.vpp < 1 || p.micro_batch_size < 1) {
     bad("/plan", "tp, pp, dp, vpp and micro_batch_size must be positive");
     return pr;
@@ -395,7 +415,7 @@ Problems check_runtime_config(const RuntimeConfig& cfg) {
 
 RankCoords rank_coords(const Plan& plan, int64_t rank) {
   const monarch::RankCoords c = rank_to_coords(rank, plan);  // core/placement: tp-cp-ep-dp-pp
-  return {c.tp, c.dp, c.pp};
+  return {c.tp, c.dp, c.pp, c.ep, c.edp};
 }
 
 int64_t rank_of(const Plan& plan, const RankCoords& c) {
@@ -491,6 +511,17 @@ Expected<std::unique_ptr<CpuRuntime>> CpuRuntime::create(MPI_Comm world, const R
   auto embed = split(p.pp > 1 && end_stage ? static_cast<int>(me.tp + p.tp * me.dp) : MPI_UNDEFINED,
                      static_cast<int>(me.pp), "embedding");
   if (embed->valid()) impl->pp_embed = std::move(embed);
+  if (cfg.model.moe()) {
+    // EP: ep consecutive DP indices (same tp, pp, expert-DP index); expert-DP: same tp, pp, EP
+    // index (core/placement.h).
+    const int64_t edp_size = p.dp / p.ep;
+    auto ep = split(p.ep > 1 ? static_cast<int>(me.tp + p.tp * (me.edp + edp_size * me.pp)) : MPI_UNDEFINED,
+                    static_cast<int>(me.ep), "ep");
+    if (ep->valid()) impl->ep = std::move(ep);
+    auto edp = split(edp_size > 1 ? static_cast<int>(me.tp + p.tp * (me.ep + p.ep * me.pp)) : MPI_UNDEFINED,
+                     static_cast<int>(me.edp), "edp");
+    if (edp->valid()) impl->edp = std::move(edp);
+  }
   Problems late;  // found after the groups exist: every rank must agree before returning
   // Model chunks of this stage.
   auto layers = chunk_layers(p, cfg.model.num_layers);  // the strategy engine's split
@@ -507,7 +538,11 @@ Expected<std::unique_ptr<CpuRuntime>> CpuRuntime::create(MPI_Comm world, const R
     c.spec.sequence_parallel = p.sequence_parallel && p.tp > 1;
     c.spec.recompute = p.recompute;
     c.spec.micro_batch_size = p.micro_batch_size;
-    c.model = std::make_unique<GptChunk<float>>(cfg.model, c.spec, p.tp > 1 ? impl->tp.get() : nullptr);
+    if (cfg.model.moe()) {
+      c.spec.ep_rank = me.ep;
+      c.spec.ep_size = p.ep;
+    }
+    c.model = std::make_unique<GptChunk<float>>(cfg.model, c.spec, p.tp > 1 ? impl->tp.get() : nullptr, impl->ep.get());
     const ParamLayout& lay = c.model->layout();
     const ParamInfo* wte = lay.find("wte");
     const int64_t w = wte ? wte->size : 0;
@@ -683,9 +718,9 @@ Problems CpuRuntime::load_checkpoint(const std::string& dir) {
 // Result: every rank's report packed into a fixed vector of doubles and gathered on rank 0.
 
 namespace {
-const char* const kKinds[] = {"all-reduce", "all-gather", "reduce-scatter", kSendRecv};
-const char* const kGroups[] = {"tp", "dp", "pp", "embedding"};
-constexpr int kNumKinds = 4, kNumGroups = 4, kPerEntry = 4;  // size bytes, wire bytes, count, time
+const char* const kKinds[] = {"all-reduce", "all-gather", "reduce-scatter", kSendRecv, "all-to-all"};
+const char* const kGroups[] = {"tp", "dp", "pp", "embedding", "ep", "edp"};
+constexpr int kNumKinds = 5, kNumGroups = 6, kPerEntry = 4;  // size bytes, wire bytes, count, time
 constexpr int kPackSize = 4 + kNumKinds * kNumGroups * kPerEntry + 3 * kNumMemCategories + 1;
 
 std::vector<double> pack(const RankReport& r) {
@@ -814,7 +849,8 @@ BackendResult gather_result(MPI_Comm world, const RuntimeConfig& cfg, const Rank
       e.time_s = times[i];
       res.communication.push_back(e);
       double& slot = g == 0 ? res.time_breakdown_s.tp_comm
-                     : g == 2 ? res.time_breakdown_s.pp_comm : res.time_breakdown_s.dp_comm;
+                     : g == 2 ? res.time_breakdown_s.pp_comm
+                     : g == 4 ? res.time_breakdown_s.ep_comm : res.time_breakdown_s.dp_comm;
       slot += times[i];
     }
   return res;

@@ -22,6 +22,13 @@
 // of the gradients of TP-replicated parameters (LayerNorms, row-parallel biases, positions);
 // with pp > 1, an all-reduce of the tied embedding's gradient between the first and last stage
 // (Megatron's embedding group; counted under group "pp").
+//
+// Mixture of experts (realrt/moe.h; tp 1, ZeRO 0): expert parallelism of degree ep is carved
+// from data parallelism as core/placement does (ep consecutive DP indices form an EP group);
+// each EP rank holds num_experts / ep experts of every layer and exchanges tokens with
+// MPI_Alltoall (group "ep", 2 per layer and micro-batch forward, 2 backward, 2 more under full
+// recompute). Dense gradients are all-reduced over DP, expert gradients over the
+// expert-data-parallel group (group "edp": ranks with the same EP index, dp / ep of them).
 #pragma once
 
 #include <mpi.h>
@@ -58,14 +65,16 @@ Problems check_runtime_config(const RuntimeConfig& cfg);
 // Coordinates of a rank in the plan.
 struct RankCoords {
   int64_t tp = 0, dp = 0, pp = 0;
+  int64_t ep = 0, edp = 0;  // expert-parallel and expert-data-parallel index (core/placement.h)
 };
 RankCoords rank_coords(const Plan& plan, int64_t rank);
 int64_t rank_of(const Plan& plan, const RankCoords& c);
 
 // Time and bytes of one kind of communication in one group, summed over the measured steps.
 // bytes follow NCCL's "size": the whole buffer of an all-reduce, the gathered output of an
-// all-gather, the input of a reduce-scatter, the message of a send. Groups: "tp", "dp", "pp"
-// (point-to-point), "embedding" (tied-embedding all-reduce between first and last stage).
+// all-gather, the input of a reduce-scatter, the send buffer of an all-to-all, the message of a
+// send. Groups: "tp", "dp", "pp" (point-to-point), "embedding" (tied-embedding all-reduce
+// between first and last stage), "ep" (MoE all-to-all), "edp" (expert gradient all-reduce).
 struct CommStat {
   int64_t bytes = 0;
   double wire_bytes = 0;  // sent by this rank on the wire (ring algorithms, collective_wire_bytes)

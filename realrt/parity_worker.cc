@@ -45,6 +45,11 @@ int main(int argc, char** argv) {
   app.add_option("--heads", cfg.model.heads);
   app.add_option("--vocab", cfg.model.vocab);
   app.add_option("--seq", cfg.model.seq);
+  app.add_option("--experts", cfg.model.experts, "mixture of experts: experts per layer (0 = dense)");
+  app.add_option("--top-k", cfg.model.top_k);
+  app.add_option("--moe-ffn", cfg.model.moe_ffn);
+  app.add_option("--capacity-factor", cfg.model.capacity_factor);
+  app.add_option("--ep", cfg.plan.ep);
   app.add_option("--out", out);
   app.add_option("--fault", fault, "crash | hang");
   app.add_option("--fault-rank", fault_rank);
@@ -56,6 +61,8 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   cfg.model.ffn = 4 * cfg.model.hidden;
+  if (cfg.model.moe() && cfg.model.top_k == 0) cfg.model.top_k = 1;
+  if (cfg.model.moe() && cfg.model.moe_ffn == 0) cfg.model.moe_ffn = cfg.model.ffn;
   cfg.plan.micro_batch_size = cfg.train.micro_batch_size;
   cfg.plan.schedule = schedule == "gpipe" ? Schedule::kGpipe
                       : schedule == "interleaved-1f1b" ? Schedule::kInterleaved : Schedule::kOneFOneB;
