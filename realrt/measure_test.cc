@@ -36,9 +36,10 @@ struct Measured {
 };
 
 // Runs monarch-run on `scenario` with parallelism overrides written into a copy of the file.
-Measured run(const std::string& name, const nlohmann::json& parallelism, int64_t num_gpus, Scenario* sc_out) {
+Measured run(const std::string& name, const nlohmann::json& parallelism, int64_t num_gpus, Scenario* sc_out,
+             const std::string& base = "tiny_gpt_tp2_pp2.json") {
   std::filesystem::create_directories(kTmp);
-  nlohmann::json j = nlohmann::json::parse(std::ifstream(kData + "tiny_gpt_tp2_pp2.json"));
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(kData + base));
   j["parallelism"] = parallelism;
   j["cluster"]["num_gpus"] = num_gpus;
   j["cluster"]["gpus_per_node"] = num_gpus;
@@ -131,6 +132,34 @@ TEST(Measure, TensorParallelBytesArePredictionPlusEmbeddingAndLossCollectives) {
     }
     for (const auto& [k, v] : pred)
       if (k.second == "tp") EXPECT_TRUE(m.wire_bytes.count(k)) << k.first;
+  }
+}
+
+// Mixture of experts (tiny_moe_ep2.json: 4 layers, 4 experts, top-2, hidden 128, micro-batches
+// of N = 64 tokens, capacity factor 1 -> 32 slots per expert): every all-to-all moves the padded
+// E x capacity x hidden buffer, 4 x 32 x 128 fp32 = 64 KiB per rank, 2 forward + 2 backward per
+// layer and micro-batch (+2 under full recompute), and the estimate's "all-to-all" "ep" entry
+// (core/cost_model.cc: E x moe_expert_capacity x h x bytes, wire x (ep-1)/ep) must equal what
+// the runtime measured, as must the dense "dp" and expert "edp" gradient all-reduces.
+TEST(Measure, ExpertParallelAllToAllBytesEqualThePrediction) {
+  struct C {
+    const char* name;
+    nlohmann::json par;
+    int64_t n;
+  };
+  for (const C& c : {C{"moe_ep2", {{"dp", 2}, {"ep", 2}}, 2},
+                     C{"moe_ep2_dp2_full", {{"dp", 4}, {"ep", 2}, {"activation_recompute", "full"}}, 4},
+                     C{"moe_ep2_pp2", {{"dp", 2}, {"ep", 2}, {"pp", 2}}, 4}}) {
+    Scenario sc;
+    const Measured m = run(c.name, c.par, c.n, &sc, "tiny_moe_ep2.json");
+    const auto pred = predicted(sc);
+    ASSERT_TRUE(pred.count({"all-to-all", "ep"})) << c.name;
+    ASSERT_TRUE(m.wire_bytes.count({"all-to-all", "ep"})) << c.name;
+    // Per rank per iteration: 4 / dp micro-batches x layers on the rank x (4 or 6) x 64 KiB x 1/2.
+    const int64_t mb = 4 / c.par.at("dp").get<int64_t>(), layers = c.par.contains("pp") ? 2 : 4;
+    const int64_t per_layer = c.par.contains("activation_recompute") ? 6 : 4;
+    EXPECT_EQ(m.wire_bytes.at({"all-to-all", "ep"}), mb * layers * per_layer * (4 * 32 * 128 * 4) / 2) << c.name;
+    expect_equal_except_tp(m.wire_bytes, pred);
   }
 }
 
