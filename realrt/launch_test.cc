@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "core/cost_model.h"
 #include "core/plan_io.h"
 #include "core/scenario_io.h"
 #include "realrt/reference.h"
@@ -46,6 +47,33 @@ TEST(RunRealCpu, TrainsThePlanAndReturnsAMeasuredResult) {
   EXPECT_FALSE(r->communication.empty());
   ASSERT_EQ(r->memory.stages.size(), 2u);
   EXPECT_GT(r->memory.stages[0].weights_gib, 0);
+}
+
+// An MoE scenario with EP 2 through the same path (what monarch-sim --backend real-cpu stores):
+// the losses are the single-process run's, and the result carries the all-to-all entry of the
+// expert-parallel group with the bytes estimate_plan predicts.
+TEST(RunRealCpu, TrainsAnExpertParallelMoEScenario) {
+  const RunInput in = input("tiny_moe_ep2.json");
+  ASSERT_TRUE(in.model.moe());
+  RealCpuOptions opt;
+  opt.work_dir = kTmp + "moe_ep2";
+  opt.steps = 3;
+  auto r = run_real_cpu(in.scenario, in.graph, opt);
+  ASSERT_TRUE(r.ok()) << r.problems()[0].to_string();
+  TrainSettings t = in.train;
+  t.steps = 3;
+  const auto ref = train_single_process(in.model, t, Recompute::kNone);
+  ASSERT_EQ(r->losses.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_NEAR(r->losses[i], ref[i], 1e-5 * ref[i]);
+  const BackendResult est = estimate_plan(in.scenario, in.graph.plan);
+  auto find = [](const BackendResult& b) -> const CommEntry* {
+    for (const CommEntry& c : b.communication)
+      if (c.kind == "all-to-all" && c.group == "ep") return &c;
+    return nullptr;
+  };
+  ASSERT_TRUE(find(*r) && find(est));
+  EXPECT_EQ(find(*r)->bytes, find(est)->bytes);
+  EXPECT_EQ(find(*r)->count, find(est)->count);
 }
 
 TEST(RunRealCpu, RefusesPlansLargerThanTheMachineAllows) {
