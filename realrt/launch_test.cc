@@ -11,6 +11,7 @@
 #include "core/cost_model.h"
 #include "core/plan_io.h"
 #include "core/scenario_io.h"
+#include "realrt/cpu_runtime.h"
 #include "realrt/reference.h"
 #include "realrt/run_io.h"
 
@@ -74,6 +75,37 @@ TEST(RunRealCpu, TrainsAnExpertParallelMoEScenario) {
   ASSERT_TRUE(find(*r) && find(est));
   EXPECT_EQ(find(*r)->bytes, find(est)->bytes);
   EXPECT_EQ(find(*r)->count, find(est)->count);
+}
+
+// Plans the MoE runtime cannot run are refused naming the plan key, before any rank trains.
+TEST(RuntimeConfig, MixtureOfExpertsPlansTheRuntimeCannotRunAreRefusedByKey) {
+  RuntimeConfig cfg;
+  cfg.model = {2, 64, 4, 256, 64, 16, 4, 2, 64, 1.0};
+  cfg.train.global_batch_size = 4;
+  cfg.plan.dp = 2;
+  cfg.plan.ep = 2;
+  EXPECT_TRUE(check_runtime_config(cfg).empty());
+  auto first_where = [](RuntimeConfig c) {
+    const Problems pr = check_runtime_config(c);
+    return pr.empty() ? std::string() : pr[0].where;
+  };
+  RuntimeConfig c = cfg;
+  c.plan.ep = 4;  // does not divide dp 2
+  EXPECT_EQ(first_where(c), "/plan/ep");
+  c = cfg;
+  c.plan.dp = 6;
+  c.plan.ep = 3;  // divides dp, not the 4 experts
+  c.train.global_batch_size = 6;
+  EXPECT_EQ(first_where(c), "/plan/ep");
+  c = cfg;
+  c.plan.tp = 2;
+  EXPECT_EQ(first_where(c), "/plan/tp");
+  c = cfg;
+  c.plan.zero_stage = 1;
+  EXPECT_EQ(first_where(c), "/plan/zero_stage");
+  c = cfg;
+  c.model.experts = 0;  // dense model with ep 2
+  EXPECT_EQ(first_where(c), "/plan/ep");
 }
 
 TEST(RunRealCpu, RefusesPlansLargerThanTheMachineAllows) {
