@@ -339,6 +339,34 @@ TEST(Iteration, MixtureOfExpertsWithExpertParallelism) {
   EXPECT_LT(r.memory.peak_gib, estimate_plan(s, no_ep).memory.peak_gib);
 }
 
+// Expert capacity (Megatron get_capacity with tokens x top_k) and the all-to-all send buffer:
+// E x capacity x h x bytes, so a capacity factor of 2 doubles it and an uneven split rounds up.
+TEST(Iteration, MixtureOfExpertsAllToAllMovesThePaddedCapacity) {
+  EXPECT_EQ(moe_expert_capacity(64, 4, 2, 1.0), 32);
+  EXPECT_EQ(moe_expert_capacity(10, 4, 1, 1.25), 4);  // ceil(3.125)
+  EXPECT_EQ(moe_expert_capacity(3, 8, 1, 1.0), 1);    // at least one slot
+  Scenario s = llama8b("H100-SXM", 8);
+  s.model.num_layers = 4;
+  s.model.seq_length = 2048;
+  s.model.num_experts = 8;
+  s.model.moe_top_k = 2;
+  s.training.global_batch_size = 8;
+  Plan p;
+  p.dp = 8;
+  p.ep = 8;
+  auto a2a_bytes = [&](double cf) {
+    s.model.moe_capacity_factor = cf;
+    for (const CommEntry& c : estimate_plan(s, p).communication)
+      if (c.kind == "all-to-all" && c.group == "ep") return c.bytes;
+    return int64_t{-1};
+  };
+  const int64_t T = s.model.seq_length;  // micro-batch 1
+  const int64_t per_call = 8 * moe_expert_capacity(T, 8, 2, 1.0) * s.model.hidden_size * 2;  // bf16
+  const int64_t calls = s.model.num_layers * 4;  // 1 micro-batch, 2 forward + 2 backward
+  EXPECT_EQ(a2a_bytes(1.0), calls * per_call * 7 / 8);
+  EXPECT_EQ(a2a_bytes(2.0), 2 * a2a_bytes(1.0));
+}
+
 TEST(CalibrationProfiles, MeasuredThroughputReplacesThePresets) {
   CalibrationProfile prof;
   prof.device_kind = DeviceKind::kGpu;
