@@ -103,6 +103,10 @@ constexpr double kAdamMixedBytesPerParam = 38.0;
 constexpr double kAdamFp32BytesPerParam = 32.0;   // norm 4, grad 4, weight 8, m and v 16
 constexpr double kSgdMixedBytesPerParam = 30.0;   // norm 4, grad 4, master 8, momentum 8, copy 6
 constexpr double kSgdFp32BytesPerParam = 24.0;    // norm 4, grad 4, weight 8, momentum 8
+// Vocabulary-parallel cross-entropy reduces in fp32: Megatron-LM's _VocabParallelCrossEntropy
+// casts the logits to float before its all-reduces of the max logit, the target logit and the
+// sum of exponentials (megatron/core/tensor_parallel/cross_entropy.py).
+constexpr double kLossReduceBytesPerToken = 4.0;
 // Zeroing the fp32 gradient buffer each iteration (write 4 bytes per parameter held).
 constexpr double kGradZeroBytesPerParam = 4.0;
 // Communication overlapped with compute slows both down (SMs and HBM shared): hidden up to
@@ -620,9 +624,11 @@ LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape&
     out.embedding_forward_mem_bytes = fwd.bytes;
     out.embedding_backward_mem_bytes = bwd.bytes;
   }
+  double output_dgrad_s = 0;  // the output layer's input-gradient GEMM
   {
     const double T_out = T;  // the output GEMM sees all local tokens (sequence gathered)
     GemmCost g = linear(c, T_out, V / t, h, false);
+    output_dgrad_s = gemm(c, c.prec16, T_out, h, V / t, 1.0, c.e, c.e).s;
     Op norm = elementwise(c, 2.0 * e * h * (p.sequence_parallel ? T / t : T));
     Op loss_f = elementwise(c, kLossForwardBytesPerLogit * T_out * V / t);
     Op loss_b = elementwise(c, kLossBackwardBytesPerLogit * T_out * V / t);
@@ -632,6 +638,47 @@ LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape&
     out.output_backward_flops = g.bwd.flops;
     out.output_forward_mem_bytes = g.fwd.bytes + norm.bytes + loss_f.bytes;
     out.output_backward_mem_bytes = g.bwd.bytes + kBackwardElementwiseFactor * norm.bytes + loss_b.bytes;
+  }
+
+  // --- tensor-parallel collectives outside the layers, per micro-batch (see cost_model.h).
+  // Megatron-LM: VocabParallelEmbedding (reduce_from_tensor_model_parallel_region, or
+  // reduce_scatter_to_sequence_parallel_region with sequence parallelism), the output layer's
+  // ColumnParallelLinear (copy_to_tensor_model_parallel_region: all-reduce of the input
+  // gradient; sequence parallel: all-gather in, reduce-scatter of the input gradient) and
+  // vocab_parallel_cross_entropy. With learned positions and sequence parallelism Megatron-Core
+  // all-reduces the embedding and splits it instead (LanguageModelEmbedding); this model takes
+  // the reduce-scatter for every model (the reduce_scatter_embeddings path), as the CPU runtime
+  // does, and the position embedding's gradient joins the replicated parameters' all-reduce.
+  if (p.tp > 1) {
+    const GroupSpan span = group_span(GroupKind::kTp, p, gpn);
+    const int64_t S = static_cast<int64_t>(e * T * h);                       // one [T, h] activation
+    const int64_t ce = static_cast<int64_t>(kLossReduceBytesPerToken * T);  // one fp32 value per token
+    auto col = [&](CollectiveKind k, int64_t bytes, int32_t fwd, int32_t bwd, bool fp32 = false) {
+      return LayerCosts::Collective{k, GroupKind::kTp, bytes, fwd, bwd, 0, collective_time_s(k, bytes, span, cl), fp32};
+    };
+    using CK = CollectiveKind;
+    double hidden_s = 0;  // the backward re-gather beside the input-gradient GEMM
+    if (p.sequence_parallel) {
+      out.embedding_collectives = {col(CK::kReduceScatter, S, 1, 0), col(CK::kAllGather, S, 0, 1)};
+      out.output_collectives = {col(CK::kAllGather, S, 1, 1), col(CK::kAllReduce, ce, 3, 0, true),
+                                col(CK::kReduceScatter, S, 0, 1)};
+      hidden_s = std::min(out.output_collectives[0].time_s, kOverlapEfficiency * output_dgrad_s);
+    } else {
+      out.embedding_collectives = {col(CK::kAllReduce, S, 1, 0)};
+      out.output_collectives = {col(CK::kAllReduce, ce, 3, 0, true), col(CK::kAllReduce, S, 0, 1)};
+    }
+    for (const auto& x : out.embedding_collectives) out.embedding_tp_total_s += (x.forward_count + x.backward_count) * x.time_s;
+    for (const auto& x : out.output_collectives) out.output_tp_total_s += (x.forward_count + x.backward_count) * x.time_s;
+    out.embedding_tp_exposed_s = out.embedding_tp_total_s;
+    out.output_tp_exposed_s = out.output_tp_total_s - hidden_s;
+    if (p.sequence_parallel) {
+      const double norm = static_cast<double>(parameter_counts(m).final_norm);
+      const double hd = static_cast<double>(m.hidden);
+      out.sp_grad_params_per_layer = 2.0 * norm + (m.biases ? hd : 0.0) +  // two norms, projection bias
+                                     (m.moe() ? hd * static_cast<double>(m.experts) : (m.biases ? hd : 0.0));  // router / fc2 bias
+      out.sp_grad_params_first = m.learned_positions ? static_cast<double>(m.seq) * hd : 0.0;
+      out.sp_grad_params_last = norm;
+    }
   }
 
   // --- pipeline message: 1/t of the activation per rank. With sequence parallelism the
@@ -646,6 +693,12 @@ LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape&
 }
 
 }  // namespace
+
+int64_t sp_grad_reduce_bytes(const LayerCosts& L, int64_t layers, bool first, bool last) {
+  const double params = static_cast<double>(layers) * L.sp_grad_params_per_layer + (first ? L.sp_grad_params_first : 0.0) +
+                        (last ? L.sp_grad_params_last : 0.0);
+  return static_cast<int64_t>(kGradReduceBytes * params);
+}
 
 double optimizer_step_time_s(const Scenario& sc, double sharded_params, double grad_params) {
   const GpuProfile& prof = gpu_profile(sc.cluster.gpu);
@@ -732,7 +785,9 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
     double comp = nl * layer_compute_s;
     if (st == 0) comp += L.embedding_forward_s + L.embedding_backward_s;
     if (st == pp - 1) comp += L.output_forward_s + L.output_backward_s;
-    const double exp = nl * layer_exposed_s;
+    double exp = nl * layer_exposed_s;
+    if (st == 0) exp += L.embedding_tp_exposed_s;
+    if (st == pp - 1) exp += L.output_tp_exposed_s;
     if (comp + exp > worst) {
       worst = comp + exp;
       worst_compute = comp;
@@ -745,11 +800,24 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
 
   TimeBreakdown& b = it.breakdown;
   b.compute = mb * worst_compute;
-  b.tp_comm = mb * nl_w * L.tp_total_s;
+  b.tp_comm = mb * (nl_w * L.tp_total_s + (worst_stage == 0 ? L.embedding_tp_total_s : 0.0) +
+                    (worst_stage == pp - 1 ? L.output_tp_total_s : 0.0));
   b.cp_comm = mb * nl_w * L.cp_total_s;
   b.ep_comm = mb * nl_w * L.ep_total_s;
   b.pp_comm = mb * pp_per_mb;
   double exposed = mb * (worst_exposed + pp_per_mb);
+  // Sequence parallelism: the replicated parameters' gradient all-reduce after the backward,
+  // once per step on every rank (the stage with the most of them paces it).
+  if (p.tp > 1 && p.sequence_parallel) {
+    const GroupSpan tspan = group_span(GroupKind::kTp, p, gpn);
+    double sp_ar = 0;
+    for (int64_t st = 0; st < pp; ++st)
+      sp_ar = std::max(sp_ar, collective_time_s(CollectiveKind::kAllReduce,
+                                                sp_grad_reduce_bytes(L, layers[static_cast<size_t>(st)], st == 0, st == pp - 1),
+                                                tspan, cl));
+    b.tp_comm += sp_ar;
+    exposed += sp_ar;
+  }
   b.bubble = pp > 1 ? (static_cast<double>(pp) - 1.0) / v * (worst + pp_per_mb) : 0.0;
 
   // --- data parallel gradient reduction and parameter gathers
@@ -778,13 +846,22 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
         dp_exposed += p.overlap_grad_reduce ? std::max(0.0, ar - kOverlapEfficiency * bwd_window) : ar;
         if (detail) add_comm(it.comm, "all-reduce", name, collective_wire_bytes(CollectiveKind::kAllReduce, g_bytes, span.size), 1, ar);
       } else if (p.zero_stage <= 2) {
+        // ZeRO-1 (Megatron's distributed optimizer): one reduce-scatter per step, after the
+        // last micro-batch. ZeRO-2 (DeepSpeed stage 2) keeps only the gradient shard, so it
+        // reduce-scatters every micro-batch's gradients as its backward produces them
+        // (deepspeed/runtime/zero/stage_1_and_2.py: with partition_gradients the backward hooks
+        // call reduce_independent_p_g_buckets_and_remove_grads on every backward, gradient
+        // accumulation does not defer them): m reduce-scatters per step.
         const double rs = collective_time_s(CollectiveKind::kReduceScatter, g_bytes, span, cl);
         const double ag = collective_time_s(CollectiveKind::kAllGather, w_all, span, cl);
-        dp_total += rs + ag;
-        dp_exposed += p.overlap_grad_reduce ? std::max(0.0, rs - kOverlapEfficiency * bwd_window) : rs;
+        const int64_t n_rs = p.zero_stage == 2 ? nmb : 1;
+        const double rs_n = static_cast<double>(n_rs);
+        dp_total += rs_n * rs + ag;
+        dp_exposed += rs_n * (p.overlap_grad_reduce ? std::max(0.0, rs - kOverlapEfficiency * bwd_window) : rs);
         dp_exposed += p.overlap_param_gather ? std::max(0.0, ag - kOverlapEfficiency * fwd_window) : ag;
         if (detail) {
-          add_comm(it.comm, "reduce-scatter", name, collective_wire_bytes(CollectiveKind::kReduceScatter, g_bytes, span.size), 1, rs);
+          add_comm(it.comm, "reduce-scatter", name,
+                   rs_n * collective_wire_bytes(CollectiveKind::kReduceScatter, g_bytes, span.size), n_rs, rs_n * rs);
           add_comm(it.comm, "all-gather", name, collective_wire_bytes(CollectiveKind::kAllGather, w_all, span.size), 1, ag);
         }
       } else {
@@ -807,12 +884,7 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
     // Tied embeddings over a pipeline: the first and last stage all-reduce the word
     // embedding gradient after the backward (Megatron's embedding group).
     if (m.tied_embeddings && pp > 1) {
-      GroupSpan two;
-      two.size = 2;
-      const bool crosses = group_span(GroupKind::kPp, p, gpn).crosses_nodes();
-      two.nodes = crosses ? 2 : 1;
-      two.ranks_per_node = crosses ? 1 : 2;
-      two.rail_aligned = crosses;
+      const GroupSpan two = group_span(GroupKind::kEmbedding, p, gpn);
       const int64_t bytes = static_cast<int64_t>(kGradReduceBytes * static_cast<double>(m.vocab * m.hidden) / static_cast<double>(p.tp));
       const double ar = collective_time_s(CollectiveKind::kAllReduce, bytes, two, cl);
       dp_total += ar;
@@ -835,13 +907,38 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
 
   if (detail) {
     const double nl_mb = mb * nl_w;
-    for (const LayerCosts::Collective& col : L.collectives) {
-      const int64_t count = static_cast<int64_t>(nl_mb) * (col.forward_count + col.backward_count + col.recompute_count);
-      const GroupSpan span = group_span(col.group, p, gpn);
-      add_comm(it.comm, to_string(col.kind), to_string(col.group),
-               static_cast<double>(count) * collective_wire_bytes(col.kind, col.bytes, span.size), count,
-               static_cast<double>(count) * col.time_s);
+    // TP and EP collectives: per (kind, group) the busiest stage's figures, as a measurement
+    // reports the busiest rank.
+    std::vector<CommEntry> busiest;
+    for (int64_t st = 0; st < pp; ++st) {
+      std::vector<CommEntry> mine;
+      auto add = [&](const LayerCosts::Collective& col, int64_t count) {
+        if (count <= 0) return;
+        const GroupSpan span = group_span(col.group, p, gpn);
+        add_comm(mine, to_string(col.kind), to_string(col.group),
+                 static_cast<double>(count) * collective_wire_bytes(col.kind, col.bytes, span.size), count,
+                 static_cast<double>(count) * col.time_s);
+      };
+      const int64_t layers_mb = nmb * layers[static_cast<size_t>(st)];
+      for (const LayerCosts::Collective& col : L.collectives)
+        add(col, layers_mb * (col.forward_count + col.backward_count + col.recompute_count));
+      if (st == 0)
+        for (const LayerCosts::Collective& col : L.embedding_collectives) add(col, nmb * (col.forward_count + col.backward_count));
+      if (st == pp - 1)
+        for (const LayerCosts::Collective& col : L.output_collectives) add(col, nmb * (col.forward_count + col.backward_count));
+      if (p.tp > 1 && p.sequence_parallel) {
+        const int64_t bytes = sp_grad_reduce_bytes(L, layers[static_cast<size_t>(st)], st == 0, st == pp - 1);
+        add_comm(mine, "all-reduce", "tp", collective_wire_bytes(CollectiveKind::kAllReduce, bytes, p.tp), 1,
+                 collective_time_s(CollectiveKind::kAllReduce, bytes, group_span(GroupKind::kTp, p, gpn), cl));
+      }
+      for (const CommEntry& e : mine) {
+        auto it_b = std::find_if(busiest.begin(), busiest.end(),
+                                 [&](const CommEntry& x) { return x.kind == e.kind && x.group == e.group; });
+        if (it_b == busiest.end()) busiest.push_back(e);
+        else if (e.bytes > it_b->bytes) *it_b = e;
+      }
     }
+    for (const CommEntry& e : busiest) add_comm(it.comm, e.kind.c_str(), e.group.c_str(), static_cast<double>(e.bytes), e.count, e.time_s);
     if (p.cp > 1) {
       const double fwd_mult = p.recompute == Recompute::kFull ? 2.0 : 1.0;
       const int64_t count = static_cast<int64_t>(nl_mb * (fwd_mult + 2.0) * static_cast<double>(p.cp - 1));

@@ -101,8 +101,25 @@ struct LayerCosts {
     int32_t backward_count = 0;   // backward pass (without recomputation)
     int32_t recompute_count = 0;  // forward collectives recomputation runs again
     double time_s = 0;            // one operation
+    bool fp32 = false;            // reduced in fp32 whatever the training precision
   };
   std::vector<Collective> collectives;  // TP and EP collectives of a layer
+  // Tensor-parallel collectives outside the layers, per micro-batch, as Megatron-LM runs them
+  // (counts per micro-batch). First virtual stage: the vocabulary-parallel embedding's
+  // all-reduce (sequence parallel: reduce-scatter to the sequence shard, all-gather of its
+  // gradient in the backward). Last virtual stage: the vocabulary-parallel cross-entropy's 3
+  // fp32 all-reduces of one value per token (max logit, target logit, sum of exponentials),
+  // the output layer's input-gradient all-reduce (sequence parallel: all-gather of the final
+  // norm output in the forward and again in the backward for the weight gradient, beside the
+  // input-gradient GEMM, and reduce-scatter of the input gradient).
+  std::vector<Collective> embedding_collectives, output_collectives;
+  double embedding_tp_total_s = 0, embedding_tp_exposed_s = 0;  // per micro-batch
+  double output_tp_total_s = 0, output_tp_exposed_s = 0;
+  // Sequence parallelism: parameters every TP rank holds in full (norms, row-parallel biases,
+  // MoE router, learned positions) get partial gradients from their sequence shard; their fp32
+  // gradients are all-reduced over the TP group once per step (Megatron finalize_model_grads,
+  // _allreduce_layernorm_grads). Parameters per layer, and what the first / last stage add.
+  double sp_grad_params_per_layer = 0, sp_grad_params_first = 0, sp_grad_params_last = 0;
   // Context parallelism: bytes of K and V each rank sends around the ring per layer.
   int64_t cp_send_bytes_forward = 0, cp_send_bytes_backward = 0;
   double cp_time_forward_s = 0, cp_time_backward_s = 0;  // total ring exchange time per layer
@@ -123,6 +140,11 @@ struct LayerCosts {
 };
 
 LayerCosts layer_costs(const Scenario& scenario, const Plan& plan);
+
+// Sequence parallelism: bytes of the once-per-step TP all-reduce of the replicated
+// parameters' gradients of a model part of `layers` layers, with the embedding (`first`) and
+// the final norm (`last`) when it holds them (0 without SP).
+int64_t sp_grad_reduce_bytes(const LayerCosts& costs, int64_t layers, bool first, bool last);
 
 // Seconds of the optimizer step on a rank that updates `sharded_params` parameters (after
 // ZeRO sharding) and zeroes the gradients of `grad_params` (HBM bound).

@@ -35,6 +35,7 @@ int64_t group_size(GroupKind kind, const Plan& p) {
     case GroupKind::kExpertDp: return p.dp * p.cp / std::max<int64_t>(p.ep, 1);
     case GroupKind::kWorld: return p.world_size();
     case GroupKind::kDpCp: return p.dp * p.cp;
+    case GroupKind::kEmbedding: return p.pp > 1 ? 2 : 1;
   }
   return 1;
 }
@@ -49,6 +50,7 @@ int64_t group_stride(GroupKind kind, const Plan& p) {
     case GroupKind::kExpertDp: return p.tp * std::max<int64_t>(p.ep, 1);
     case GroupKind::kWorld: return 1;
     case GroupKind::kDpCp: return p.tp;
+    case GroupKind::kEmbedding: return p.tp * p.cp * p.dp * std::max<int64_t>(p.pp - 1, 1);
   }
   return 1;
 }

@@ -41,6 +41,8 @@ int64_t coords_to_rank(const RankCoords& c, const Plan& plan);
 // Number of ranks in a group of `kind`. kDpCp is the gradient-reduction group (dp x cp):
 // with context parallelism every CP rank holds the same weights, so gradients are reduced
 // over dp * cp ranks (Megatron's data_parallel_group with_context_parallel=True).
+// kEmbedding: the first and last stage (2 ranks when pp > 1); group_ranks of it is meaningful
+// for ranks of those two stages only.
 int64_t group_size(GroupKind kind, const Plan& plan);
 // Distance between consecutive members of a group of `kind`.
 int64_t group_stride(GroupKind kind, const Plan& plan);

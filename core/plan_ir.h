@@ -23,7 +23,9 @@ enum class Stream : uint8_t { kCompute, kTpComm, kCpComm, kEpComm, kDpComm, kPpS
 enum class Phase : uint8_t { kForward, kBackward, kRecompute, kOptimizer, kOther };
 enum class CollectiveKind : uint8_t { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kBroadcast };
 // kDpCp: data x context parallel ranks, the group over which gradients are reduced when cp > 1.
-enum class GroupKind : uint8_t { kTp, kCp, kEp, kDp, kPp, kExpertDp, kWorld, kDpCp };
+// kEmbedding: the first and the last pipeline stage's ranks of one (tp, cp, dp) position, which
+// all-reduce the tied word-embedding gradient (Megatron's embedding group).
+enum class GroupKind : uint8_t { kTp, kCp, kEp, kDp, kPp, kExpertDp, kWorld, kDpCp, kEmbedding };
 enum class DType : uint8_t { kFp32, kBf16, kFp16, kFp8 };
 enum class MemCategory : uint8_t { kWeights, kGradients, kOptimizer, kActivations, kBuffers };
 

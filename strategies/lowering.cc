@@ -50,7 +50,7 @@ Expected<std::vector<std::vector<ChunkLayers>>> chunk_layers(const Plan& plan, i
 
 namespace {
 
-constexpr int kNumGroupKinds = 8;  // GroupKind values
+constexpr int kNumGroupKinds = 9;  // GroupKind values
 
 Stream stream_for(GroupKind g) {
   switch (g) {
@@ -249,6 +249,7 @@ Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan, const Lower
     return static_cast<int32_t>((mb * num_vstages + receiver_vstage) * 2 + (backward ? 1 : 0));
   };
   const bool zero3 = plan.zero_stage == 3;
+  const bool zero2 = plan.zero_stage == 2;  // reduce-scatter per micro-batch (DeepSpeed stage 2)
   const bool zero12 = plan.zero_stage == 1 || plan.zero_stage == 2;
 
   for (int32_t r = 0; r < g.world_size; ++r) {
@@ -333,6 +334,7 @@ Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan, const Lower
     // that layer is done (overlap_grad_reduce). Every other step is one task per chunk.
     const bool split_first_fwd = zero12 && plan.overlap_param_gather && !costs.layer_param_gather.empty();
     const bool split_last_bwd = !zero3 && plan.overlap_grad_reduce && !costs.layer_grad_reduce.empty();
+    Deps reduce_hold;  // ZeRO-2 without overlap_grad_reduce: the next step waits for the reduction
     std::vector<std::vector<Deps>> layer_gather(static_cast<size_t>(V));  // [chunk][layer in chunk]
     std::vector<Deps> start_gather(static_cast<size_t>(V));               // embedding / output gathers
     if (zero12 && plan.overlap_param_gather)
@@ -371,6 +373,24 @@ Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan, const Lower
         if (!op.blocking) out.push_back(b.collective(op, n, phase, first_layer, n, chunk, mb, before));
       for (const CommOp& op : ops)
         if (op.blocking) out.push_back(b.collective(op, n, phase, first_layer, n, chunk, mb, {t}));
+      return out;
+    };
+    // Collectives of the embedding / output layer (not per layer): `pre` ones before the
+    // compute task (it waits for them), the rest after it (blocking) or beside it.
+    auto pre_comm = [&](const std::vector<CommOp>& ops, Phase phase, int32_t chunk, int32_t mb, Deps cur) {
+      for (const CommOp& op : ops) {
+        const int32_t t = b.collective(op, 1, phase, -1, 0, chunk, mb, cur);
+        if (t >= 0) cur.push_back(t);
+      }
+      return cur;
+    };
+    auto post_comm = [&](const std::vector<CommOp>& ops, Phase phase, int32_t chunk, int32_t mb, int32_t t,
+                         const Deps& before) {
+      Deps out{t};
+      for (const CommOp& op : ops)
+        if (!op.blocking) out.push_back(b.collective(op, 1, phase, -1, 0, chunk, mb, before));
+      for (const CommOp& op : ops)
+        if (op.blocking) out.push_back(b.collective(op, 1, phase, -1, 0, chunk, mb, {t}));
       return out;
     };
     int32_t last_layer_compute = -1;  // the latest layer compute task emitted (ZeRO-3 prefetch)
@@ -460,6 +480,8 @@ Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan, const Lower
       // the next step's compute starts after the previous step's send has completed.
       Deps in{sent};
       sent = -1;
+      append(in, reduce_hold);
+      reduce_hold.clear();
       int32_t first_compute = -1;
       auto note = [&](int32_t t) {
         if (first_compute < 0) first_compute = t;
@@ -483,7 +505,10 @@ Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan, const Lower
         act_buffer[mb * V + k] = buf;
         in.push_back(a);
         Deps cur = in;
-        if (first) cur = {note(b.compute(Phase::kForward, OpKind::kEmbedding, costs.embedding_fwd, -1, 0, c32, mb, cur))};
+        if (first) {
+          const int32_t t = note(b.compute(Phase::kForward, OpKind::kEmbedding, costs.embedding_fwd, -1, 0, c32, mb, cur));
+          cur = post_comm(costs.embedding_fwd_comm, Phase::kForward, c32, mb, t, cur);
+        }
         const auto& gathers = layer_gather[static_cast<size_t>(k)];
         if (zero3)
           cur = run_layers(Phase::kForward, first_layer, n, c32, mb, cur, true, first_compute,
@@ -495,20 +520,27 @@ Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan, const Lower
                              return static_cast<size_t>(l) < gathers.size() ? gathers[static_cast<size_t>(l)] : Deps{};
                            },
                            nothing);
-        if (last) cur = {note(b.compute(Phase::kForward, OpKind::kOutputLoss, costs.output_fwd, -1, 0, c32, mb, cur))};
+        if (last) {
+          cur = pre_comm(costs.output_fwd_comm_pre, Phase::kForward, c32, mb, cur);
+          const int32_t t = note(b.compute(Phase::kForward, OpKind::kOutputLoss, costs.output_fwd, -1, 0, c32, mb, cur));
+          cur = post_comm(costs.output_fwd_comm, Phase::kForward, c32, mb, t, cur);
+        }
         if (!last)
           sent = b.p2p(TaskKind::kSend, Stream::kPpSend, next_rank, tag_of(mb, vst + 1, false), costs.pp_activation_bytes,
                        costs.pp_p2p_time_s, Phase::kForward, c32, mb, cur);
         end_deps = cur;
       } else {
         const bool last_of_chunk = i == last_bwd_of_chunk[static_cast<size_t>(k)];
-        const bool split = split_last_bwd && last_of_chunk;
+        const bool split = split_last_bwd && (last_of_chunk || zero2);
         if (!last)
           in.push_back(b.p2p(TaskKind::kRecv, Stream::kPpRecv, next_rank, tag_of(mb, vst, true), costs.pp_activation_bytes,
                              costs.pp_p2p_time_s, Phase::kBackward, c32, mb, {}));
         if (zero3) append(in, gather_extras(k, Phase::kBackward, mb));
         Deps cur = in;
-        if (last) cur = {note(b.compute(Phase::kBackward, OpKind::kOutputLoss, costs.output_bwd, -1, 0, c32, mb, cur))};
+        if (last) {
+          const int32_t t = note(b.compute(Phase::kBackward, OpKind::kOutputLoss, costs.output_bwd, -1, 0, c32, mb, cur));
+          cur = post_comm(costs.output_bwd_comm, Phase::kBackward, c32, mb, t, cur);
+        }
         if (zero3)
           cur = run_layers(Phase::kBackward, first_layer, n, c32, mb, cur, true, first_compute,
                            [&](int64_t l, int64_t j) { return z3_before(i, n, l, j); },
@@ -521,20 +553,49 @@ Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan, const Lower
           cur = run_layers(Phase::kBackward, first_layer, n, c32, mb, cur, split, first_compute, no_deps,
                            [&](int64_t l, const Deps& d) {
                              for (const CommOp& op : costs.layer_grad_reduce)
-                               grad_reduces.push_back(b.collective(op, 1, Phase::kBackward, first_layer + l, 1, c32, -1, d));
+                               grad_reduces.push_back(
+                                   b.collective(op, 1, Phase::kBackward, first_layer + l, 1, c32, zero2 ? mb : -1, d));
                            });
-        if (first) cur = {note(b.compute(Phase::kBackward, OpKind::kEmbedding, costs.embedding_bwd, -1, 0, c32, mb, cur))};
+        if (first) {
+          cur = pre_comm(costs.embedding_bwd_comm_pre, Phase::kBackward, c32, mb, cur);
+          cur = {note(b.compute(Phase::kBackward, OpKind::kEmbedding, costs.embedding_bwd, -1, 0, c32, mb, cur))};
+        }
         b.free_buffer(act_buffer[mb * V + k], cur);
         if (zero3) append(grad_reduces, reduce_chunk(k, mb, cur, false));
         if (!first)
           sent = b.p2p(TaskKind::kSend, Stream::kPpSend, prev_rank, tag_of(mb, vst - 1, true), costs.pp_activation_bytes,
                        costs.pp_p2p_time_s, Phase::kBackward, c32, mb, cur);
-        if (!zero3 && plan.overlap_grad_reduce && last_of_chunk) append(grad_reduces, reduce_chunk(k, -1, cur, !split));
+        if (zero2) {
+          const Deps r = reduce_chunk(k, mb, cur, !split);
+          append(grad_reduces, r);
+          if (!plan.overlap_grad_reduce) reduce_hold = r;
+        } else if (!zero3 && plan.overlap_grad_reduce && last_of_chunk) {
+          append(grad_reduces, reduce_chunk(k, -1, cur, !split));
+        }
         end_deps = cur;
       }
     }
-    if (!zero3 && !plan.overlap_grad_reduce)
+    if (!zero3 && !zero2 && !plan.overlap_grad_reduce)
       for (int64_t k = 0; k < V; ++k) append(grad_reduces, reduce_chunk(k, -1, end_deps, true));
+    // After the gradient reduction (Megatron finalize_model_grads): the sequence-parallel
+    // replicated gradients over TP, then the tied embedding between the first and last stage.
+    {
+      Deps reduced = grad_reduces;
+      append(reduced, end_deps);
+      append(reduced, reduce_hold);
+      for (int64_t k = 0; k < V; ++k) {
+        const size_t idx = static_cast<size_t>(s * V + k);
+        if (idx < costs.chunk_sp_grad_reduce.size())
+          grad_reduces.push_back(b.collective(costs.chunk_sp_grad_reduce[idx], 1, Phase::kBackward, -1, 0,
+                                              static_cast<int32_t>(k), -1, reduced));
+      }
+      for (int64_t k = 0; k < V; ++k) {
+        auto [first_layer, n, first, last, vst] = chunk_info(k);
+        if (first || last)
+          for (const CommOp& op : costs.tied_embedding_grad_reduce)
+            grad_reduces.push_back(b.collective(op, 1, Phase::kBackward, -1, 0, static_cast<int32_t>(k), -1, reduced));
+      }
+    }
 
     ComputeCost opt;
     int64_t total_layers = 0;

@@ -29,8 +29,12 @@
 // Blocking collectives (TP, EP all-to-all) delay the next compute task of the same chunk
 // step; overlapped ones (context-parallel ring exchange, the SP weight-gradient all-gather,
 // everything TP with tp_comm_overlap) run beside the compute and delay only what consumes
-// the chunk's output. Not lowered yet: the tied-embedding gradient all-reduce between the
-// first and last pipeline stage (the cost model counts it).
+// the chunk's output. Outside the layers: the embedding's and the output layer's TP
+// collectives per micro-batch (vocabulary-parallel embedding and cross-entropy, sequence-parallel
+// gathers), and once per step before the optimizer the sequence-parallel all-reduce of the
+// replicated parameters' gradients and the tied-embedding gradient all-reduce between the first
+// and last pipeline stage. ZeRO-2 reduce-scatters every micro-batch's gradients after its
+// backward (DeepSpeed stage 2), layer by layer with overlap_grad_reduce.
 //
 // Per-task durations, FLOPs and byte counts come from LoweringCosts: strategies/plan_costs.h
 // fills them from the analytical cost model. Nothing here invents a number.
@@ -78,10 +82,20 @@ struct LoweringCosts {
   std::vector<CommOp> layer_fwd_comm;        // per layer, per micro-batch (counts per layer)
   std::vector<CommOp> layer_bwd_comm;
   std::vector<CommOp> layer_recompute_comm;  // collectives re-run by recomputation
-  std::vector<CommOp> layer_grad_reduce;     // per layer, per iteration (ZeRO-3: per micro-batch)
+  std::vector<CommOp> layer_grad_reduce;     // per layer, per iteration (ZeRO-2/3: per micro-batch)
   std::vector<CommOp> layer_param_gather;    // per layer: ZeRO-1/2 once, ZeRO-3 before fwd and bwd
   std::vector<CommOp> embedding_grad_reduce, output_grad_reduce;
   std::vector<CommOp> embedding_param_gather, output_param_gather;
+  // Tensor-parallel collectives outside the layers, per micro-batch: `_pre` ones run before the
+  // compute task (it consumes their result), the others after it (blocking) or beside it.
+  std::vector<CommOp> embedding_fwd_comm, embedding_bwd_comm_pre;                 // first virtual stage
+  std::vector<CommOp> output_fwd_comm_pre, output_fwd_comm, output_bwd_comm;     // last virtual stage
+  // Once per step, after the gradient reduction and before the optimizer: the sequence-parallel
+  // all-reduce of the replicated parameters' gradients of each (stage, chunk), indexed
+  // stage * vpp + chunk (empty: none), and the tied word-embedding gradient all-reduce
+  // between the first and last pipeline stage (GroupKind::kEmbedding).
+  std::vector<CommOp> chunk_sp_grad_reduce;
+  std::vector<CommOp> tied_embedding_grad_reduce;
 
   int64_t pp_activation_bytes = 0;  // one micro-batch's boundary activation (and its gradient)
   double pp_p2p_time_s = 0;         // one send of pp_activation_bytes

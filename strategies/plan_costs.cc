@@ -68,6 +68,26 @@ LoweringCosts lowering_costs(const Scenario& sc, const Plan& p) {
     c.layer_bwd_comm.push_back({GroupKind::kCp, CollectiveKind::kReduceScatter, bytes, 1, L.cp_time_backward_s / 2, dt, false});
   }
 
+  // TP collectives of the embedding and of the output layer and loss (core/cost_model.h): the
+  // forward all-gather of the final norm output and the backward all-gather of the embedding's
+  // output gradient feed the compute task; the output layer's backward re-gather runs beside
+  // its input-gradient GEMM (as the layers' in sequence parallelism); the rest follow the
+  // compute and block what comes next.
+  {
+    auto op = [&](const LayerCosts::Collective& col, int32_t count, bool blocking) {
+      return CommOp{col.group, col.kind, col.bytes, count, col.time_s, col.fp32 ? DType::kFp32 : dt, blocking};
+    };
+    for (const LayerCosts::Collective& col : L.embedding_collectives) {
+      if (col.forward_count > 0) c.embedding_fwd_comm.push_back(op(col, col.forward_count, true));
+      if (col.backward_count > 0) c.embedding_bwd_comm_pre.push_back(op(col, col.backward_count, true));
+    }
+    for (const LayerCosts::Collective& col : L.output_collectives) {
+      const bool gather = col.kind == CollectiveKind::kAllGather;
+      if (col.forward_count > 0) (gather ? c.output_fwd_comm_pre : c.output_fwd_comm).push_back(op(col, col.forward_count, true));
+      if (col.backward_count > 0) c.output_bwd_comm.push_back(op(col, col.backward_count, !gather));
+    }
+  }
+
   c.embedding_fwd = {0, L.embedding_forward_mem_bytes, L.embedding_forward_s};
   c.embedding_bwd = {0, L.embedding_backward_mem_bytes, L.embedding_backward_s};
   c.output_fwd = {L.output_forward_flops, L.output_forward_mem_bytes, L.output_forward_s};
@@ -102,6 +122,32 @@ LoweringCosts lowering_costs(const Scenario& sc, const Plan& p) {
       if (p.zero_stage >= 1) gathers.push_back(comm(GroupKind::kExpertDp, expert_span, CollectiveKind::kAllGather, e * expert));
     }
   };
+  // Once per step: sequence-parallel replicated gradients per (stage, chunk), and the tied
+  // word-embedding gradient between the first and last stage (fp32, as the DP reduction).
+  if (p.tp > 1 && p.sequence_parallel) {
+    if (auto chunks = chunk_layers(p, m.layers); chunks.ok()) {
+      const GroupSpan tspan = group_span(GroupKind::kTp, p, gpn);
+      const int64_t P = p.pp, V = p.vpp;
+      c.chunk_sp_grad_reduce.resize(static_cast<size_t>(P * V));
+      for (int64_t s = 0; s < P; ++s)
+        for (int64_t k = 0; k < V; ++k) {
+          const int64_t vst = k * P + s;
+          const int64_t n = (*chunks)[static_cast<size_t>(s)][static_cast<size_t>(k)].num_layers;
+          const int64_t bytes = sp_grad_reduce_bytes(L, n, vst == 0, vst == P * V - 1);
+          c.chunk_sp_grad_reduce[static_cast<size_t>(s * V + k)] =
+              CommOp{GroupKind::kTp, CollectiveKind::kAllReduce, bytes, 1,
+                     collective_time_s(CollectiveKind::kAllReduce, bytes, tspan, cl), DType::kFp32, true};
+        }
+    }
+  }
+  if (m.tied_embeddings && p.pp > 1) {
+    const int64_t bytes = static_cast<int64_t>(kGradReduceBytes * static_cast<double>(m.vocab * m.hidden) / static_cast<double>(p.tp));
+    c.tied_embedding_grad_reduce.push_back(CommOp{GroupKind::kEmbedding, CollectiveKind::kAllReduce, bytes, 1,
+                                                  collective_time_s(CollectiveKind::kAllReduce, bytes,
+                                                                    group_span(GroupKind::kEmbedding, p, gpn), cl),
+                                                  DType::kFp32, true});
+  }
+
   add_dp(c.layer_grad_reduce, c.layer_param_gather, layer_dense, layer_expert);
   add_dp(c.embedding_grad_reduce, c.embedding_param_gather, first_extra, 0);
   add_dp(c.output_grad_reduce, c.output_param_gather, last_extra, 0);

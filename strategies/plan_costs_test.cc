@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <map>
 
 #include "core/cost_model.h"
 #include "core/graph_time.h"
@@ -92,6 +93,52 @@ TEST(GraphVsClosedForm, StayWithinFivePercentWithDataParallelOverlap) {
     Plan z = plan(1, 1, 8);
     z.zero_stage = zero;
     EXPECT_NEAR(ratio(compare(s, z)), 1.0, 0.05) << "zero " << zero;
+  }
+}
+
+// The task graph names the collectives the cost model counts: per (kind, group) the busiest
+// rank's wire bytes in the lowered graph equal the analytical communication entries, with the
+// tensor-parallel collectives outside the layers (embedding, loss, output layer, sequence-
+// parallel gathers and replicated gradients), ZeRO-2's reduce-scatter per micro-batch and the
+// tied-embedding all-reduce between the first and last stage.
+TEST(GraphVsClosedForm, CollectiveBytesPerKindAndGroupAreTheCostModels) {
+  const Scenario s = on_h100("gpt3-1.3b", 16, 32);
+  Plan a = plan(2, 2, 4);
+  a.sequence_parallel = true;
+  a.zero_stage = 1;
+  Plan b = plan(2, 2, 4, Schedule::kInterleaved, 2);
+  b.zero_stage = 2;
+  Plan c = plan(4, 1, 4);
+  c.sequence_parallel = true;
+  c.zero_stage = 2;
+  c.overlap_grad_reduce = false;
+  Plan d = plan(1, 4, 4);
+  d.zero_stage = 0;
+  for (const Plan& p : {a, b, c, d}) {
+    Plan full = p;
+    full.layers_per_stage = stage_layers(model_shape(s.model), p);
+    auto g = lower_plan(s, full);
+    ASSERT_TRUE(g.ok()) << describe(p);
+    EXPECT_TRUE(check_graph(*g).empty()) << describe(p);
+    std::map<std::pair<std::string, std::string>, double> busiest;
+    for (const RankProgram& r : g->ranks) {
+      std::map<std::pair<std::string, std::string>, double> mine;
+      for (const Task& t : r.tasks) {
+        if (t.kind != TaskKind::kCollective) continue;
+        const ProcessGroup& pg = g->groups[static_cast<size_t>(t.group)];
+        mine[{to_string(t.collective), to_string(pg.kind)}] +=
+            t.count * collective_wire_bytes(t.collective, t.bytes, static_cast<int64_t>(pg.ranks.size()));
+      }
+      for (const auto& [k, v] : mine) busiest[k] = std::max(busiest[k], v);
+    }
+    const BackendResult r = estimate_plan(s, full);
+    std::map<std::pair<std::string, std::string>, double> model;
+    for (const CommEntry& e : r.communication)
+      if (e.kind != "send-recv") model[{e.kind, e.group}] = static_cast<double>(e.bytes);
+    for (const auto& [k, v] : model) EXPECT_NEAR(busiest[k], v, 1e-9 * v + 64) << describe(p) << " " << k.first << " " << k.second;
+    for (const auto& [k, v] : busiest) EXPECT_TRUE(model.count(k)) << describe(p) << " " << k.first << " " << k.second << " only in the graph";
+    EXPECT_TRUE(busiest.count({"all-reduce", "tp"}) || p.tp == 1) << describe(p);
+    EXPECT_EQ(busiest.count({"all-reduce", "embedding"}), p.pp > 1 ? 1u : 0u) << describe(p);
   }
 }
 
