@@ -31,6 +31,7 @@
 #include "results/store.h"
 #include "sim/analytical_backend.h"
 #include "sim/chrome_trace_io.h"
+#include "strategies/dlrm_lowering.h"
 #include "strategies/dlrm_sharding.h"
 #include "strategies/graph_check.h"
 #include "strategies/plan_costs.h"
@@ -44,6 +45,10 @@
 
 namespace monarch::app {
 namespace {
+
+#ifndef MONARCH_HAVE_SIMGRID
+struct SimgridOptions {};  // this build has no SimGrid backend
+#endif
 
 // How many of the analytically best plans the slower backends re-rank.
 constexpr size_t kRerankTopPlans = 3;
@@ -212,64 +217,177 @@ RunRecord make_record(const Scenario& s, const std::string& scenario_json, int64
 }
 
 // Recommendation models: embedding-table sharding plans (strategies/dlrm_sharding.h), ranked
-// by the analytical DLRM model; written to the result file and the store like LLM plans.
-int run_dlrm(const Scenario& s, const RunOptions& opts, std::optional<Store>& store,
+// by the analytical DLRM model; with SimGrid, the best few are lowered
+// (strategies/dlrm_lowering.h), simulated and re-ranked as LLM plans are. Written to the result
+// file and the store like LLM plans, one entry per (plan, backend).
+int run_dlrm(const Scenario& s, const RunOptions& opts, const std::vector<Backend>& backends,
+             [[maybe_unused]] const SimgridOptions& sg_options, std::optional<Store>& store,
              std::chrono::system_clock::time_point started_at) {
-  if (!opts.emit_plan_path.empty() || !opts.trace_path.empty()) {
-    print_error(opts.emit_plan_path.empty() ? "--trace" : "--emit-plan",
-                "plan files and traces are for transformer plans; dlrm sharding plans have neither in this version");
+  if (!opts.emit_plan_path.empty()) {
+    print_error("--emit-plan", "plan files are for transformer plans; dlrm sharding plans have none in this version");
     return kExitInvalid;
   }
+  [[maybe_unused]] const bool want_simgrid = has_backend(backends, Backend::kSimgrid);
+  [[maybe_unused]] const bool tty = stderr_is_terminal();
   DlrmSearchResult dr = search_dlrm_sharding(s);
   if (!dr.any_fits()) {
     print_error(opts.scenario_path, dr.no_fit_message);
     return kExitNoPlanFits;
   }
-  std::vector<BackendResult> results;
-  std::vector<std::string> names;
-  for (const auto& rp : dr.ranked) {
-    if (static_cast<int64_t>(results.size()) >= s.search.top_k) break;
-    results.push_back(rp.result);
-    names.push_back(rp.sharding.name + ": " + describe(rp.sharding));
+  struct Entry {
+    BackendResult result;
+    std::string sharding;
+  };
+  struct Row {
+    size_t ranked = 0;           // index into dr.ranked
+    std::vector<Entry> entries;  // analytical first, then the other backends
+  };
+  std::vector<Row> per_plan;
+  auto add_row = [&](size_t k) {
+    const auto& rp = dr.ranked[k];
+    per_plan.push_back({k, {{rp.result, rp.sharding.name + ": " + describe(rp.sharding)}}});
+  };
+  for (size_t k = 0; k < dr.ranked.size() && static_cast<int64_t>(k) < s.search.top_k; ++k) add_row(k);
+
+  // --- SimGrid re-ranks the best few
+  std::optional<BackendResult> traced;
+#ifdef MONARCH_HAVE_SIMGRID
+  if (want_simgrid || !opts.trace_path.empty()) {
+    const size_t n = want_simgrid ? std::min(kRerankTopPlans, per_plan.size()) : 1;
+    for (size_t i = 0; i < n; ++i) {
+      if (tty) std::fprintf(stderr, "\rsimulating sharding plan %zu of %zu with SimGrid...", i + 1, n);
+      auto g = lower_dlrm(s, dr.ranked[i].sharding);
+      Problems pr = g ? check_graph(*g) : g.problems();
+      if (!pr.empty()) {  // a lowering bug: report, do not simulate a broken graph
+        for (const auto& p : pr) print_error("lowering " + per_plan[i].entries.front().sharding, p.to_string());
+        return 1;
+      }
+      auto r = run_simgrid(s, *g, sg_options);
+      if (g_interrupted.load()) {
+        std::cerr << "\nmonarch-sim: interrupted; nothing was written\n";
+        return kExitInterrupted;
+      }
+      if (!r) {
+        for (const auto& p : r.problems()) print_error(p.where, p.message);
+        return kExitInvalid;
+      }
+      // "Tokens" are samples for a recommendation model, as in the analytical result.
+      r->tokens_per_s = r->iteration_time_s > 0 ? s.training.global_batch_size / r->iteration_time_s : 0;
+      if (i == 0) traced = *r;
+      if (!want_simgrid) break;
+      per_plan[i].entries.push_back({std::move(r).value(), per_plan[i].entries.front().sharding});
+    }
+    if (tty) std::fprintf(stderr, "\r%60s\r", "");
+    if (want_simgrid && s.search.objective == Objective::kIterationTime)
+      std::stable_sort(per_plan.begin(), per_plan.begin() + static_cast<long>(std::min(kRerankTopPlans, per_plan.size())),
+                       [](const Row& a, const Row& b) {
+                         return a.entries.back().result.iteration_time_s < b.entries.back().result.iteration_time_s;
+                       });
   }
+#endif
+
+  // --- the CPU runtime trains the best plan it can run (no column-wise tables), recorded next
+  // to the analytical prediction of the same plan; a failed run is recorded as failed.
+#ifdef MONARCH_HAVE_REAL_CPU
+  if (has_backend(backends, Backend::kRealCpu)) {
+    size_t k = 0;
+    while (k < dr.ranked.size() && !std::none_of(dr.ranked[k].sharding.tables.begin(), dr.ranked[k].sharding.tables.end(),
+                                                 [](const TablePlacement& p) { return p.kind == TableSharding::kColumnWise; }))
+      ++k;
+    if (k == dr.ranked.size()) {
+      print_error("--backend real-cpu", "every fitting sharding plan has column-wise tables, which the CPU runtime does not run");
+      return kExitInvalid;
+    }
+    auto row = std::find_if(per_plan.begin(), per_plan.end(), [&](const Row& r) { return r.ranked == k; });
+    if (row == per_plan.end()) {
+      add_row(k);
+      row = per_plan.end() - 1;
+    }
+    if (tty) std::fprintf(stderr, "training sharding plan %s on %lld CPU processes...\n",
+                          describe(dr.ranked[k].sharding).c_str(), static_cast<long long>(s.cluster.num_gpus));
+    auto real = realrt::run_real_cpu_dlrm(s, dr.ranked[k].sharding, realrt::RealCpuOptions{});
+    if (!real) {
+      std::string why;
+      for (const auto& p : real.problems()) {
+        print_error("--backend real-cpu", p.to_string());
+        why += (why.empty() ? "" : "; ") + p.to_string();
+      }
+      if (store) {
+        BackendResult failed;
+        failed.backend = "real-cpu";
+        failed.plan = dr.ranked[k].result.plan;
+        failed.measured = true;
+        RunRecord rec = make_record(s, scenario_to_json(s).dump(), 0, failed, started_at);
+        rec.status = RunStatus::kFailed;
+        rec.error_message = why;
+        if (auto id = store->record_run(rec)) std::cerr << "monarch-sim: recorded the failed run as " << *id << "\n";
+      }
+      return 1;
+    }
+    row->entries.insert(row->entries.begin() + 1, {std::move(real).value(), row->entries.front().sharding});
+  }
+#endif
+  if (!opts.trace_path.empty() && traced) {
+    TraceMetadata meta;
+    meta.scenario = s.name;
+    meta.world_size = s.cluster.num_gpus;
+    const Problems pr = write_chrome_trace(opts.trace_path, *traced, meta);
+    if (!pr.empty()) {
+      for (const auto& p : pr) print_error(p.where.empty() ? "--trace" : p.where, p.message);
+      return kExitInvalid;
+    }
+  }
+
   const nlohmann::json scenario_json = scenario_to_json(s);
+  int64_t parameters = 0;
+  for (const auto& t : s.model.dlrm.tables) parameters += t.rows * t.dim;
+  parameters += dlrm_dense_shape(s.model.dlrm).dense_params();
   if (!opts.output_path.empty()) {
     nlohmann::json out;
     out["format"] = "monarch-sim-result/1";
     out["scenario"] = scenario_json;
-    int64_t parameters = 0;
-    for (const auto& t : s.model.dlrm.tables) parameters += t.rows * t.dim;
     out["parameters"] = parameters;
     out["results"] = nlohmann::json::array();
-    for (size_t i = 0; i < results.size(); ++i) {
-      nlohmann::json e = result_to_json(results[i]);
-      e["rank"] = static_cast<int64_t>(i + 1);
-      e["sharding"] = names[i];
-      out["results"].push_back(std::move(e));
-    }
+    for (size_t i = 0; i < per_plan.size(); ++i)
+      for (const Entry& en : per_plan[i].entries) {
+        nlohmann::json e = result_to_json(en.result);
+        e["rank"] = static_cast<int64_t>(i + 1);
+        e["sharding"] = en.sharding;
+        out["results"].push_back(std::move(e));
+      }
     out["rejected"] = nlohmann::json::array();
     for (const auto& rj : dr.rejected) out["rejected"].push_back(rejected_to_json(rj));
     if (!write_file_atomically(opts.output_path, out.dump(2) + "\n", "--output")) return kExitInvalid;
   }
   if (store) {
-    for (const auto& r : results) {
-      auto id = store->record_run(make_record(s, scenario_json.dump(), 0, r, started_at));
-      if (!id) {
-        for (const auto& p : id.problems()) print_error("--db " + store->path(), p.to_string());
-        return kExitInvalid;
+    std::vector<int64_t> ids;
+    for (const auto& plan : per_plan)
+      for (const Entry& en : plan.entries) {
+        auto id = store->record_run(make_record(s, scenario_json.dump(), parameters, en.result, started_at));
+        if (!id) {
+          for (const auto& p : id.problems()) print_error("--db " + store->path(), p.to_string());
+          return kExitInvalid;
+        }
+        ids.push_back(*id);
       }
-    }
+    if (!opts.quiet && !ids.empty())
+      std::cerr << "monarch-sim: recorded runs " << ids.front() << ".." << ids.back() << " in " << store->path() << "\n";
   }
   if (!opts.quiet) {
     std::cout << "scenario " << s.name << ": dlrm with " << s.model.dlrm.tables.size() << " tables on "
               << s.cluster.num_gpus << " x " << s.cluster.gpu.name << "\n\n";
-    std::cout << std::left << std::setw(4) << "#" << std::setw(70) << "sharding" << std::right << std::setw(12)
-              << "iter ms" << std::setw(14) << "samples/s" << std::setw(10) << "peak GiB" << "\n";
-    for (size_t i = 0; i < results.size(); ++i)
-      std::cout << std::left << std::setw(4) << i + 1 << std::setw(70) << names[i].substr(0, 68) << std::right
-                << std::setw(12) << fixed(1e3 * results[i].iteration_time_s, 3) << std::setw(14)
-                << fixed(s.training.global_batch_size / results[i].iteration_time_s, 0) << std::setw(10)
-                << fixed(results[i].memory.peak_gib, 2) << "\n";
+    std::cout << std::left << std::setw(4) << "#" << std::setw(70) << "sharding" << std::setw(12) << "backend"
+              << std::right << std::setw(12) << "iter ms" << std::setw(14) << "samples/s" << std::setw(10) << "peak GiB"
+              << "\n";
+    for (size_t i = 0; i < per_plan.size(); ++i)
+      for (size_t k = 0; k < per_plan[i].entries.size(); ++k) {
+        const BackendResult& r = per_plan[i].entries[k].result;
+        std::cout << std::left << std::setw(4) << (k == 0 ? std::to_string(i + 1) : "") << std::setw(70)
+                  << (k == 0 ? per_plan[i].entries[k].sharding.substr(0, 68) : "") << std::setw(12) << r.backend << std::right
+                  << std::setw(12) << fixed(1e3 * r.iteration_time_s, 3) << std::setw(14)
+                  << fixed(r.iteration_time_s > 0 ? s.training.global_batch_size / r.iteration_time_s : 0, 0)
+                  << std::setw(10) << fixed(r.memory.peak_gib, 2) << "\n";
+      }
     if (!dr.rejected.empty()) {
       std::cout << "\nrejected:\n";
       for (const auto& r : dr.rejected) std::cout << "  " << r.reason << "\n";
@@ -303,17 +421,8 @@ int cmd_run(const RunOptions& opts) {
     backends_from = "default backends";
   }
   if (!check_backends_built(backends, backends_from)) return kExitInvalid;
-  if (s.model.architecture == Architecture::kDlrm) {
-    for (Backend b : backends)
-      if (b != Backend::kAnalytical && backends_from == "--backend") {
-        print_error("--backend", std::string("dlrm models run on the analytical backend only in this version; found \"") +
-                                     to_string(b) + "\"");
-        return kExitInvalid;
-      }
-  }
-
-#ifdef MONARCH_HAVE_SIMGRID
   SimgridOptions sg_options;
+#ifdef MONARCH_HAVE_SIMGRID
   for (const auto& [key, value] : simgrid_overrides) {
     const Problems pr = apply_simgrid_option(sg_options, key, value);
     if (!pr.empty()) {
@@ -349,7 +458,7 @@ int cmd_run(const RunOptions& opts) {
   const bool tty = stderr_is_terminal();
   const auto started_at = std::chrono::system_clock::now();
 
-  if (s.model.architecture == Architecture::kDlrm) return run_dlrm(s, opts, store, started_at);
+  if (s.model.architecture == Architecture::kDlrm) return run_dlrm(s, opts, backends, sg_options, store, started_at);
 
   // --- search with the analytical model
   SearchOptions so;

@@ -91,6 +91,63 @@ std::string describe(const DlrmShardingPlan& plan) {
   return s;
 }
 
+DlrmShardingPlan parse_dlrm_plan(const std::string& text, std::string* error) {
+  DlrmShardingPlan plan;
+  plan.name = "given";
+  auto fail = [&](const std::string& word, const std::string& why) {
+    *error = "\"" + word + "\": " + why;
+    return DlrmShardingPlan{};
+  };
+  // Non-negative integer of a whole string, or -1.
+  auto number = [](const std::string& s) -> int64_t {
+    if (s.empty() || s.size() > 9 || s.find_first_not_of("0123456789") != std::string::npos) return -1;
+    return std::stoll(s);
+  };
+  size_t pos = 0;
+  while (pos < text.size()) {
+    if (text[pos] == ' ') {
+      ++pos;
+      continue;
+    }
+    const size_t end = std::min(text.find(' ', pos), text.size());
+    const std::string word = text.substr(pos, end - pos);
+    pos = end;
+    const size_t colon = word.find(':');
+    const std::string expected = "t" + std::to_string(plan.tables.size());
+    if (colon == std::string::npos || word.substr(0, colon) != expected)
+      return fail(word, "expected " + expected + ":KIND (tables in order; KIND dp, rw, tw@RANK or cwK@R1,R2,..)");
+    const std::string kind = word.substr(colon + 1);
+    TablePlacement p;
+    if (kind == "dp") {
+      p.kind = TableSharding::kDataParallel;
+    } else if (kind == "rw") {
+      p.kind = TableSharding::kRowWise;
+    } else if (kind.rfind("tw@", 0) == 0) {
+      p.kind = TableSharding::kTableWise;
+      const int64_t r = number(kind.substr(3));
+      if (r < 0) return fail(word, "tw@ needs a rank number");
+      p.ranks = {static_cast<int32_t>(r)};
+    } else if (kind.rfind("cw", 0) == 0 && kind.find('@') != std::string::npos) {
+      p.kind = TableSharding::kColumnWise;
+      const size_t at = kind.find('@');
+      const int64_t k = number(kind.substr(2, at - 2));
+      std::string list = kind.substr(at + 1) + ",";
+      for (size_t a = 0, b = list.find(','); b != std::string::npos; a = b + 1, b = list.find(',', a)) {
+        const int64_t r = number(list.substr(a, b - a));
+        if (r < 0) return fail(word, "cwK@ needs comma-separated rank numbers");
+        p.ranks.push_back(static_cast<int32_t>(r));
+      }
+      if (k != static_cast<int64_t>(p.ranks.size())) return fail(word, "cwK@ needs K ranks");
+    } else {
+      return fail(word, "unknown kind (dp, rw, tw@RANK or cwK@R1,R2,..)");
+    }
+    plan.tables.push_back(std::move(p));
+  }
+  if (plan.tables.empty()) return fail(text, "no tables");
+  error->clear();
+  return plan;
+}
+
 DlrmDenseShape dlrm_dense_shape(const DlrmConfig& d) {
   DlrmDenseShape s;
   for (const Linear& l : mlp_layers(d.dense_features, d.bottom_mlp)) s.bottom_params += l.in * l.out + l.out;
@@ -192,7 +249,10 @@ std::vector<DlrmRankLoad> dlrm_rank_loads(const Scenario& sc, const DlrmSharding
           l.lookup_backward_bytes += B * p_f * (3.0 * dim * e + 2.0 * dlrm_optimizer_bytes_per_row(sc, dim)) + B * dim * e;
           l.a2a_send_bytes += B * dim * static_cast<int64_t>(e);
         }
-        for (DlrmRankLoad& l : loads) l.id_send_bytes += k * static_cast<int64_t>(std::llround(b * p_f)) * kSparseIdBytes;
+        for (DlrmRankLoad& l : loads) {
+          l.id_send_bytes += k * static_cast<int64_t>(std::llround(b * p_f)) * kSparseIdBytes;
+          l.a2a_backward_send_bytes += b * t.dim * static_cast<int64_t>(e);  // k shards of dim / k
+        }
         break;
       }
       case TableSharding::kRowWise: {
@@ -214,6 +274,97 @@ std::vector<DlrmRankLoad> dlrm_rank_loads(const Scenario& sc, const DlrmSharding
   return loads;
 }
 
+DlrmDenseCosts dlrm_dense_costs(const Scenario& sc) {
+  const DlrmConfig& d = sc.model.dlrm;
+  const GpuSpec& gpu = sc.cluster.gpu;
+  const Precision prec = sc.training.precision;
+  const int64_t n = std::max<int64_t>(1, sc.cluster.num_gpus);
+  const int64_t b = std::max<int64_t>(1, sc.training.global_batch_size / n);
+  const double e = bytes_per_element(prec);
+  const DlrmDenseShape shape = dlrm_dense_shape(d);
+  DlrmDenseCosts c;
+  // ---- dense compute on one GPU (b samples), roofline per GEMM; `part` is 0 bottom MLP,
+  // 1 interaction, 2 top MLP.
+  double act_bytes = 0;
+  auto gemm = [&](int part, int64_t m, int64_t k, int64_t nn) {
+    const double flops = 2.0 * m * k * nn;
+    const double mem = (static_cast<double>(k) * nn + static_cast<double>(m) * k + static_cast<double>(m) * nn) * e;
+    c.fwd_s[part] += compute_time_s(gpu, prec, flops, mem, m, nn, k);
+    c.bwd_s[part] += compute_time_s(gpu, prec, flops, mem, m, k, nn) + compute_time_s(gpu, prec, flops, mem, k, nn, m);
+    c.fwd_flops[part] += flops;
+  };
+  int part = 0;
+  for (const auto& layers : {mlp_layers(d.dense_features, d.bottom_mlp), mlp_layers(shape.interaction_out, d.top_mlp)}) {
+    for (const Linear& l : layers) {
+      gemm(part, b, l.in, l.out);
+      act_bytes += static_cast<double>(b) * (l.in + l.out) * e;
+    }
+    part = 2;
+  }
+  const int64_t bottom_out = d.bottom_mlp.empty() ? d.dense_features : d.bottom_mlp.back();
+  if (d.interaction == "dcn") {
+    const int64_t d0 = shape.interaction_out;
+    for (int64_t l = 0; l < d.dcn_layers; ++l) {
+      gemm(1, b, d0, d.dcn_rank);
+      gemm(1, b, d.dcn_rank, d0);
+      // x0 * (.) + b + x_l: elementwise, HBM bound.
+      const double ew = 4.0 * b * d0 * e;
+      c.fwd_s[1] += compute_time_s(gpu, prec, 3.0 * b * d0, ew, 0, 0, 0);
+      c.bwd_s[1] += 2.0 * compute_time_s(gpu, prec, 3.0 * b * d0, ew, 0, 0, 0);
+      act_bytes += static_cast<double>(b) * (2 * d0 + d.dcn_rank) * e;
+    }
+  } else {
+    const int64_t f = static_cast<int64_t>(d.tables.size()) + 1;
+    // Batched Z = X X^T over F vectors of width bottom_out (bmm of b matrices F x dim).
+    const double flops = 2.0 * b * f * f * bottom_out;
+    const double mem = (2.0 * b * f * bottom_out + static_cast<double>(b) * f * f) * e;
+    c.fwd_s[1] += compute_time_s(gpu, prec, flops, mem, f, f, bottom_out);
+    c.bwd_s[1] += 2.0 * compute_time_s(gpu, prec, flops, mem, f, bottom_out, f);
+    c.fwd_flops[1] += flops;
+    act_bytes += static_cast<double>(b) * (f * bottom_out + f * f) * e;
+  }
+  c.activation_bytes = act_bytes;
+  return c;
+}
+
+DlrmCommSizes dlrm_comm_sizes(const Scenario& sc, const std::vector<DlrmRankLoad>& loads) {
+  DlrmCommSizes z;
+  double table_grad_bytes = 0;
+  for (const DlrmRankLoad& l : loads) {
+    z.pooled_a2a_bytes = std::max(z.pooled_a2a_bytes, l.a2a_send_bytes);
+    z.pooled_a2a_backward_bytes = std::max(z.pooled_a2a_backward_bytes, l.a2a_backward_send_bytes);
+    z.id_a2a_bytes = std::max(z.id_a2a_bytes, l.id_send_bytes);
+    z.rw_bytes = std::max(z.rw_bytes, l.rw_reduce_scatter_bytes);
+    table_grad_bytes = std::max(table_grad_bytes, l.table_grad_bytes);  // the same on every GPU
+  }
+  // Data-parallel gradients: dense MLPs (fp32 main grads when mixed, as model_math) and the
+  // data-parallel tables' dense gradients.
+  const StateBytesPerParameter st = state_bytes_per_parameter(sc.training.precision, sc.training.optimizer);
+  const double dense_params = static_cast<double>(dlrm_dense_shape(sc.model.dlrm).dense_params());
+  z.dp_grad_bytes = static_cast<int64_t>(dense_params * st.gradients + table_grad_bytes);
+  return z;
+}
+
+StageMemory dlrm_rank_memory(const Scenario& sc, const DlrmRankLoad& L) {
+  const DlrmConfig& d = sc.model.dlrm;
+  const int64_t n = std::max<int64_t>(1, sc.cluster.num_gpus);
+  const int64_t b = std::max<int64_t>(1, sc.training.global_batch_size / n);
+  const double e = bytes_per_element(sc.training.precision);
+  const StateBytesPerParameter st = state_bytes_per_parameter(sc.training.precision, sc.training.optimizer);
+  const double dense_params = static_cast<double>(dlrm_dense_shape(d).dense_params());
+  StageMemory m;
+  m.stage = 0;
+  m.weights_gib = (L.table_weight_bytes + dense_params * st.weights) / kBytesPerGib;
+  m.gradients_gib = (L.table_grad_bytes + dense_params * st.gradients) / kBytesPerGib;
+  m.optimizer_gib = (L.table_optimizer_bytes + dense_params * st.optimizer) / kBytesPerGib;
+  // Pooled embeddings of the local batch (received) and the activations saved for backward.
+  m.activations_gib = (dlrm_dense_costs(sc).activation_bytes + static_cast<double>(b) * sum_dims(d) * e) / kBytesPerGib;
+  // Send buffer of the pooled all-to-all (and its gradient), row-wise partial sums, ids.
+  m.buffers_gib = (2.0 * L.a2a_send_bytes + 2.0 * L.rw_reduce_scatter_bytes + 2.0 * L.id_send_bytes) / kBytesPerGib;
+  m.total_gib = m.weights_gib + m.gradients_gib + m.optimizer_gib + m.activations_gib + m.buffers_gib;
+  return m;
+}
+
 BackendResult estimate_dlrm(const Scenario& sc, const DlrmShardingPlan& plan) {
   const DlrmConfig& d = sc.model.dlrm;
   const ClusterConfig& c = sc.cluster;
@@ -222,7 +373,6 @@ BackendResult estimate_dlrm(const Scenario& sc, const DlrmShardingPlan& plan) {
   const int64_t n = std::max<int64_t>(1, c.num_gpus);
   const int64_t B = sc.training.global_batch_size;
   const int64_t b = std::max<int64_t>(1, B / n);
-  const double e = bytes_per_element(prec);
   const std::vector<DlrmRankLoad> loads = dlrm_rank_loads(sc, plan);
   const DlrmDenseShape shape = dlrm_dense_shape(d);
 
@@ -231,74 +381,41 @@ BackendResult estimate_dlrm(const Scenario& sc, const DlrmShardingPlan& plan) {
   r.plan.dp = n;
   r.plan.micro_batch_size = b;
 
-  // ---- dense compute on one GPU (b samples), roofline per GEMM.
-  double fwd_s = 0, bwd_s = 0, fwd_flops = 0, act_bytes = 0;
-  auto gemm = [&](int64_t m, int64_t k, int64_t nn) {
-    const double flops = 2.0 * m * k * nn;
-    const double mem = (static_cast<double>(k) * nn + static_cast<double>(m) * k + static_cast<double>(m) * nn) * e;
-    fwd_s += compute_time_s(gpu, prec, flops, mem, m, nn, k);
-    bwd_s += compute_time_s(gpu, prec, flops, mem, m, k, nn) + compute_time_s(gpu, prec, flops, mem, k, nn, m);
-    fwd_flops += flops;
-  };
-  for (const auto& layers : {mlp_layers(d.dense_features, d.bottom_mlp), mlp_layers(shape.interaction_out, d.top_mlp)})
-    for (const Linear& l : layers) {
-      gemm(b, l.in, l.out);
-      act_bytes += static_cast<double>(b) * (l.in + l.out) * e;
-    }
-  const int64_t bottom_out = d.bottom_mlp.empty() ? d.dense_features : d.bottom_mlp.back();
-  if (d.interaction == "dcn") {
-    const int64_t d0 = shape.interaction_out;
-    for (int64_t l = 0; l < d.dcn_layers; ++l) {
-      gemm(b, d0, d.dcn_rank);
-      gemm(b, d.dcn_rank, d0);
-      // x0 * (.) + b + x_l: elementwise, HBM bound.
-      const double ew = 4.0 * b * d0 * e;
-      fwd_s += compute_time_s(gpu, prec, 3.0 * b * d0, ew, 0, 0, 0);
-      bwd_s += 2.0 * compute_time_s(gpu, prec, 3.0 * b * d0, ew, 0, 0, 0);
-      act_bytes += static_cast<double>(b) * (2 * d0 + d.dcn_rank) * e;
-    }
-  } else {
-    const int64_t f = static_cast<int64_t>(d.tables.size()) + 1;
-    // Batched Z = X X^T over F vectors of width bottom_out (bmm of b matrices F x dim).
-    const double flops = 2.0 * b * f * f * bottom_out;
-    const double mem = (2.0 * b * f * bottom_out + static_cast<double>(b) * f * f) * e;
-    fwd_s += compute_time_s(gpu, prec, flops, mem, f, f, bottom_out);
-    bwd_s += 2.0 * compute_time_s(gpu, prec, flops, mem, f, bottom_out, f);
-    fwd_flops += flops;
-    act_bytes += static_cast<double>(b) * (f * bottom_out + f * f) * e;
-  }
-  const double dense_s = fwd_s + bwd_s;
+  const DlrmDenseCosts dense = dlrm_dense_costs(sc);
+  const double dense_s = dense.forward_s() + dense.backward_s();
+  const double fwd_flops = dense.forward_flops();
 
   // ---- busiest GPU: slowest lookups and largest send buffers (all-to-alls are synchronous).
   const double gather_Bps = gpu.memory_bandwidth_GBps * 1e9 * kEmbeddingGatherEfficiency;
-  double lookup_s = 0;
-  int64_t a2a_max = 0, id_max = 0, rs_max = 0;
+  // The pooled all-to-all waits for every GPU's forward lookups and the next one for every
+  // GPU's backward, so the slowest forward and the slowest backward add up.
+  double lookup_fwd_s = 0, lookup_bwd_s = 0;
   size_t busiest = 0;
   double busiest_bytes = -1;
   for (size_t i = 0; i < loads.size(); ++i) {
     const DlrmRankLoad& l = loads[i];
-    lookup_s = std::max(lookup_s, (l.lookup_forward_bytes + l.lookup_backward_bytes) / gather_Bps);
-    a2a_max = std::max(a2a_max, l.a2a_send_bytes);
-    id_max = std::max(id_max, l.id_send_bytes);
-    rs_max = std::max(rs_max, l.rw_reduce_scatter_bytes);
-    const double mem = l.table_weight_bytes + l.table_optimizer_bytes + l.table_grad_bytes + l.a2a_send_bytes;
+    lookup_fwd_s = std::max(lookup_fwd_s, l.lookup_forward_bytes / gather_Bps);
+    lookup_bwd_s = std::max(lookup_bwd_s, l.lookup_backward_bytes / gather_Bps);
+    const double mem = dlrm_rank_memory(sc, l).total_gib;
     if (mem > busiest_bytes) {
       busiest_bytes = mem;
       busiest = i;
     }
   }
+  const double lookup_s = lookup_fwd_s + lookup_bwd_s;
+  const DlrmCommSizes sizes = dlrm_comm_sizes(sc, loads);
+  const int64_t a2a_max = sizes.pooled_a2a_bytes, id_max = sizes.id_a2a_bytes, rs_max = sizes.rw_bytes;
   const GroupSpan world = strided_span(0, n, 1, c.gpus_per_node > 0 ? c.gpus_per_node : n);
   const double a2a_s = collective_time_s(CollectiveKind::kAllToAll, a2a_max, world, c);
+  const double a2a_bwd_s = collective_time_s(CollectiveKind::kAllToAll, sizes.pooled_a2a_backward_bytes, world, c);
   const double id_s = collective_time_s(CollectiveKind::kAllToAll, id_max, world, c);
   const double rs_s = collective_time_s(CollectiveKind::kReduceScatter, rs_max, world, c);
   const double ag_s = collective_time_s(CollectiveKind::kAllGather, rs_max, world, c);
 
   // ---- data-parallel gradients: dense MLPs (fp32 main grads when mixed, as model_math) and
   // the data-parallel tables' dense gradients.
-  const StateBytesPerParameter st = state_bytes_per_parameter(prec, sc.training.optimizer);
   const double dense_params = static_cast<double>(shape.dense_params());
-  const int64_t dp_grad_bytes =
-      static_cast<int64_t>(dense_params * st.gradients + loads[busiest].table_grad_bytes);
+  const int64_t dp_grad_bytes = sizes.dp_grad_bytes;
   const double ar_s = collective_time_s(CollectiveKind::kAllReduce, dp_grad_bytes, world, c);
   const double opt_s = optimizer_step_time_s(sc, dense_params, dense_params);
 
@@ -307,10 +424,10 @@ BackendResult estimate_dlrm(const Scenario& sc, const DlrmShardingPlan& plan) {
   const double id_exposed = std::max(0.0, id_s - dense_s);
   TimeBreakdown& t = r.time_breakdown_s;
   t.compute = lookup_s + dense_s;
-  t.ep_comm = 2.0 * a2a_s + id_s + rs_s + ag_s;
+  t.ep_comm = a2a_s + a2a_bwd_s + id_s + rs_s + ag_s;
   t.dp_comm = ar_s;
   t.optimizer = opt_s;
-  t.exposed_comm = 2.0 * a2a_s + id_exposed + rs_s + ag_s + ar_s;
+  t.exposed_comm = a2a_s + a2a_bwd_s + id_exposed + rs_s + ag_s + ar_s;
   r.iteration_time_s = t.compute + t.optimizer + t.exposed_comm;
 
   // ---- figures; "tokens" are samples for a recommendation model.
@@ -330,23 +447,18 @@ BackendResult estimate_dlrm(const Scenario& sc, const DlrmShardingPlan& plan) {
     r.communication.push_back({kind, group, static_cast<int64_t>(count * collective_wire_bytes(ck, size, n)), count, count * s});
   };
   add("all-to-all", "world", CollectiveKind::kAllToAll, id_max, 1, id_s);
-  add("all-to-all", "world", CollectiveKind::kAllToAll, a2a_max, 2, a2a_s);
+  // Pooled embeddings forward and their gradients backward: one entry of two calls.
+  if (a2a_max > 0 && n > 1)
+    r.communication.push_back({"all-to-all", "world",
+                               static_cast<int64_t>(collective_wire_bytes(CollectiveKind::kAllToAll, a2a_max, n) +
+                                                    collective_wire_bytes(CollectiveKind::kAllToAll, sizes.pooled_a2a_backward_bytes, n)),
+                               2, a2a_s + a2a_bwd_s});
   add("reduce-scatter", "world", CollectiveKind::kReduceScatter, rs_max, 1, rs_s);
   add("all-gather", "world", CollectiveKind::kAllGather, rs_max, 1, ag_s);
   add("all-reduce", "dp", CollectiveKind::kAllReduce, dp_grad_bytes, 1, ar_s);
 
-  // ---- memory of the busiest GPU.
-  const DlrmRankLoad& L = loads[busiest];
-  StageMemory m;
-  m.stage = 0;
-  m.weights_gib = (L.table_weight_bytes + dense_params * st.weights) / kBytesPerGib;
-  m.gradients_gib = (L.table_grad_bytes + dense_params * st.gradients) / kBytesPerGib;
-  m.optimizer_gib = (L.table_optimizer_bytes + dense_params * st.optimizer) / kBytesPerGib;
-  // Pooled embeddings of the local batch (received) and the activations saved for backward.
-  m.activations_gib = (act_bytes + static_cast<double>(b) * sum_dims(d) * e) / kBytesPerGib;
-  // Send buffer of the pooled all-to-all (and its gradient), row-wise partial sums, ids.
-  m.buffers_gib = (2.0 * L.a2a_send_bytes + 2.0 * L.rw_reduce_scatter_bytes + 2.0 * L.id_send_bytes) / kBytesPerGib;
-  m.total_gib = m.weights_gib + m.gradients_gib + m.optimizer_gib + m.activations_gib + m.buffers_gib;
+  // ---- memory of the busiest GPU (the highest total).
+  StageMemory m = dlrm_rank_memory(sc, loads[busiest]);
   r.memory.stages.push_back(m);
   r.memory.peak_gib = m.total_gib;
   r.memory.capacity_gib = usable_memory_gib(gpu);

@@ -16,7 +16,9 @@
 //   forward        table-wise/column-wise: all-to-all of pooled embeddings, the owner sends
 //                  B x dim_shard values (NCCL all-to-all "size" = the send buffer);
 //                  row-wise: reduce-scatter of B x dim partial sums.
-//   backward       the same volumes in reverse (all-to-all of gradients; row-wise all-gather).
+//   backward       all-to-all of the gradients: every GPU sends its b samples' gradients of every
+//                  table-wise/column-wise shard (b x sum of their dims; equal to the forward
+//                  buffer only when the shards are spread evenly); row-wise: all-gather.
 //   MLPs           roofline GEMMs (core/cost_model compute_time_s) forward + 2x backward.
 //   lookups        HBM-bandwidth bound gathers (forward) and gather + scatter-update with the
 //                  fused optimizer (backward, FBGEMM TBE style).
@@ -53,6 +55,11 @@ struct DlrmShardingPlan {
 // Short description: "t0:tw@3 t1:rw t2:cw2@0,1 t3:dp".
 std::string describe(const DlrmShardingPlan& plan);
 
+// Reads describe()'s form back: one "tI:KIND" word per table, in table order, KIND one of dp,
+// rw, tw@RANK, cwK@R1,R2,...; returns the plan (name "given") or an empty plan and sets
+// `error` to what is wrong (the word at fault). check_dlrm_plan still applies.
+DlrmShardingPlan parse_dlrm_plan(const std::string& text, std::string* error);
+
 // Constants (units in names; sources in dlrm_model.cc).
 extern const double kEmbeddingGatherEfficiency;  // achieved / peak HBM bandwidth of TBE gathers
 extern const int64_t kSparseIdBytes;              // bytes of one sparse feature id (int64)
@@ -73,6 +80,8 @@ struct DlrmRankLoad {
   double lookup_forward_bytes = 0;   // HBM traffic of forward gathers
   double lookup_backward_bytes = 0;  // HBM traffic of backward + fused optimizer update
   int64_t a2a_send_bytes = 0;        // forward pooled-embedding all-to-all send buffer
+  int64_t a2a_backward_send_bytes = 0;  // backward all-to-all send buffer: this GPU's b samples'
+                                        // gradients of every table-wise/column-wise shard
   int64_t rw_reduce_scatter_bytes = 0;  // row-wise tables: reduce-scatter input (B x dim)
   int64_t id_send_bytes = 0;         // input-dist all-to-all send buffer (ids)
 };
@@ -85,6 +94,33 @@ double dlrm_optimizer_bytes_per_row(const Scenario& scenario, int64_t dim);
 // Checks that a plan is well formed for the scenario (a bug when not: the planner builds them).
 // Returns an empty string when fine, else what is wrong.
 std::string check_dlrm_plan(const Scenario& scenario, const DlrmShardingPlan& plan);
+
+// Dense compute of one GPU (b = global batch / GPUs samples) per part, as estimate_dlrm counts
+// it: index 0 bottom MLP, 1 interaction (dot or DCN v2), 2 top MLP. Backward = both GEMMs of
+// each forward GEMM. activation_bytes: what the forward saves for backward.
+struct DlrmDenseCosts {
+  double fwd_s[3] = {0, 0, 0};
+  double bwd_s[3] = {0, 0, 0};
+  double fwd_flops[3] = {0, 0, 0};
+  double activation_bytes = 0;
+  double forward_s() const { return fwd_s[0] + fwd_s[1] + fwd_s[2]; }
+  double backward_s() const { return bwd_s[0] + bwd_s[1] + bwd_s[2]; }
+  double forward_flops() const { return fwd_flops[0] + fwd_flops[1] + fwd_flops[2]; }
+};
+DlrmDenseCosts dlrm_dense_costs(const Scenario& scenario);
+
+// NCCL sizes (buffer per rank) of one iteration's collectives over all GPUs. All-to-alls are
+// synchronous, so the busiest sender's buffer sets the size: pooled embeddings (forward, and
+// their gradients backward), ids (input dist); rw_bytes: row-wise reduce-scatter input and
+// all-gather output; dp_grad_bytes: the data-parallel all-reduce.
+struct DlrmCommSizes {
+  int64_t pooled_a2a_bytes = 0, id_a2a_bytes = 0, rw_bytes = 0, dp_grad_bytes = 0;
+  int64_t pooled_a2a_backward_bytes = 0;
+};
+DlrmCommSizes dlrm_comm_sizes(const Scenario& scenario, const std::vector<DlrmRankLoad>& loads);
+
+// Memory of one GPU with these loads (weights, gradients, optimizer, activations, buffers).
+StageMemory dlrm_rank_memory(const Scenario& scenario, const DlrmRankLoad& load);
 
 // The analytical result of one plan: memory.stages[0] is the busiest GPU; communication has
 // the input-dist and pooled all-to-alls (group "world"), row-wise reduce-scatter/all-gather and

@@ -2,7 +2,9 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <cassert>
+#include <chrono>
 #include <cmath>
 
 namespace monarch::realrt {
@@ -96,12 +98,21 @@ struct Shard {
   std::vector<float> state;  // [hi - lo]
 };
 
+// Table-wise tables in all (each rank receives b x D of each).
+int64_t owned_by_total(const std::vector<CpuTablePlacement>& pl) {
+  return std::count_if(pl.begin(), pl.end(), [](const CpuTablePlacement& p) { return p.kind == CpuTableSharding::kTableWise; });
+}
+
 }  // namespace
 
 std::string check_dlrm_cpu_config(const DlrmCpuConfig& c, int n) {
   if (c.table_rows.empty()) return "no embedding tables";
   for (int64_t r : c.table_rows)
-    if (r < n) return "every table needs at least as many rows as ranks (row-wise sharding)";
+    if (r < 1) return "every table needs at least one row";
+  if (!c.table_pooling.empty() && c.table_pooling.size() != c.table_rows.size())
+    return "table_pooling needs one entry per table";
+  for (int64_t p : c.table_pooling)
+    if (p < 1) return "every table's pooling must be positive";
   if (c.bottom_mlp.empty() || c.bottom_mlp.back() != c.dim) return "the last bottom-MLP width must equal dim (dot interaction)";
   if (c.top_mlp.empty() || c.top_mlp.back() != 1) return "the last top-MLP width must be 1 (the logit)";
   if (n < 1 || c.global_batch % n != 0) return "global_batch must be divisible by the number of ranks";
@@ -109,24 +120,59 @@ std::string check_dlrm_cpu_config(const DlrmCpuConfig& c, int n) {
   return "";
 }
 
+std::string check_dlrm_cpu_placements(const DlrmCpuConfig& c, const std::vector<CpuTablePlacement>& pl, int n) {
+  if (std::string why = check_dlrm_cpu_config(c, n); !why.empty()) return why;
+  if (pl.size() != c.table_rows.size()) return "one placement per table needed";
+  for (size_t t = 0; t < pl.size(); ++t) {
+    if (pl[t].kind == CpuTableSharding::kTableWise && (pl[t].owner < 0 || pl[t].owner >= n))
+      return "table " + std::to_string(t) + ": owner rank " + std::to_string(pl[t].owner) + " outside 0.." + std::to_string(n - 1);
+    if (pl[t].kind == CpuTableSharding::kRowWise && c.table_rows[t] < n)
+      return "table " + std::to_string(t) + ": row-wise needs at least as many rows as ranks";
+  }
+  return "";
+}
+
 DlrmCpuRun train_dlrm_cpu(const DlrmCpuConfig& c, EmbeddingSharding sharding, DlrmComm& comm) {
-  const int n = comm.size(), r = comm.rank();
-  assert(check_dlrm_cpu_config(c, n).empty());
+  const int n = comm.size();
   assert(sharding != EmbeddingSharding::kLocal || n == 1);
+  std::vector<CpuTablePlacement> pl;
+  for (size_t t = 0; t < c.table_rows.size(); ++t) {
+    if (sharding == EmbeddingSharding::kTableWise) pl.push_back({CpuTableSharding::kTableWise, static_cast<int>(t % n)});
+    else if (sharding == EmbeddingSharding::kRowWise) pl.push_back({CpuTableSharding::kRowWise, 0});
+    else pl.push_back({CpuTableSharding::kDataParallel, 0});
+  }
+  DlrmCpuRun run = train_dlrm_cpu(c, pl, comm);
+  run.forward_a2a_send_bytes = run.pooled_forward_send_bytes + run.rw_forward_send_bytes;
+  run.backward_a2a_send_bytes = run.pooled_backward_send_bytes + run.rw_backward_send_bytes;
+  return run;
+}
+
+DlrmCpuRun train_dlrm_cpu(const DlrmCpuConfig& c, const std::vector<CpuTablePlacement>& pl, DlrmComm& comm) {
+  const int n = comm.size(), r = comm.rank();
+  assert(check_dlrm_cpu_placements(c, pl, n).empty());
   const int64_t T = static_cast<int64_t>(c.table_rows.size());
-  const int64_t D = c.dim, P = c.pooling, B = c.global_batch, b = B / n, s0 = r * b;
+  const int64_t D = c.dim, B = c.global_batch, b = B / n, s0 = r * b;
   const int64_t npairs = (T + 1) * T / 2;
   const int64_t inter = D + npairs;
+  std::vector<int64_t> P(T, c.pooling);
+  if (!c.table_pooling.empty()) P = c.table_pooling;
+  const int64_t Pmax = *std::max_element(P.begin(), P.end());
 
-  auto owner = [&](int64_t t) { return static_cast<int>(t % n); };
-  std::vector<int64_t> owned;  // table-wise: tables this rank owns, ascending
-  for (int64_t t = 0; t < T; ++t)
-    if (owner(t) == r) owned.push_back(t);
+  // Tables by kind. tw_owned: table-wise tables this rank owns, ascending; rw: row-wise tables.
+  auto is = [&](int64_t t, CpuTableSharding k) { return pl[t].kind == k; };
+  std::vector<int64_t> tw_owned, rw, dp;
+  for (int64_t t = 0; t < T; ++t) {
+    if (is(t, CpuTableSharding::kTableWise) && pl[t].owner == r) tw_owned.push_back(t);
+    if (is(t, CpuTableSharding::kRowWise)) rw.push_back(t);
+    if (is(t, CpuTableSharding::kDataParallel)) dp.push_back(t);
+  }
+  const int64_t R = static_cast<int64_t>(rw.size());
   auto owned_by = [&](int q) {
     int64_t k = 0;
-    for (int64_t t = 0; t < T; ++t) k += owner(t) == q;
+    for (int64_t t = 0; t < T; ++t) k += is(t, CpuTableSharding::kTableWise) && pl[t].owner == q;
     return k;
   };
+  const bool any_tw = std::any_of(pl.begin(), pl.end(), [](const CpuTablePlacement& p) { return p.kind == CpuTableSharding::kTableWise; });
 
   // Embedding shards, initialised from the global (table, row, column) so every layout holds
   // the same values.
@@ -134,10 +180,10 @@ DlrmCpuRun train_dlrm_cpu(const DlrmCpuConfig& c, EmbeddingSharding sharding, Dl
   for (int64_t t = 0; t < T; ++t) {
     Shard& s = shards[t];
     const int64_t rows = c.table_rows[t];
-    if (sharding == EmbeddingSharding::kLocal) {
+    if (is(t, CpuTableSharding::kDataParallel)) {
       s.lo = 0, s.hi = rows;
-    } else if (sharding == EmbeddingSharding::kTableWise) {
-      s.lo = 0, s.hi = owner(t) == r ? rows : 0;
+    } else if (is(t, CpuTableSharding::kTableWise)) {
+      s.lo = 0, s.hi = pl[t].owner == r ? rows : 0;
     } else {
       const int64_t per = (rows + n - 1) / n;
       s.lo = std::min(rows, r * per), s.hi = std::min(rows, (r + 1) * per);
@@ -152,10 +198,17 @@ DlrmCpuRun train_dlrm_cpu(const DlrmCpuConfig& c, EmbeddingSharding sharding, Dl
   std::vector<Linear> top = make_mlp(inter, c.top_mlp, false, c.seed, 2);
 
   DlrmCpuRun run;
+  auto wire = [&](const std::vector<int>& counts) {  // bytes to other ranks
+    int64_t w = 0;
+    for (int q = 0; q < n; ++q)
+      if (q != r) w += static_cast<int64_t>(counts[q]) * static_cast<int64_t>(sizeof(float));
+    return w;
+  };
   for (int64_t step = 0; step < c.steps; ++step) {
+    const auto t_start = std::chrono::steady_clock::now();
     // ---- data of the global batch (every rank makes all of it).
     auto id_of = [&](int64_t s, int64_t t, int64_t k) {
-      return static_cast<int64_t>(hash(c.seed, kIds, step, (s * T + t) * P + k) % static_cast<uint64_t>(c.table_rows[t]));
+      return static_cast<int64_t>(hash(c.seed, kIds, step, (s * T + t) * Pmax + k) % static_cast<uint64_t>(c.table_rows[t]));
     };
     std::vector<float> x(b * c.dense_features), label(b);
     for (int64_t i = 0; i < b; ++i) {
@@ -169,7 +222,7 @@ DlrmCpuRun train_dlrm_cpu(const DlrmCpuConfig& c, EmbeddingSharding sharding, Dl
     // ---- embedding forward: emb [b, T, D] pooled sums for the local samples.
     auto pool = [&](int64_t t, int64_t s, float* out) {  // adds rows in [lo, hi) of sample s
       const Shard& sh = shards[t];
-      for (int64_t k = 0; k < P; ++k) {
+      for (int64_t k = 0; k < P[t]; ++k) {
         const int64_t id = id_of(s, t, k);
         if (id < sh.lo || id >= sh.hi) continue;
         for (int64_t j = 0; j < D; ++j) out[j] += sh.w[(id - sh.lo) * D + j];
@@ -179,47 +232,53 @@ DlrmCpuRun train_dlrm_cpu(const DlrmCpuConfig& c, EmbeddingSharding sharding, Dl
     std::vector<int> scount(n), rcount(n);
     std::vector<float> send, recv;
     int64_t a2a_calls = 0;
-    if (sharding == EmbeddingSharding::kLocal) {
-      for (int64_t i = 0; i < b; ++i)
-        for (int64_t t = 0; t < T; ++t) pool(t, s0 + i, &emb[(i * T + t) * D]);
-    } else if (sharding == EmbeddingSharding::kTableWise) {
+    // data-parallel tables: local.
+    for (int64_t t : dp)
+      for (int64_t i = 0; i < b; ++i) pool(t, s0 + i, &emb[(i * T + t) * D]);
+    if (any_tw) {
       // send to q: [owned table][q's samples][D]
-      send.assign(owned.size() * B * D, 0.0f);
+      send.assign(tw_owned.size() * B * D, 0.0f);
       for (int q = 0; q < n; ++q) {
-        scount[q] = static_cast<int>(owned.size() * b * D);
+        scount[q] = static_cast<int>(tw_owned.size() * b * D);
         rcount[q] = static_cast<int>(owned_by(q) * b * D);
-        for (size_t o = 0; o < owned.size(); ++o)
-          for (int64_t i = 0; i < b; ++i) pool(owned[o], q * b + i, &send[((q * owned.size() + o) * b + i) * D]);
+        for (size_t o = 0; o < tw_owned.size(); ++o)
+          for (int64_t i = 0; i < b; ++i) pool(tw_owned[o], q * b + i, &send[((q * tw_owned.size() + o) * b + i) * D]);
       }
-      recv.assign(T * b * D, 0.0f);
+      recv.assign(owned_by_total(pl) * b * D, 0.0f);
       comm.alltoallv(send, scount, recv, rcount);
       ++a2a_calls;
-      if (step == 0) run.forward_a2a_send_bytes = static_cast<int64_t>(send.size() * sizeof(float));
+      if (step == 0) {
+        run.pooled_forward_send_bytes = static_cast<int64_t>(send.size() * sizeof(float));
+        run.pooled_forward_wire_bytes = wire(scount);
+      }
       int64_t off = 0;
       for (int q = 0; q < n; ++q)
         for (int64_t t = 0; t < T; ++t) {
-          if (owner(t) != q) continue;
+          if (!is(t, CpuTableSharding::kTableWise) || pl[t].owner != q) continue;
           for (int64_t i = 0; i < b; ++i, off += D)
             for (int64_t j = 0; j < D; ++j) emb[(i * T + t) * D + j] = recv[off + j];
         }
-    } else {
-      // send to q: partial sums [T][q's samples][D]; received chunks are summed (reduce-scatter).
-      send.assign(static_cast<size_t>(n) * T * b * D, 0.0f);
+    }
+    if (R > 0) {
+      // send to q: partial sums [T_rw][q's samples][D]; received chunks are summed (reduce-scatter).
+      send.assign(static_cast<size_t>(n) * R * b * D, 0.0f);
       for (int q = 0; q < n; ++q) {
-        scount[q] = rcount[q] = static_cast<int>(T * b * D);
-        for (int64_t t = 0; t < T; ++t)
-          for (int64_t i = 0; i < b; ++i) pool(t, q * b + i, &send[((q * T + t) * b + i) * D]);
+        scount[q] = rcount[q] = static_cast<int>(R * b * D);
+        for (int64_t k = 0; k < R; ++k)
+          for (int64_t i = 0; i < b; ++i) pool(rw[k], q * b + i, &send[((q * R + k) * b + i) * D]);
       }
-      recv.assign(static_cast<size_t>(n) * T * b * D, 0.0f);
+      recv.assign(static_cast<size_t>(n) * R * b * D, 0.0f);
       comm.alltoallv(send, scount, recv, rcount);
       ++a2a_calls;
-      if (step == 0) run.forward_a2a_send_bytes = static_cast<int64_t>(send.size() * sizeof(float));
+      if (step == 0) {
+        run.rw_forward_send_bytes = static_cast<int64_t>(send.size() * sizeof(float));
+        run.rw_forward_wire_bytes = wire(scount);
+      }
       for (int q = 0; q < n; ++q)
-        for (int64_t t = 0; t < T; ++t)
+        for (int64_t k = 0; k < R; ++k)
           for (int64_t i = 0; i < b; ++i)
-            for (int64_t j = 0; j < D; ++j) emb[(i * T + t) * D + j] += recv[((q * T + t) * b + i) * D + j];
+            for (int64_t j = 0; j < D; ++j) emb[(i * T + rw[k]) * D + j] += recv[((q * R + k) * b + i) * D + j];
     }
-
     // ---- dense forward.
     std::vector<float> z0 = mlp_forward(bottom, x, b);  // [b, D]
     auto vec = [&](int64_t i, int64_t v) -> const float* { return v == 0 ? &z0[i * D] : &emb[(i * T + v - 1) * D]; };
@@ -270,13 +329,90 @@ DlrmCpuRun train_dlrm_cpu(const DlrmCpuConfig& c, EmbeddingSharding sharding, Dl
     }
     mlp_backward(bottom, dz0, b);
 
-    // ---- data-parallel all-reduce of the MLP gradients (sums; the loss is already / B).
+    // ---- embedding backward: G [T][B][D] gradients of the global batch where needed
+    // (data-parallel tables: this rank's samples only; their row sums are all-reduced below).
+    std::vector<float> G(T * B * D, 0.0f);
+    auto g_at = [&](int64_t t, int64_t s) { return &G[(t * B + s) * D]; };
+    for (int64_t t : dp)
+      for (int64_t i = 0; i < b; ++i)
+        for (int64_t j = 0; j < D; ++j) g_at(t, s0 + i)[j] = demb[(i * T + t) * D + j];
+    if (any_tw) {
+      // send to owner q: [q's tables][my samples][D]; receive [my tables][q's samples][D].
+      send.clear();
+      for (int q = 0; q < n; ++q) {
+        scount[q] = static_cast<int>(owned_by(q) * b * D);
+        rcount[q] = static_cast<int>(tw_owned.size() * b * D);
+        for (int64_t t = 0; t < T; ++t) {
+          if (!is(t, CpuTableSharding::kTableWise) || pl[t].owner != q) continue;
+          for (int64_t i = 0; i < b; ++i)
+            send.insert(send.end(), &demb[(i * T + t) * D], &demb[(i * T + t) * D] + D);
+        }
+      }
+      recv.assign(tw_owned.size() * B * D, 0.0f);
+      comm.alltoallv(send, scount, recv, rcount);
+      ++a2a_calls;
+      if (step == 0) {
+        run.pooled_backward_send_bytes = static_cast<int64_t>(send.size() * sizeof(float));
+        run.pooled_backward_wire_bytes = wire(scount);
+      }
+      for (int q = 0; q < n; ++q)
+        for (size_t o = 0; o < tw_owned.size(); ++o)
+          for (int64_t i = 0; i < b; ++i)
+            for (int64_t j = 0; j < D; ++j) g_at(tw_owned[o], q * b + i)[j] = recv[((q * tw_owned.size() + o) * b + i) * D + j];
+    }
+    if (R > 0) {
+      // every rank gets every sample's gradients (all-gather): send my [T_rw][b][D] to each.
+      send.clear();
+      for (int q = 0; q < n; ++q) {
+        scount[q] = rcount[q] = static_cast<int>(R * b * D);
+        for (int64_t k = 0; k < R; ++k)
+          for (int64_t i = 0; i < b; ++i) send.insert(send.end(), &demb[(i * T + rw[k]) * D], &demb[(i * T + rw[k]) * D] + D);
+      }
+      recv.assign(static_cast<size_t>(n) * R * b * D, 0.0f);
+      comm.alltoallv(send, scount, recv, rcount);
+      ++a2a_calls;
+      if (step == 0) {
+        run.rw_backward_send_bytes = static_cast<int64_t>(send.size() * sizeof(float));
+        run.rw_backward_wire_bytes = wire(scount);
+      }
+      for (int q = 0; q < n; ++q)
+        for (int64_t k = 0; k < R; ++k)
+          for (int64_t i = 0; i < b; ++i)
+            for (int64_t j = 0; j < D; ++j) g_at(rw[k], q * b + i)[j] = recv[((q * R + k) * b + i) * D + j];
+    }
+    run.a2a_calls_per_step = a2a_calls;
+
+    // Row gradients of a table's shard from the samples [s_lo, s_hi) (global sample order).
+    auto row_grads = [&](int64_t t, int64_t s_lo, int64_t s_hi, std::vector<float>& rg, std::vector<char>& touched) {
+      const Shard& sh = shards[t];
+      rg.assign((sh.hi - sh.lo) * D, 0.0f);
+      touched.assign(sh.hi - sh.lo, 0);
+      for (int64_t s = 0; s < B; ++s)
+        for (int64_t k = 0; k < P[t]; ++k) {
+          const int64_t id = id_of(s, t, k);
+          if (id < sh.lo || id >= sh.hi) continue;
+          touched[id - sh.lo] = 1;  // the global batch touched it
+          if (s < s_lo || s >= s_hi) continue;
+          for (int64_t j = 0; j < D; ++j) rg[(id - sh.lo) * D + j] += g_at(t, s)[j];
+        }
+    };
+
+    // ---- data-parallel all-reduce of the MLP gradients and the data-parallel tables' dense
+    // gradients (sums; the loss is already / B).
     std::vector<float> grads;
     for (auto* m : {&bottom, &top})
       for (Linear& L : *m) {
         grads.insert(grads.end(), L.dw.begin(), L.dw.end());
         grads.insert(grads.end(), L.db.begin(), L.db.end());
       }
+    const size_t mlp_grads = grads.size();
+    std::vector<std::vector<char>> dp_touched(dp.size());
+    for (size_t k = 0; k < dp.size(); ++k) {
+      std::vector<float> rg;
+      row_grads(dp[k], s0, s0 + b, rg, dp_touched[k]);
+      grads.insert(grads.end(), rg.begin(), rg.end());
+    }
+    if (step == 0) run.dp_allreduce_bytes = static_cast<int64_t>(grads.size() * sizeof(float));
     comm.allreduce_sum(grads);
     size_t off = 0;
     for (auto* m : {&bottom, &top})
@@ -284,69 +420,11 @@ DlrmCpuRun train_dlrm_cpu(const DlrmCpuConfig& c, EmbeddingSharding sharding, Dl
         for (float& w : L.w) w -= c.dense_lr * grads[off++];
         for (float& v : L.b) v -= c.dense_lr * grads[off++];
       }
+    assert(off == mlp_grads);
+    (void)mlp_grads;
 
-    // ---- embedding backward: G [T][B][D] gradients of the global batch where needed.
-    std::vector<float> G;
-    auto g_at = [&](int64_t t, int64_t s) { return &G[(t * B + s) * D]; };
-    if (sharding == EmbeddingSharding::kLocal) {
-      G.assign(T * B * D, 0.0f);
-      for (int64_t i = 0; i < b; ++i)
-        for (int64_t t = 0; t < T; ++t)
-          for (int64_t j = 0; j < D; ++j) g_at(t, i)[j] = demb[(i * T + t) * D + j];
-    } else if (sharding == EmbeddingSharding::kTableWise) {
-      // send to owner q: [q's tables][my samples][D]; receive [my tables][q's samples][D].
-      send.clear();
-      for (int q = 0; q < n; ++q) {
-        scount[q] = static_cast<int>(owned_by(q) * b * D);
-        rcount[q] = static_cast<int>(owned.size() * b * D);
-        for (int64_t t = 0; t < T; ++t) {
-          if (owner(t) != q) continue;
-          for (int64_t i = 0; i < b; ++i)
-            send.insert(send.end(), &demb[(i * T + t) * D], &demb[(i * T + t) * D] + D);
-        }
-      }
-      recv.assign(owned.size() * B * D, 0.0f);
-      comm.alltoallv(send, scount, recv, rcount);
-      ++a2a_calls;
-      if (step == 0) run.backward_a2a_send_bytes = static_cast<int64_t>(send.size() * sizeof(float));
-      G.assign(T * B * D, 0.0f);
-      for (int q = 0; q < n; ++q)
-        for (size_t o = 0; o < owned.size(); ++o)
-          for (int64_t i = 0; i < b; ++i)
-            for (int64_t j = 0; j < D; ++j) g_at(owned[o], q * b + i)[j] = recv[((q * owned.size() + o) * b + i) * D + j];
-    } else {
-      // every rank gets every sample's gradients (all-gather): send my [T][b][D] to each.
-      send.clear();
-      for (int q = 0; q < n; ++q) {
-        scount[q] = rcount[q] = static_cast<int>(T * b * D);
-        for (int64_t t = 0; t < T; ++t)
-          for (int64_t i = 0; i < b; ++i) send.insert(send.end(), &demb[(i * T + t) * D], &demb[(i * T + t) * D] + D);
-      }
-      recv.assign(static_cast<size_t>(n) * T * b * D, 0.0f);
-      comm.alltoallv(send, scount, recv, rcount);
-      ++a2a_calls;
-      if (step == 0) run.backward_a2a_send_bytes = static_cast<int64_t>(send.size() * sizeof(float));
-      G.assign(T * B * D, 0.0f);
-      for (int q = 0; q < n; ++q)
-        for (int64_t t = 0; t < T; ++t)
-          for (int64_t i = 0; i < b; ++i)
-            for (int64_t j = 0; j < D; ++j) g_at(t, q * b + i)[j] = recv[((q * T + t) * b + i) * D + j];
-    }
-    run.a2a_calls_per_step = a2a_calls;
-
-    // ---- row-wise Adagrad on the touched rows this rank holds (global sample order).
-    for (int64_t t = 0; t < T; ++t) {
-      Shard& sh = shards[t];
-      if (sh.hi <= sh.lo) continue;
-      std::vector<float> rg((sh.hi - sh.lo) * D, 0.0f);
-      std::vector<char> touched(sh.hi - sh.lo, 0);
-      for (int64_t s = 0; s < B; ++s)
-        for (int64_t k = 0; k < P; ++k) {
-          const int64_t id = id_of(s, t, k);
-          if (id < sh.lo || id >= sh.hi) continue;
-          touched[id - sh.lo] = 1;
-          for (int64_t j = 0; j < D; ++j) rg[(id - sh.lo) * D + j] += g_at(t, s)[j];
-        }
+    // ---- row-wise Adagrad on the touched rows this rank holds.
+    auto adagrad = [&](Shard& sh, const float* rg, const std::vector<char>& touched) {
       for (int64_t row = 0; row < sh.hi - sh.lo; ++row) {
         if (!touched[row]) continue;
         float sq = 0;
@@ -355,7 +433,21 @@ DlrmCpuRun train_dlrm_cpu(const DlrmCpuConfig& c, EmbeddingSharding sharding, Dl
         const float scale = c.embedding_lr / (std::sqrt(sh.state[row]) + kAdagradEps);
         for (int64_t j = 0; j < D; ++j) sh.w[row * D + j] -= scale * rg[row * D + j];
       }
+    };
+    for (size_t k = 0; k < dp.size(); ++k) {
+      adagrad(shards[dp[k]], &grads[off], dp_touched[k]);
+      off += shards[dp[k]].w.size();
     }
+    for (int64_t t = 0; t < T; ++t) {
+      if (is(t, CpuTableSharding::kDataParallel)) continue;
+      Shard& sh = shards[t];
+      if (sh.hi <= sh.lo) continue;
+      std::vector<float> rg;
+      std::vector<char> touched;
+      row_grads(t, 0, B, rg, touched);
+      adagrad(sh, rg.data(), touched);
+    }
+    run.step_time_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count());
   }
   return run;
 }

@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -40,13 +41,14 @@ std::string monarch_lines(const std::string& log_path) {
   return out;
 }
 
-}  // namespace
-
-Expected<BackendResult> run_real_cpu(const Scenario& scenario, const PlanGraph& graph, const RealCpuOptions& opt) {
+// Runs `mpirun -np N monarch-run <args>` with scenario.json (and what `write_inputs` adds) in
+// the work directory, then reads the result it wrote. `args` gets the work directory's path.
+Expected<BackendResult> launch(const Scenario& scenario, int64_t world_size, const RealCpuOptions& opt,
+                               const std::function<Expected<std::string>(const std::string& dir, const std::string& scen)>& args) {
   using E = Expected<BackendResult>;
-  if (graph.world_size < 1) return E::fail("--backend real-cpu", "the plan graph has no ranks");
-  if (graph.world_size > opt.max_ranks)
-    return E::fail("--backend real-cpu", "the plan needs " + std::to_string(graph.world_size) +
+  if (world_size < 1) return E::fail("--backend real-cpu", "the plan graph has no ranks");
+  if (world_size > opt.max_ranks)
+    return E::fail("--backend real-cpu", "the plan needs " + std::to_string(world_size) +
                                              " processes; the CPU runtime starts at most " + std::to_string(opt.max_ranks) +
                                              " on this machine");
   const std::string run = opt.monarch_run.empty() ? env_or("MONARCH_RUN", MONARCH_RUN_DEFAULT) : opt.monarch_run;
@@ -58,22 +60,21 @@ Expected<BackendResult> run_real_cpu(const Scenario& scenario, const PlanGraph& 
     dir = (std::filesystem::temp_directory_path(ec) / ("monarch-real-cpu-" + std::to_string(getpid()))).string();
   std::filesystem::create_directories(dir, ec);
   if (ec) return E::fail("--backend real-cpu", "cannot create " + dir + ": " + ec.message());
-  const std::string scen = dir + "/scenario.json", plan = dir + "/plan.json", out = dir + "/result.json",
-                    log = dir + "/monarch-run.log";
+  const std::string scen = dir + "/scenario.json", out = dir + "/result.json", log = dir + "/monarch-run.log";
   {
     std::ofstream f(scen);
     f << scenario_to_json(scenario).dump(1) << "\n";
     if (!f) return E::fail("--backend real-cpu", "cannot write " + scen);
   }
-  if (Problems pr = write_plan_file(plan, graph); !pr.empty()) return pr;
+  auto input_args = args(dir, scen);
+  if (!input_args) return input_args.problems();
   std::filesystem::remove(out, ec);
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   std::ostringstream cmd;
   cmd << "timeout " << static_cast<int64_t>(opt.timeout_s) << " " << shell_quote(mpirun);
   if (geteuid() == 0) cmd << " --allow-run-as-root";
-  if (static_cast<unsigned>(graph.world_size) > cores) cmd << " --oversubscribe";
-  cmd << " -np " << graph.world_size << " " << shell_quote(run) << " " << shell_quote(plan) << " --scenario "
-      << shell_quote(scen) << " --output " << shell_quote(out) << " --watchdog-timeout " << opt.watchdog_timeout_s;
+  if (static_cast<unsigned>(world_size) > cores) cmd << " --oversubscribe";
+  cmd << " -np " << world_size << " " << shell_quote(run) << " " << *input_args << " --output " << shell_quote(out);
   if (opt.steps > 0) cmd << " --steps " << opt.steps;
   cmd << " > " << shell_quote(log) << " 2>&1 < /dev/null";
   const int raw = std::system(cmd.str().c_str());
@@ -89,6 +90,24 @@ Expected<BackendResult> run_real_cpu(const Scenario& scenario, const PlanGraph& 
   nlohmann::json j = nlohmann::json::parse(f, nullptr, false);
   if (j.is_discarded() || !j.contains("result")) return E::fail(out, "not a monarch-run result");
   return result_from_json(j["result"], "/result");
+}
+
+}  // namespace
+
+Expected<BackendResult> run_real_cpu(const Scenario& scenario, const PlanGraph& graph, const RealCpuOptions& opt) {
+  return launch(scenario, graph.world_size, opt, [&](const std::string& dir, const std::string& scen) -> Expected<std::string> {
+    const std::string plan = dir + "/plan.json";
+    if (Problems pr = write_plan_file(plan, graph); !pr.empty()) return pr;
+    std::ostringstream a;
+    a << shell_quote(plan) << " --scenario " << shell_quote(scen) << " --watchdog-timeout " << opt.watchdog_timeout_s;
+    return a.str();
+  });
+}
+
+Expected<BackendResult> run_real_cpu_dlrm(const Scenario& scenario, const DlrmShardingPlan& plan, const RealCpuOptions& opt) {
+  return launch(scenario, scenario.cluster.num_gpus, opt, [&](const std::string&, const std::string& scen) -> Expected<std::string> {
+    return shell_quote(scen) + " --sharding " + shell_quote(describe(plan));
+  });
 }
 
 }  // namespace monarch::realrt

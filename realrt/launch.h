@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/dlrm_model.h"
 #include "core/plan_ir.h"
 #include "core/problem.h"
 #include "core/result.h"
@@ -27,5 +28,10 @@ struct RealCpuOptions {
 // scenario or plan the runtime cannot run (its message, exit status 2), a rank that crashed or
 // hung (the watchdog's message naming it), a run that timed out, missing executables.
 Expected<BackendResult> run_real_cpu(const Scenario& scenario, const PlanGraph& graph, const RealCpuOptions& options);
+
+// Trains a recommendation model (architecture "dlrm") with this embedding sharding plan:
+// `mpirun -np num_gpus monarch-run scenario.json --sharding "<describe(plan)>"` (realrt/dlrm_run.h).
+Expected<BackendResult> run_real_cpu_dlrm(const Scenario& scenario, const DlrmShardingPlan& plan,
+                                          const RealCpuOptions& options);
 
 }  // namespace monarch::realrt

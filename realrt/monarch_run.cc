@@ -2,6 +2,8 @@
 //   mpirun -np N monarch-run PLAN.json --scenario SCENARIO.json [options]
 //   mpirun -np N monarch-run SCENARIO.json [--steps S] [--output result.json]
 //          [--checkpoint-every K --checkpoint-dir DIR] [--resume] [--watchdog-timeout SEC]
+//   mpirun -np N monarch-run DLRM_SCENARIO.json [--sharding "t0:rw t1:tw@1 t2:dp"] [--steps S]
+//          [--output result.json]   (recommendation models: realrt/dlrm_run.h)
 // Inputs: see realrt/run_io.h. Exit status: 0 trained; 2 the
 // input or an option is invalid, or the plan needs another number of ranks (nothing trained,
 // reason on stderr); 3 the watchdog ended the run (a rank crashed or hung; the message names it);
@@ -15,7 +17,9 @@
 #include <fstream>
 #include <memory>
 
+#include "core/scenario_io.h"
 #include "realrt/cpu_runtime.h"
+#include "realrt/dlrm_run.h"
 #include "realrt/run_io.h"
 #include "realrt/watchdog.h"
 
@@ -53,7 +57,7 @@ int main(int argc, char** argv) {
   openblas_set_num_threads(1);  // one process per core; BLAS threads would oversubscribe
 
   CLI::App app{"monarch-run: train a plan for real on CPUs (launch with mpirun -np N)"};
-  std::string input, scenario, output, ckpt_dir = "monarch-checkpoint", fault;
+  std::string input, scenario, output, ckpt_dir = "monarch-checkpoint", fault, sharding;
   int64_t steps = 0, ckpt_every = 0, fault_rank = -1, fault_step = -1;
   bool resume = false;
   double watchdog_s = kDefaultWatchdogTimeoutS;
@@ -67,6 +71,9 @@ int main(int argc, char** argv) {
   app.add_flag("--resume", resume, "continue from the checkpoint in --checkpoint-dir");
   app.add_option("--watchdog-timeout", watchdog_s, "seconds without progress before every rank is ended")
       ->check(CLI::PositiveNumber);
+  app.add_option("--sharding", sharding,
+                 "dlrm scenarios: the embedding sharding plan, e.g. \"t0:rw t1:tw@1 t2:dp\" "
+                 "(default: the best plan of the sharding search the CPU runtime runs)");
   app.add_option("--inject-fault", fault, "testing: crash | hang")->check(CLI::IsMember({"crash", "hang"}));
   app.add_option("--fault-rank", fault_rank, "testing: the rank that fails");
   app.add_option("--fault-step", fault_step, "testing: the step at which it fails");
@@ -77,6 +84,16 @@ int main(int argc, char** argv) {
     return finish(0);
   } catch (const CLI::ParseError& e) {
     if (g_rank == 0) std::fprintf(stderr, "monarch-run: error: %s\n", e.what());
+    return finish(2);
+  }
+
+  // Recommendation models: the scenario's dlrm keys and a sharding plan.
+  if (scenario.empty()) {
+    auto sc = read_scenario_file(input, {});
+    if (sc && sc->model.architecture == Architecture::kDlrm) return finish(run_dlrm_scenario(*sc, sharding, steps, output));
+  }
+  if (!sharding.empty()) {
+    report({{"--sharding", "is for dlrm scenarios; " + input + " is not one"}});
     return finish(2);
   }
 

@@ -108,6 +108,25 @@ TEST(Scenarios, DlrmDcnV2ShapedLikeMlperf) {
   EXPECT_EQ(load("dlrm-dcnv2-64-h100.json").cluster.num_gpus, 64);
 }
 
+TEST(Scenarios, SmallDlrmIsWhatTheCpuRuntimeTrains) {
+  Scenario s = load("dlrm-small-cpu-4.json");
+  EXPECT_EQ(s.model.architecture, Architecture::kDlrm);
+  EXPECT_EQ(s.cluster.num_gpus, 4);
+  // realrt/dlrm_run.h: fp32, sgd MLPs, dot interaction, every dim = the bottom MLP's last width,
+  // whole pooling factors, batch divisible by the ranks.
+  EXPECT_EQ(s.training.precision, Precision::kFp32);
+  EXPECT_EQ(s.training.optimizer, Optimizer::kSgd);
+  EXPECT_EQ(s.model.dlrm.interaction, "dot");
+  int64_t elements = 0;
+  for (const auto& t : s.model.dlrm.tables) {
+    EXPECT_EQ(t.dim, s.model.dlrm.bottom_mlp.back());
+    EXPECT_EQ(t.pooling_factor, static_cast<double>(static_cast<int64_t>(t.pooling_factor)));
+    elements += t.rows * t.dim;
+  }
+  EXPECT_LE(elements, 1 << 20);
+  EXPECT_EQ(s.training.global_batch_size % s.cluster.num_gpus, 0);
+}
+
 TEST(Scenarios, Mixtral8x7bOn64H100) {
   Scenario s = load("mixtral-8x7b-64-h100.json");
   EXPECT_EQ(s.cluster.num_gpus, 64);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -282,7 +283,7 @@ TEST_F(Cli, RealCpuTrainsTheChosenPlanAndRecordsIt) {
 
 TEST_F(Cli, DlrmScenariosAreShardedAndRanked) {
   const std::string out = (dir_ / "result.json").string();
-  Result r = run({scenario("dlrm-dcnv2-8-h100.json"), "--no-db", "--output", out, "--top-k", "3"});
+  Result r = run({scenario("dlrm-dcnv2-8-h100.json"), "--no-db", "--backend", "analytical", "--output", out, "--top-k", "3"});
   ASSERT_EQ(r.status, 0) << r.err;
   json j = json::parse(slurp(out));
   ASSERT_FALSE(j["results"].empty());
@@ -291,5 +292,93 @@ TEST_F(Cli, DlrmScenariosAreShardedAndRanked) {
   EXPECT_GT(j["results"][0]["iteration_time_s"].get<double>(), 0);
   EXPECT_NE(r.out.find("sharding"), std::string::npos) << r.out;
 }
+
+#ifdef MONARCH_TEST_SIMGRID
+TEST_F(Cli, DlrmSimgridReranksTheShardingPlansAndRecordsThem) {
+  const std::string out = (dir_ / "result.json").string();
+  const std::string db = (dir_ / "runs.db").string();
+  Result r = run({scenario("dlrm-dcnv2-8-h100.json"), "--db", db, "--backend", "analytical,simgrid", "--output", out,
+                  "--top-k", "3"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  json j = json::parse(slurp(out));
+  ASSERT_GE(j["results"].size(), 4u);
+  int simgrid = 0;
+  for (size_t i = 0; i < j["results"].size(); ++i) {
+    const auto& e = j["results"][i];
+    if (e["backend"] != "simgrid") continue;
+    ++simgrid;
+    // Next to the analytical entry of the same sharding plan, within the agreement of
+    // sim/simgrid_dlrm_test.cc.
+    const auto& a = j["results"][i - 1];
+    EXPECT_EQ(a["backend"], "analytical");
+    EXPECT_EQ(a["sharding"], e["sharding"]);
+    EXPECT_EQ(a["rank"], e["rank"]);
+    EXPECT_NEAR(e["iteration_time_s"].get<double>() / a["iteration_time_s"].get<double>(), 1.0, 0.05);
+    EXPECT_GT(e["tokens_per_s"].get<double>(), 0);
+  }
+  EXPECT_EQ(simgrid, 3) << "the 3 best plans are re-ranked";
+  // SimGrid's order: by simulated time.
+  double last = 0;
+  for (const auto& e : j["results"])
+    if (e["backend"] == "simgrid") {
+      EXPECT_GE(e["iteration_time_s"].get<double>(), last);
+      last = e["iteration_time_s"];
+    }
+  Result list = run({"runs", "list", "--db", db, "--backend", "simgrid"});
+  ASSERT_EQ(list.status, 0) << list.err;
+  EXPECT_NE(list.out.find("dlrm-dcnv2-8-h100"), std::string::npos) << list.out;
+}
+#endif
+
+#ifdef MONARCH_TEST_REAL_CPU
+TEST_F(Cli, DlrmRealCpuTrainsTheChosenShardingNextToItsPrediction) {
+  const std::string out = (dir_ / "result.json").string(), one = (dir_ / "one.json").string();
+  const std::string db = (dir_ / "runs.db").string();
+  Result r = run({scenario("dlrm-small-cpu-4.json"), "--db", db, "--backend", "analytical,real-cpu", "--output", out,
+                  "--top-k", "1", "--quiet"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  json j = json::parse(slurp(out));
+  ASSERT_GE(j["results"].size(), 2u);
+  size_t k = 0;
+  while (k < j["results"].size() && j["results"][k]["backend"] != "real-cpu") ++k;
+  ASSERT_LT(k, j["results"].size());
+  ASSERT_GE(k, 1u);
+  const auto& real = j["results"][k];
+  const auto& predicted = j["results"][k - 1];
+  EXPECT_EQ(predicted["backend"], "analytical");
+  EXPECT_EQ(real["sharding"], predicted["sharding"]) << "recorded next to the prediction of the same plan";
+  EXPECT_TRUE(real["measured"].get<bool>());
+  ASSERT_EQ(real["losses"].size(), 10u);
+  EXPECT_GT(real["iteration_time_s"].get<double>(), 0);
+  // Bytes of every collective the CPU runtime runs equal the prediction (the ids all-to-all,
+  // one call, is TorchRec's input dist: every CPU rank makes the whole batch, so none runs).
+  int compared = 0;
+  for (const auto& m : real["communication"]) {
+    bool found = false;
+    for (const auto& p : predicted["communication"])
+      if (p["kind"] == m["kind"] && p["group"] == m["group"] && p["count"] == m["count"]) {
+        EXPECT_EQ(m["bytes"], p["bytes"]) << m.dump();
+        found = true;
+      }
+    EXPECT_TRUE(found) << m.dump();
+    ++compared;
+  }
+  EXPECT_GE(compared, 1);
+  // The same scenario in one process: the same losses within 1e-5 relative.
+  Result single = run({scenario("dlrm-small-cpu-4.json"), "--no-db", "--backend", "real-cpu", "--set",
+                       "cluster.num_gpus=1", "--output", one, "--top-k", "1", "--quiet"});
+  ASSERT_EQ(single.status, 0) << single.err;
+  json s = json::parse(slurp(one));
+  std::vector<double> ref;
+  for (const auto& e : s["results"])
+    if (e["backend"] == "real-cpu") ref = e["losses"].get<std::vector<double>>();
+  ASSERT_EQ(ref.size(), 10u);
+  for (size_t i = 0; i < ref.size(); ++i)
+    EXPECT_LE(std::fabs(real["losses"][i].get<double>() - ref[i]), 1e-5 * std::fabs(ref[i])) << "step " << i;
+  Result list = run({"runs", "list", "--db", db, "--backend", "real-cpu"});
+  ASSERT_EQ(list.status, 0) << list.err;
+  EXPECT_NE(list.out.find("dlrm-small-cpu-4"), std::string::npos) << list.out;
+}
+#endif
 
 }  // namespace

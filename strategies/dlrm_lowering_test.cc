@@ -1,0 +1,124 @@
+// DLRM lowering: the graph passes the checks every backend relies on, carries the sharding
+// plan's collective sizes and each GPU's own lookup load, and, uncontended, takes the time the
+// analytical DLRM model predicts.
+#include "strategies/dlrm_lowering.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/graph_time.h"
+#include "core/scenario_io.h"
+#include "strategies/dlrm_sharding.h"
+#include "strategies/graph_check.h"
+
+namespace monarch {
+namespace {
+
+Scenario scenario_file(const std::string& name) {
+  auto s = read_scenario_file(std::string(MONARCH_SOURCE_DIR) + "/scenarios/" + name, {});
+  EXPECT_TRUE(s.ok());
+  return *s;
+}
+
+DlrmShardingPlan uniform(const Scenario& s, TableSharding kind) {
+  DlrmShardingPlan p;
+  p.name = to_string(kind);
+  for (size_t t = 0; t < s.model.dlrm.tables.size(); ++t) {
+    TablePlacement tp{kind, {}};
+    if (kind == TableSharding::kTableWise) tp.ranks = {static_cast<int32_t>(t % s.cluster.num_gpus)};
+    p.tables.push_back(tp);
+  }
+  return p;
+}
+
+// Every plan the planner ranks, plus uniform row-wise and a mixed plan.
+std::vector<DlrmShardingPlan> plans_of(const Scenario& s) {
+  std::vector<DlrmShardingPlan> out;
+  for (const auto& rp : search_dlrm_sharding(s).ranked) out.push_back(rp.sharding);
+  out.push_back(uniform(s, TableSharding::kRowWise));
+  DlrmShardingPlan mixed = uniform(s, TableSharding::kTableWise);
+  mixed.name = "mixed";
+  mixed.tables[0] = {TableSharding::kRowWise, {}};
+  mixed.tables[1] = {TableSharding::kDataParallel, {}};
+  out.push_back(mixed);
+  return out;
+}
+
+TEST(DlrmLowering, GraphTimeEqualsAnalyticalOnEveryPlan) {
+  for (const char* file : {"dlrm-dcnv2-8-h100.json", "dlrm-dcnv2-64-h100.json"}) {
+    const Scenario s = scenario_file(file);
+    for (const DlrmShardingPlan& plan : plans_of(s)) {
+      SCOPED_TRACE(std::string(file) + " " + plan.name + ": " + describe(plan));
+      auto g = lower_dlrm(s, plan);
+      ASSERT_TRUE(g.ok()) << g.problems().front().to_string();
+      const Problems pr = check_graph(*g);
+      ASSERT_TRUE(pr.empty()) << pr.front().to_string();
+      ASSERT_EQ(g->world_size, s.cluster.num_gpus);
+      auto t = evaluate_graph_time(*g);
+      ASSERT_TRUE(t.ok());
+      const BackendResult a = estimate_dlrm(s, plan);
+      // The same durations on the same critical path: equal up to rounding.
+      EXPECT_NEAR(t->makespan_s, a.iteration_time_s, 1e-9 * a.iteration_time_s);
+    }
+  }
+}
+
+TEST(DlrmLowering, CollectivesCarryThePlansSizesAndRanksTheirOwnLoads) {
+  const Scenario s = scenario_file("dlrm-dcnv2-8-h100.json");
+  const DlrmShardingPlan plan = uniform(s, TableSharding::kTableWise);  // 26 tables on 8 GPUs: uneven
+  const auto loads = dlrm_rank_loads(s, plan);
+  const DlrmCommSizes sizes = dlrm_comm_sizes(s, loads);
+  // 26 tables on 8 GPUs: the busiest owner sends B x 4 tables x dim forward; backward every
+  // GPU sends its b samples' gradients of all 26 tables.
+  EXPECT_EQ(sizes.pooled_a2a_bytes, s.training.global_batch_size * 4 * 128 * 2);
+  EXPECT_EQ(sizes.pooled_a2a_backward_bytes, s.training.global_batch_size / 8 * 26 * 128 * 2);
+  auto g = lower_dlrm(s, plan);
+  ASSERT_TRUE(g.ok());
+  for (const RankProgram& p : g->ranks) {
+    int a2a = 0, ar = 0, rs = 0;
+    double lookup_bytes = 0;
+    for (const Task& t : p.tasks) {
+      if (t.kind == TaskKind::kCollective && t.collective == CollectiveKind::kAllToAll &&
+          (t.phase == Phase::kForward ? t.bytes == sizes.pooled_a2a_bytes : t.bytes == sizes.pooled_a2a_backward_bytes))
+        ++a2a;
+      if (t.kind == TaskKind::kCollective && t.collective == CollectiveKind::kAllReduce) {
+        ++ar;
+        EXPECT_EQ(t.bytes, sizes.dp_grad_bytes);
+        EXPECT_EQ(g->groups[static_cast<size_t>(t.group)].kind, GroupKind::kDp);
+      }
+      if (t.kind == TaskKind::kCollective && t.collective == CollectiveKind::kReduceScatter) ++rs;
+      if (t.kind == TaskKind::kCompute && t.op == OpKind::kEmbedding) lookup_bytes += t.mem_bytes;
+    }
+    EXPECT_EQ(a2a, 2) << "rank " << p.rank;  // forward embeddings, backward gradients
+    EXPECT_EQ(ar, 1);
+    EXPECT_EQ(rs, 0);  // no row-wise table
+    const DlrmRankLoad& l = loads[static_cast<size_t>(p.rank)];
+    EXPECT_DOUBLE_EQ(lookup_bytes, l.lookup_forward_bytes + l.lookup_backward_bytes);
+  }
+  // Row-wise: a reduce-scatter forward and an all-gather backward of B x dim per table.
+  auto rw = lower_dlrm(s, uniform(s, TableSharding::kRowWise));
+  ASSERT_TRUE(rw.ok());
+  int rs = 0, ag = 0;
+  for (const Task& t : rw->ranks[3].tasks) {
+    if (t.kind != TaskKind::kCollective) continue;
+    if (t.collective == CollectiveKind::kReduceScatter) ++rs;
+    if (t.collective == CollectiveKind::kAllGather) ++ag;
+    if (t.collective == CollectiveKind::kReduceScatter || t.collective == CollectiveKind::kAllGather)
+      EXPECT_EQ(t.bytes, s.training.global_batch_size * 128 * 26 * 2);  // B x dim x tables x bf16
+  }
+  EXPECT_EQ(rs, 1);
+  EXPECT_EQ(ag, 1);
+}
+
+TEST(DlrmLowering, BadPlanIsAProblemNotACrash) {
+  const Scenario s = scenario_file("dlrm-dcnv2-8-h100.json");
+  DlrmShardingPlan p = uniform(s, TableSharding::kTableWise);
+  p.tables[2].ranks = {99};
+  auto g = lower_dlrm(s, p);
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.problems().front().message.find("rank 99"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace monarch
