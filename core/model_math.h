@@ -7,6 +7,7 @@
 // t tensor parallel, p pipeline parallel, v virtual stages (model chunks) per pipeline rank.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -59,6 +60,20 @@ struct ModelShape {
 };
 
 ModelShape model_shape(const ModelConfig& m);
+
+// Token copies an MoE layer routes to its experts from `tokens` local tokens. Every expert
+// takes a fixed-capacity buffer of ceil(capacity_factor x tokens x top_k / experts) tokens
+// (Megatron-Core moe_utils.get_capacity with moe_pad_expert_input_to_capacity; GShard,
+// Lepikhin et al. 2020): fewer tokens are padded, more are dropped. So the dispatch / combine
+// all-to-all, the expert GEMMs and the expert input activations all see experts x capacity
+// rows, which the EP group splits evenly (ep divides experts). With capacity factor 1 and a
+// balanced router this is tokens x top_k. The cost model, memory model and lowering use it.
+inline double routed_tokens(const ModelShape& m, double tokens) {
+  if (!m.moe()) return tokens;
+  const double E = static_cast<double>(m.experts);
+  const double per_expert = m.capacity_factor * tokens * static_cast<double>(m.top_k) / E;
+  return E * std::ceil(per_expert - 1e-9 * per_expert);  // tolerate rounding of exact shares
+}
 
 // ---------------------------------------------------------------- parameters
 struct ParameterCounts {
