@@ -404,6 +404,7 @@ GemmCost linear(const Ctx& c, double m, double n, double k, bool fp8_ok, double 
 struct LayerCompute {
   Op fwd, bwd, recompute;
   Op attn_fwd;  // attention core forward (for CP overlap and selective recompute)
+  Op moe_fwd, moe_bwd;  // of fwd / bwd: the MoE block (router, expert GEMMs, activation, permutation)
   double gemm_fwd_s = 0, gemm_bwd_s = 0;  // GEMM time (for TP overlap windows)
 };
 
@@ -425,14 +426,17 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
   // --- GEMMs
   GemmCost gemms[5];
   int n_gemms = 0;
+  int first_moe_gemm = 5;  // gemms from here on belong to the MoE block
   gemms[n_gemms++] = linear(c, T, (q + 2.0 * kv) / t, h, true);  // QKV
   gemms[n_gemms++] = linear(c, T, h, q / t, true);               // attention projection
   if (m.moe()) {
     const double E = static_cast<double>(m.experts);
     const double ep = static_cast<double>(std::max<int64_t>(p.ep, 1));
     const double local_experts = E / ep;
-    const double tokens_per_expert = T * static_cast<double>(m.top_k) * ep / E;
+    // Each local expert's rows: its capacity-sized buffer from every rank of the EP group.
+    const double tokens_per_expert = routed_tokens(m, T) * ep / E;
     const double fe = static_cast<double>(m.expert_ffn);
+    first_moe_gemm = n_gemms;
     gemms[n_gemms++] = linear(c, T, E, h, false);  // router
     gemms[n_gemms++] = linear(c, tokens_per_expert, (m.gated_mlp ? 2.0 : 1.0) * fe / t, h, true, local_experts);
     gemms[n_gemms++] = linear(c, tokens_per_expert, h, fe / t, true, local_experts);
@@ -447,6 +451,10 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
     lc.bwd += g.bwd;
     lc.gemm_fwd_s += g.fwd.s;
     lc.gemm_bwd_s += g.bwd.s;
+    if (i >= first_moe_gemm) {
+      lc.moe_fwd += g.fwd;
+      lc.moe_bwd += g.bwd;
+    }
   }
 
   // --- attention core
@@ -497,9 +505,15 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
   ew += 2.0 * (3.0 * e + mask) * h * T_rep;    // two (bias-dropout-)residual adds
   if (m.moe()) {
     const double fe = static_cast<double>(m.expert_ffn) / t;
-    const double routed = T * static_cast<double>(m.top_k);
-    ew += (m.gated_mlp ? 3.0 : 2.0) * e * fe * routed;  // activation
-    ew += 4.0 * e * h * routed;                         // permute and unpermute
+    const double routed = routed_tokens(m, T);
+    const double moe_ew = (m.gated_mlp ? 3.0 : 2.0) * e * fe * routed  // activation
+                          + 4.0 * e * h * routed;                      // permute and unpermute
+    ew += moe_ew;
+    // The block's share of the one fused elementwise pass below (no extra kernel gap).
+    lc.moe_fwd.bytes += moe_ew;
+    lc.moe_fwd.s += moe_ew / c.hbm;
+    lc.moe_bwd.bytes += kBackwardElementwiseFactor * moe_ew;
+    lc.moe_bwd.s += kBackwardElementwiseFactor * moe_ew / c.hbm;
   } else {
     const double f = static_cast<double>(m.ffn) / t;
     ew += (m.gated_mlp ? 3.0 : 2.0) * e * f * T;  // SwiGLU (read 2, write 1) or bias-GeLU
@@ -534,6 +548,12 @@ LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape&
   out.forward_mem_bytes = lc.fwd.bytes;
   out.backward_mem_bytes = lc.bwd.bytes;
   out.recompute_mem_bytes = lc.recompute.bytes;
+  out.moe_forward_s = lc.moe_fwd.s;
+  out.moe_backward_s = lc.moe_bwd.s;
+  out.moe_forward_flops = lc.moe_fwd.flops;
+  out.moe_backward_flops = lc.moe_bwd.flops;
+  out.moe_forward_mem_bytes = lc.moe_fwd.bytes;
+  out.moe_backward_mem_bytes = lc.moe_bwd.bytes;
 
   const ClusterConfig& cl = sc.cluster;
   const int64_t gpn = cl.gpus_per_node;
@@ -599,13 +619,10 @@ LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape&
   // --- expert parallel: token dispatch and combine
   if (m.moe() && p.ep > 1) {
     const GroupSpan span = group_span(GroupKind::kEp, p, gpn);
-    // Dispatch with a fixed expert capacity (Megatron's drop-and-pad all-to-all,
-    // moe_pad_expert_input_to_capacity): every rank sends capacity slots of every expert,
-    // padded, so the send buffer is E x capacity x h; capacity per micro-batch of T local tokens
-    // (moe_expert_capacity). With capacity factor 1 and T x top_k divisible by E this is
-    // T x top_k x h, the average of the dropless dispatch.
-    const int64_t capacity = moe_expert_capacity(static_cast<int64_t>(T), m.experts, m.top_k, m.capacity_factor);
-    const int64_t S = static_cast<int64_t>(e * static_cast<double>(m.experts * capacity) * h);
+    // NCCL size of one all-to-all: every rank sends capacity slots of every expert, padded
+    // (Megatron's drop-and-pad dispatch, moe_pad_expert_input_to_capacity), so the send buffer
+    // is E x capacity x h = routed_tokens x h; 1/ep of it to each EP peer (itself included).
+    const int64_t S = static_cast<int64_t>(e * routed_tokens(m, T) * h);
     const double a2a = collective_time_s(CollectiveKind::kAllToAll, S, span, cl);
     const int32_t fwd_n = 2, bwd_n = 2 + (full ? 2 : 0);
     out.collectives.push_back({CollectiveKind::kAllToAll, GroupKind::kEp, S, fwd_n, 2, full ? 2 : 0, a2a});

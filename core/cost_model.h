@@ -92,6 +92,11 @@ struct LayerCosts {
   double forward_s = 0, backward_s = 0, recompute_s = 0;
   double forward_flops = 0, backward_flops = 0, recompute_flops = 0;
   double forward_mem_bytes = 0, backward_mem_bytes = 0, recompute_mem_bytes = 0;
+  // Of the above, the MoE block (router, expert GEMMs, activation, token permutation), which
+  // runs between the EP dispatch and combine all-to-alls; 0 for dense models.
+  double moe_forward_s = 0, moe_backward_s = 0;
+  double moe_forward_flops = 0, moe_backward_flops = 0;
+  double moe_forward_mem_bytes = 0, moe_backward_mem_bytes = 0;
 
   struct Collective {
     CollectiveKind kind = CollectiveKind::kAllReduce;

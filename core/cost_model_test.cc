@@ -367,6 +367,37 @@ TEST(Iteration, MixtureOfExpertsAllToAllMovesThePaddedCapacity) {
   EXPECT_EQ(a2a_bytes(2.0), 2 * a2a_bytes(1.0));
 }
 
+// The capacity factor sizes every expert's buffer: ceil(cf x tokens x top_k / experts) rows
+// each, so the dispatch/combine all-to-all and the expert GEMMs grow with it.
+TEST(LayerCosts, CapacityFactorSizesTheAllToAllAndTheExperts) {
+  Scenario s = llama8b("H100-SXM", 64);
+  s.model.seq_length = 4096;
+  s.model.num_experts = 8;
+  s.model.moe_top_k = 2;
+  s.training.global_batch_size = 256;
+  Plan p;
+  p.dp = 64;
+  p.ep = 8;
+  auto a2a_bytes = [&](double cf) {
+    s.model.moe_capacity_factor = cf;
+    const LayerCosts L = layer_costs(s, p);
+    for (const LayerCosts::Collective& c : L.collectives)
+      if (c.kind == CollectiveKind::kAllToAll && c.group == GroupKind::kEp) return std::pair{c.bytes, L.moe_forward_flops};
+    ADD_FAILURE() << "no EP all-to-all";
+    return std::pair{int64_t{0}, 0.0};
+  };
+  // 4096 tokens x top-2 / 8 experts = 1024 rows per expert at cf 1, x 4096 hidden x 2 bytes.
+  const auto [one, one_flops] = a2a_bytes(1.0);
+  EXPECT_EQ(one, int64_t{8} * 1024 * 4096 * 2);
+  const auto [more, more_flops] = a2a_bytes(1.25);
+  EXPECT_EQ(more, int64_t{8} * 1280 * 4096 * 2);
+  // 0.3 x 1024 = 307.2 rows round up to 308 per expert (Megatron get_capacity: ceil).
+  EXPECT_EQ(a2a_bytes(0.3).first, int64_t{8} * 308 * 4096 * 2);
+  // Expert GEMMs scale with the rows; the router (4096 x 8 x 4096) does not.
+  const double router_flops = 2.0 * 4096 * 8 * 4096;
+  EXPECT_NEAR((more_flops - router_flops) / (one_flops - router_flops), 1.25, 1e-9);
+}
+
 TEST(CalibrationProfiles, MeasuredThroughputReplacesThePresets) {
   CalibrationProfile prof;
   prof.device_kind = DeviceKind::kGpu;

@@ -60,7 +60,8 @@ int64_t mlp_bias_params(const ModelShape& m, int64_t ffn) {
 
 int64_t moe_expert_capacity(int64_t tokens, int64_t experts, int64_t top_k, double capacity_factor) {
   if (experts <= 0) return 0;
-  const double cap = std::ceil(capacity_factor * static_cast<double>(tokens * top_k) / static_cast<double>(experts));
+  const double share = capacity_factor * static_cast<double>(tokens * top_k) / static_cast<double>(experts);
+  const double cap = std::ceil(share - 1e-9 * share);  // an exact share (1.2 x 10 / 4 = 3) is not rounded up
   return std::max<int64_t>(1, static_cast<int64_t>(cap));
 }
 
@@ -193,10 +194,10 @@ double layer_activation_bytes(const ModelShape& m, int64_t micro_batch, int64_t 
   double split = e * T * (q + 2.0 * kv) + e * T * q;
   double experts_sp = 0;
   if (m.moe()) {
-    const double k = static_cast<double>(m.top_k);
     const double fe = static_cast<double>(m.expert_ffn);
-    split += e * T * k * fe * (m.gated_mlp ? 3.0 : 2.0);
-    experts_sp += e * T * k * h;                                 // dispatched tokens (expert input)
+    const double routed = routed_tokens(m, T);                   // T x top_k x capacity factor
+    split += e * routed * fe * (m.gated_mlp ? 3.0 : 2.0);
+    experts_sp += e * routed * h;                                // dispatched tokens (expert input)
     replicated += 4.0 * T * static_cast<double>(m.experts);      // fp32 router probabilities
   } else {
     split += e * T * static_cast<double>(m.ffn) * (m.gated_mlp ? 3.0 : 2.0);

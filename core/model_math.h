@@ -7,6 +7,7 @@
 // t tensor parallel, p pipeline parallel, v virtual stages (model chunks) per pipeline rank.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -66,6 +67,18 @@ ModelShape model_shape(const ModelConfig& m);
 // capacity". Assignments past it are dropped; with padding every expert gets exactly this many
 // slots, so an all-to-all moves experts x capacity x hidden elements per rank.
 int64_t moe_expert_capacity(int64_t tokens, int64_t experts, int64_t top_k, double capacity_factor);
+
+// Token copies an MoE layer routes to its experts from `tokens` local tokens: experts x
+// moe_expert_capacity (fewer tokens are padded, more are dropped). So the dispatch / combine
+// all-to-all, the expert GEMMs and the expert input activations all see experts x capacity
+// rows, which the EP group splits evenly (ep divides experts). With capacity factor 1 and a
+// balanced router this is tokens x top_k. The cost model, memory model and lowering use it,
+// and the CPU runtime pads its dispatch to the same capacity.
+inline double routed_tokens(const ModelShape& m, double tokens) {
+  if (!m.moe()) return tokens;
+  return static_cast<double>(m.experts) *
+         static_cast<double>(moe_expert_capacity(static_cast<int64_t>(std::llround(tokens)), m.experts, m.top_k, m.capacity_factor));
+}
 
 // ---------------------------------------------------------------- parameters
 struct ParameterCounts {

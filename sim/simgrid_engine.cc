@@ -567,9 +567,11 @@ BackendResult assemble(const Sim& sim, size_t job_index) {
         auto& ce = entries[{to_string(t.collective), to_string(grp.kind)}];
         ce.kind = to_string(t.collective);
         ce.group = to_string(grp.kind);
+        // The task stands for `count` back-to-back calls of `bytes` each.
+        const int32_t calls = std::max<int32_t>(t.count, 1);
         ce.bytes += static_cast<int64_t>(std::llround(
-            bytes_sent_per_rank(t.collective, static_cast<int64_t>(grp.ranks.size()), static_cast<double>(t.bytes))));
-        ce.count += 1;
+            calls * bytes_sent_per_rank(t.collective, static_cast<int64_t>(grp.ranks.size()), static_cast<double>(t.bytes))));
+        ce.count += calls;
         ce.time_s += d;
       } else if (t.kind == TaskKind::kSend || t.kind == TaskKind::kRecv) {
         b.pp_comm += d;

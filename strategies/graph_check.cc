@@ -70,6 +70,12 @@ Problems check_graph(const PlanGraph& g, size_t max_problems) {
           }
           if (!position[static_cast<size_t>(t.group)].count(static_cast<int32_t>(r)))
             add(at(r, i) + "/group", "rank " + std::to_string(r) + " is not a member of group " + std::to_string(t.group));
+          // NCCL / MPI all-to-all sends bytes / n to every member: the buffer must split evenly.
+          if (t.collective == CollectiveKind::kAllToAll &&
+              t.bytes % static_cast<int64_t>(std::max<size_t>(g.groups[static_cast<size_t>(t.group)].ranks.size(), 1)) != 0)
+            add(at(r, i) + "/bytes", "all-to-all of " + std::to_string(t.bytes) + " bytes does not split evenly over the " +
+                                         std::to_string(g.groups[static_cast<size_t>(t.group)].ranks.size()) + " members of group " +
+                                         std::to_string(t.group));
           if (t.seq < 0 || static_cast<size_t>(t.seq) > tasks.size() * 4 + 64) {
             add(at(r, i) + "/seq", "seq " + std::to_string(t.seq) + " is out of range");
             break;

@@ -394,6 +394,60 @@ Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan, const Lower
       return out;
     };
     int32_t last_layer_compute = -1;  // the latest layer compute task emitted (ZeRO-3 prefetch)
+    // MoE layers with expert parallelism: attention (with its TP collectives and the router),
+    // dispatch all-to-all, experts, combine all-to-all (see lowering.h). The EP all-to-alls of
+    // a layer come as one CommOp per direction pair (forward: dispatch + combine = 2 calls;
+    // backward: their gradients); each half becomes its own task.
+    const auto is_ep = [](const CommOp& op) { return op.group == GroupKind::kEp && op.kind == CollectiveKind::kAllToAll; };
+    const bool moe_split = !empty_cost(costs.moe_fwd) &&
+                           std::any_of(costs.layer_fwd_comm.begin(), costs.layer_fwd_comm.end(), is_ep);
+    auto emit_moe = [&](Phase phase, int64_t layer, int64_t count, int32_t chunk, int32_t mb, const Deps& deps,
+                        int32_t& first_compute) {
+      const bool fwd = phase == Phase::kForward;
+      const ComputeCost& whole = fwd ? costs.layer_fwd : costs.layer_bwd;
+      const ComputeCost& moe = fwd ? costs.moe_fwd : costs.moe_bwd;
+      const ComputeCost attn{whole.flops - moe.flops, whole.mem_bytes - moe.mem_bytes, whole.duration_s - moe.duration_s};
+      std::vector<CommOp> dense_ops, ep_halves;
+      for (const CommOp& op : fwd ? costs.layer_fwd_comm : costs.layer_bwd_comm) {
+        if (!is_ep(op)) {
+          dense_ops.push_back(op);
+          continue;
+        }
+        assert(op.count % 2 == 0);  // dispatch and combine (or their gradients) per layer
+        CommOp half = op;
+        half.count = op.count / 2;
+        ep_halves.push_back(half);
+      }
+      const double n = static_cast<double>(count);
+      auto a2a = [&](const Deps& d) {
+        Deps out;
+        for (const CommOp& op : ep_halves) out.push_back(b.collective(op, count, phase, layer, count, chunk, mb, d));
+        return out;
+      };
+      auto attention = [&](const Deps& d) {
+        const int32_t t = b.compute(phase, OpKind::kAttention, scaled(attn, n), layer, count, chunk, mb, d);
+        if (first_compute < 0) first_compute = t;
+        last_layer_compute = t;
+        return layer_comm(dense_ops, count, phase, layer, chunk, mb, t, d);
+      };
+      auto experts = [&](const Deps& d) {
+        const int32_t t = b.compute(phase, OpKind::kMlp, scaled(moe, n), layer, count, chunk, mb, d);
+        if (first_compute < 0) first_compute = t;
+        last_layer_compute = t;
+        return Deps{t};
+      };
+      if (fwd) {
+        // Overlapped dense collectives (returned with the attention) are waited on at the end.
+        Deps after_attn = attention(deps);
+        Deps cur = a2a(after_attn);
+        cur = a2a(experts(cur));
+        append(cur, after_attn);
+        return cur;
+      }
+      Deps cur = a2a(deps);
+      cur = a2a(experts(cur));
+      return attention(cur);
+    };
     // Runs n layers from first_layer as one compute task with its collectives, or layer by
     // layer when `split` (backward: last layer first; recomputation, when the plan has it,
     // right before each layer's backward). extra_deps(i, j) adds what the i-th layer of the
@@ -407,6 +461,7 @@ Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan, const Lower
       const std::vector<CommOp>& comm = fwd ? costs.layer_fwd_comm : costs.layer_bwd_comm;
       const bool recompute = !fwd && !empty_cost(costs.layer_recompute);
       auto emit = [&](Phase phase, const ComputeCost& c, int64_t layer, int64_t count, const Deps& deps) {
+        if (phase != Phase::kRecompute && moe_split) return emit_moe(phase, layer, count, chunk, mb, deps, first_compute);
         const int32_t t = b.compute(phase, OpKind::kLayer, scaled(c, static_cast<double>(count)), layer, count, chunk, mb, deps);
         if (first_compute < 0) first_compute = t;
         last_layer_compute = t;

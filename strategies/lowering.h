@@ -26,6 +26,15 @@
 //   - memory: persistent weights/gradients/optimizer states allocated at the start (never
 //     freed), activations stashed by each forward and freed by the matching backward,
 //     ZeRO-3 gathered parameters allocated before the gather and freed after use.
+//   - mixture-of-experts layers with expert parallelism (EP all-to-alls in the layer's
+//     collectives): the layer compute splits into an attention task (OpKind kAttention: the
+//     attention block, its TP collectives, the router) and an expert task (kMlp: expert
+//     GEMMs), with the token dispatch all-to-all between them and the combine all-to-all
+//     after (backward: the combine's gradient all-to-all, expert backward, the dispatch's
+//     gradient all-to-all, attention backward), all on the EP group (GroupKind kEp); a
+//     chunk's n layers stay one task of each (count n per all-to-all). Expert weights'
+//     gradients are reduced over the expert-data-parallel group (kExpertDp), dense ones
+//     over the data-parallel group. Recomputation stays one whole-layer task.
 // Blocking collectives (TP, EP all-to-all) delay the next compute task of the same chunk
 // step; overlapped ones (context-parallel ring exchange, the SP weight-gradient all-gather,
 // everything TP with tp_comm_overlap) run beside the compute and delay only what consumes
@@ -75,6 +84,10 @@ struct MemoryBytes {
 // divided by tp / cp / ep as the plan places it.
 struct LoweringCosts {
   ComputeCost layer_fwd, layer_bwd, layer_recompute;  // recompute all zero when none
+  // Of layer_fwd / layer_bwd: the MoE block (router, expert GEMMs with the expert-TP split,
+  // activation, token permutation); all zero for dense layers. With EP all-to-alls in the
+  // layer's collectives the layer lowers as attention -> dispatch -> experts -> combine.
+  ComputeCost moe_fwd, moe_bwd;
   ComputeCost embedding_fwd, embedding_bwd;           // first virtual stage
   ComputeCost output_fwd, output_bwd;                 // last virtual stage (norm, projection, loss)
   std::vector<ComputeCost> optimizer_per_stage;      // one optimizer step of a rank of each stage

@@ -167,6 +167,79 @@ TEST(Lowering, TensorAndDataParallelCollectivesMatchAcrossMembers) {
   EXPECT_NEAR(makespan(g), 9 * (tf + tb) + 2 * kMs, 1e-9);
 }
 
+// An MoE layer with expert parallelism lowers as attention -> dispatch all-to-all -> experts
+// -> combine all-to-all (backward: the same in reverse) on the EP group, and reduces expert
+// gradients over the expert-data-parallel group apart from the dense gradients.
+TEST(Lowering, MixtureOfExpertsDispatchesAndCombinesOverTheExpertParallelGroup) {
+  Scenario s = scenario(8, 4, 16);
+  Plan p;
+  p.dp = 8;
+  p.ep = 4;
+  p.zero_stage = 1;
+  LoweringCosts c = pure_compute();
+  c.moe_fwd = {4e8, 4e5, 0.4 * kMs};  // of the 1 ms layer forward
+  c.moe_bwd = {8e8, 8e5, 0.8 * kMs};
+  const int64_t a2a_bytes = 4 << 20;
+  c.layer_fwd_comm = {{GroupKind::kEp, CollectiveKind::kAllToAll, a2a_bytes, 2, 0.05 * kMs}};
+  c.layer_bwd_comm = c.layer_fwd_comm;
+  c.layer_grad_reduce = {{GroupKind::kDp, CollectiveKind::kReduceScatter, 16 << 20, 1, 0.01 * kMs},
+                         {GroupKind::kExpertDp, CollectiveKind::kReduceScatter, 32 << 20, 1, 0.01 * kMs}};
+  const PlanGraph g = lower_ok(s, p, c);
+  // Groups of rank 5: EP {4..7} (dp index 5: ep index 1 of the second EP group), expert DP
+  // {1, 5} (stride ep), dense DP all eight.
+  std::map<GroupKind, std::vector<int32_t>> of5;
+  for (const Task& t : g.ranks[5].tasks)
+    if (t.kind == TaskKind::kCollective) of5[g.groups[static_cast<size_t>(t.group)].kind] = g.groups[static_cast<size_t>(t.group)].ranks;
+  EXPECT_EQ(of5[GroupKind::kEp], (std::vector<int32_t>{4, 5, 6, 7}));
+  EXPECT_EQ(of5[GroupKind::kExpertDp], (std::vector<int32_t>{1, 5}));
+  EXPECT_EQ(of5[GroupKind::kDp].size(), 8u);
+  // Order of one forward step and one backward step on rank 0 (2 micro-batches, 4 layers).
+  std::vector<std::string> fwd, bwd;
+  int64_t a2a_calls = 0;
+  double expert_flops = 0, layer_flops = 0;
+  for (const Task& t : g.ranks[0].tasks) {
+    if (t.kind == TaskKind::kCollective && t.collective == CollectiveKind::kAllToAll) {
+      EXPECT_EQ(t.stream, Stream::kEpComm);
+      EXPECT_EQ(t.bytes, a2a_bytes);
+      a2a_calls += t.count;
+    }
+    if (t.kind == TaskKind::kCompute && t.op == OpKind::kMlp) expert_flops += t.flops;
+    if (t.kind == TaskKind::kCompute && (t.op == OpKind::kMlp || t.op == OpKind::kAttention)) layer_flops += t.flops;
+    const bool block = t.kind == TaskKind::kCompute && (t.op == OpKind::kAttention || t.op == OpKind::kMlp);
+    const bool a2a = t.kind == TaskKind::kCollective && t.collective == CollectiveKind::kAllToAll;
+    if (t.micro_batch != 0 || !(block || a2a)) continue;
+    const std::string what = t.kind == TaskKind::kCompute ? to_string(t.op) : std::string("a2a");
+    (t.phase == Phase::kForward ? fwd : bwd).push_back(what);
+  }
+  const std::string attn = to_string(OpKind::kAttention), mlp = to_string(OpKind::kMlp);
+  EXPECT_EQ(fwd, (std::vector<std::string>{attn, "a2a", mlp, "a2a"}));
+  EXPECT_EQ(bwd, (std::vector<std::string>{"a2a", mlp, "a2a", attn}));
+  // 2 micro-batches x 4 layers x (2 forward + 2 backward) all-to-alls.
+  EXPECT_EQ(a2a_calls, 2 * 4 * 4);
+  EXPECT_NEAR(expert_flops, 2 * 4 * (4e8 + 8e8), 1);
+  EXPECT_NEAR(layer_flops, 2 * 4 * (1e9 + 2e9), 1);  // the split keeps the layer's total
+  // Blocking all-to-alls lengthen each layer by 2 x 0.1 ms per phase: 2 micro-batches of
+  // 4 x (1 + 2 + 0.2) ms, then the last layer's reduce-scatters (0.01 ms each, one stream).
+  EXPECT_NEAR(makespan(g), 2 * 4 * 3.2 * kMs + 0.02 * kMs, 1e-9);
+}
+
+TEST(GraphCheck, FindsAnAllToAllThatDoesNotSplitEvenly) {
+  Scenario s = scenario(4, 2, 4);
+  Plan p;
+  p.dp = 4;
+  p.ep = 4;
+  LoweringCosts c = pure_compute();
+  c.moe_fwd = {4e8, 4e5, 0.4 * kMs};
+  c.moe_bwd = {8e8, 8e5, 0.8 * kMs};
+  c.layer_fwd_comm = {{GroupKind::kEp, CollectiveKind::kAllToAll, (4 << 20) + 2, 2, 0.05 * kMs}};
+  auto g = lower_plan(s, p, c);
+  ASSERT_TRUE(g.ok());
+  const Problems problems = check_graph(*g);
+  ASSERT_FALSE(problems.empty());
+  EXPECT_NE(problems[0].to_string().find("does not split evenly over the 4 members"), std::string::npos)
+      << problems[0].to_string();
+}
+
 TEST(Lowering, ZeroThreeGathersEveryUseAndFreesWhatItGathered) {
   const Scenario s = scenario(4, 4, 8);
   Plan p;

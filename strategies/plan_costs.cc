@@ -35,6 +35,8 @@ LoweringCosts lowering_costs(const Scenario& sc, const Plan& p) {
   c.layer_fwd = {L.forward_flops, L.forward_mem_bytes, L.forward_s};
   c.layer_bwd = {L.backward_flops, L.backward_mem_bytes, L.backward_s};
   c.layer_recompute = {L.recompute_flops, L.recompute_mem_bytes, L.recompute_s};
+  c.moe_fwd = {L.moe_forward_flops, L.moe_forward_mem_bytes, L.moe_forward_s};
+  c.moe_bwd = {L.moe_backward_flops, L.moe_backward_mem_bytes, L.moe_backward_s};
 
   // TP and EP collectives; they sit between the layer's GEMMs, so the compute waits for them,
   // except what overlaps by construction: with sequence parallelism the backward all-gathers

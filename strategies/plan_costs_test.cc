@@ -202,5 +202,56 @@ TEST(SearchThenLower, MixtureOfExpertsLowersWithExpertParallelism) {
   EXPECT_NEAR(t->makespan_s / quick_estimate(s, p).iteration_time_s, 1.0, 0.1);
 }
 
+// The lowered graph and the cost model's communication table (estimate_plan, what the
+// runtimes compare against) agree on every MoE byte: the dispatch/combine all-to-all sized
+// experts x ceil(capacity factor x tokens x top_k / experts) x hidden x element size on the
+// EP group, and the expert gradients reduced over the expert-data-parallel group.
+TEST(PlanCosts, MixtureOfExpertsBytesMatchTheCostModel) {
+  const Scenario s = load(R"({"model": {"architecture": "llama", "num_layers": 4, "hidden_size": 2048,
+                              "num_attention_heads": 16, "num_kv_heads": 8, "ffn_hidden_size": 5632,
+                              "vocab_size": 32000, "seq_length": 2048, "num_experts": 8, "moe_top_k": 2,
+                              "moe_ffn_hidden_size": 5632, "moe_capacity_factor": 1.25},
+                              "cluster": {"gpu": "H100-SXM", "num_gpus": 8},
+                              "training": {"global_batch_size": 16, "micro_batch_size": 1}})");
+  Plan p;
+  p.dp = 8;
+  p.ep = 4;
+  p.zero_stage = 1;
+  auto g = lower_plan(s, p);
+  ASSERT_TRUE(g.ok()) << g.problems()[0].to_string();
+  for (const Problem& pr : check_graph(*g)) ADD_FAILURE() << pr.to_string();
+  // 2048 tokens x top-2 x 1.25 = 640 per expert, 8 experts, 2048 bf16 elements each.
+  const int64_t a2a_bytes = int64_t{8} * 640 * 2048 * 2;
+  double a2a_wire = 0, edp_wire = 0, dp_wire = 0;
+  int64_t a2a_count = 0;
+  for (const Task& t : g->ranks[0].tasks) {
+    if (t.kind != TaskKind::kCollective) continue;
+    const ProcessGroup& pg = g->groups[static_cast<size_t>(t.group)];
+    const double n = static_cast<double>(pg.ranks.size());
+    const double wire = static_cast<double>(t.count) * static_cast<double>(t.bytes) * (n - 1) / n;
+    if (t.collective == CollectiveKind::kAllToAll) {
+      EXPECT_EQ(pg.kind, GroupKind::kEp);
+      EXPECT_EQ(pg.ranks, (std::vector<int32_t>{0, 1, 2, 3}));
+      EXPECT_EQ(t.bytes, a2a_bytes);
+      a2a_wire += wire;
+      a2a_count += t.count;
+    } else if (t.collective == CollectiveKind::kReduceScatter) {
+      (pg.kind == GroupKind::kExpertDp ? edp_wire : dp_wire) += wire;
+      if (pg.kind == GroupKind::kExpertDp) EXPECT_EQ(pg.ranks, (std::vector<int32_t>{0, 4}));
+    }
+  }
+  EXPECT_EQ(a2a_count, 2 * 4 * 4);  // 2 micro-batches x 4 layers x (dispatch, combine, and their gradients)
+  const BackendResult est = estimate_plan(s, p);
+  auto entry = [&](const std::string& kind, const std::string& group) {
+    for (const CommEntry& c : est.communication)
+      if (c.kind == kind && c.group == group) return static_cast<double>(c.bytes);
+    ADD_FAILURE() << "no " << kind << " " << group << " entry";
+    return -1.0;
+  };
+  EXPECT_NEAR(a2a_wire, entry("all-to-all", "ep"), 1.0);
+  EXPECT_NEAR(edp_wire, entry("reduce-scatter", "edp"), 16.0);  // per-layer buckets, rounded to bytes
+  EXPECT_GT(dp_wire, 0);
+}
+
 }  // namespace
 }  // namespace monarch
