@@ -42,28 +42,33 @@ std::string monarch_lines(const std::string& log_path) {
 
 }  // namespace
 
-Expected<BackendResult> run_real_cpu(const Scenario& scenario, const PlanGraph& graph, const RealCpuOptions& opt) {
+namespace {
+
+// device "cpu" or "gpu" (monarch-run --device); `backend` names the option in problems.
+Expected<BackendResult> run_real(const Scenario& scenario, const PlanGraph& graph, const RealCpuOptions& opt,
+                                 const std::string& device) {
   using E = Expected<BackendResult>;
-  if (graph.world_size < 1) return E::fail("--backend real-cpu", "the plan graph has no ranks");
+  const std::string backend = "--backend real-" + device;
+  if (graph.world_size < 1) return E::fail(backend, "the plan graph has no ranks");
   if (graph.world_size > opt.max_ranks)
-    return E::fail("--backend real-cpu", "the plan needs " + std::to_string(graph.world_size) +
+    return E::fail(backend, "the plan needs " + std::to_string(graph.world_size) +
                                              " processes; the CPU runtime starts at most " + std::to_string(opt.max_ranks) +
                                              " on this machine");
   const std::string run = opt.monarch_run.empty() ? env_or("MONARCH_RUN", MONARCH_RUN_DEFAULT) : opt.monarch_run;
   const std::string mpirun = opt.mpirun.empty() ? env_or("MONARCH_MPIEXEC", MONARCH_MPIEXEC_DEFAULT) : opt.mpirun;
-  if (!std::filesystem::exists(run)) return E::fail("--backend real-cpu", "monarch-run not found at " + run + " (set MONARCH_RUN)");
+  if (!std::filesystem::exists(run)) return E::fail(backend, "monarch-run not found at " + run + " (set MONARCH_RUN)");
   std::error_code ec;
   std::string dir = opt.work_dir;
   if (dir.empty())
-    dir = (std::filesystem::temp_directory_path(ec) / ("monarch-real-cpu-" + std::to_string(getpid()))).string();
+    dir = (std::filesystem::temp_directory_path(ec) / ("monarch-real-" + device + "-" + std::to_string(getpid()))).string();
   std::filesystem::create_directories(dir, ec);
-  if (ec) return E::fail("--backend real-cpu", "cannot create " + dir + ": " + ec.message());
+  if (ec) return E::fail(backend, "cannot create " + dir + ": " + ec.message());
   const std::string scen = dir + "/scenario.json", plan = dir + "/plan.json", out = dir + "/result.json",
                     log = dir + "/monarch-run.log";
   {
     std::ofstream f(scen);
     f << scenario_to_json(scenario).dump(1) << "\n";
-    if (!f) return E::fail("--backend real-cpu", "cannot write " + scen);
+    if (!f) return E::fail(backend, "cannot write " + scen);
   }
   if (Problems pr = write_plan_file(plan, graph); !pr.empty()) return pr;
   std::filesystem::remove(out, ec);
@@ -71,24 +76,35 @@ Expected<BackendResult> run_real_cpu(const Scenario& scenario, const PlanGraph& 
   std::ostringstream cmd;
   cmd << "timeout " << static_cast<int64_t>(opt.timeout_s) << " " << shell_quote(mpirun);
   if (geteuid() == 0) cmd << " --allow-run-as-root";
-  if (static_cast<unsigned>(graph.world_size) > cores) cmd << " --oversubscribe";
+  if (device == "cpu" && static_cast<unsigned>(graph.world_size) > cores) cmd << " --oversubscribe";
   cmd << " -np " << graph.world_size << " " << shell_quote(run) << " " << shell_quote(plan) << " --scenario "
       << shell_quote(scen) << " --output " << shell_quote(out) << " --watchdog-timeout " << opt.watchdog_timeout_s;
   if (opt.steps > 0) cmd << " --steps " << opt.steps;
+  if (device != "cpu") cmd << " --device " << device;
   cmd << " > " << shell_quote(log) << " 2>&1 < /dev/null";
   const int raw = std::system(cmd.str().c_str());
   const int status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
   if (status != 0) {
     std::string why = monarch_lines(log);
     if (why.empty()) why = "see " + log;
-    if (status == 124) return E::fail("--backend real-cpu", "timed out after " + std::to_string(opt.timeout_s) + " s; " + why);
-    return E::fail("--backend real-cpu", "monarch-run failed (exit status " + std::to_string(status) + "): " + why);
+    if (status == 124) return E::fail(backend, "timed out after " + std::to_string(opt.timeout_s) + " s; " + why);
+    return E::fail(backend, "monarch-run failed (exit status " + std::to_string(status) + "): " + why);
   }
   std::ifstream f(out);
-  if (!f) return E::fail("--backend real-cpu", "monarch-run wrote no result at " + out);
+  if (!f) return E::fail(backend, "monarch-run wrote no result at " + out);
   nlohmann::json j = nlohmann::json::parse(f, nullptr, false);
   if (j.is_discarded() || !j.contains("result")) return E::fail(out, "not a monarch-run result");
   return result_from_json(j["result"], "/result");
+}
+
+}  // namespace
+
+Expected<BackendResult> run_real_cpu(const Scenario& scenario, const PlanGraph& graph, const RealCpuOptions& opt) {
+  return run_real(scenario, graph, opt, "cpu");
+}
+
+Expected<BackendResult> run_real_gpu(const Scenario& scenario, const PlanGraph& graph, const RealCpuOptions& opt) {
+  return run_real(scenario, graph, opt, "gpu");
 }
 
 }  // namespace monarch::realrt

@@ -28,4 +28,8 @@ struct RealCpuOptions {
 // hung (the watchdog's message naming it), a run that timed out, missing executables.
 Expected<BackendResult> run_real_cpu(const Scenario& scenario, const PlanGraph& graph, const RealCpuOptions& options);
 
+// The same on GPUs: `mpirun -np N monarch-run ... --device gpu` (one GPU per rank; monarch-run
+// must have been built with the GPU runtime, else it refuses with its reason).
+Expected<BackendResult> run_real_gpu(const Scenario& scenario, const PlanGraph& graph, const RealCpuOptions& options);
+
 }  // namespace monarch::realrt
