@@ -144,12 +144,11 @@ int run_gpu_main(const RunInput& in, const GpuRunOptions& opt) {
   } else if (env->has_value() && (*env)->world_size == mpi_world) {
     local_rank = (*env)->local_rank;  // OMPI_COMM_WORLD_LOCAL_RANK under mpirun
   }
-  const Plan& plan = in.graph.plan;
+  if (Problems pr = check_gpu_plan(in.graph.plan); !pr.empty()) return fail(pr, 2);
   if (in.graph.world_size != world)
     return fail({{"--device gpu", "the plan needs " + std::to_string(in.graph.world_size) + " ranks, this launch has " +
                                       std::to_string(world)}},
                 2);
-  if (Problems pr = check_gpu_plan(plan); !pr.empty()) return fail(pr, 2);
   auto math_name = gpu_math_name(in.scenario.training.precision, opt.math, "--precision");
   if (!math_name) return fail(math_name.problems(), 2);
   GpuTrainConfig cfg;

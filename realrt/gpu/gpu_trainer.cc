@@ -568,6 +568,9 @@ Expected<std::unique_ptr<GpuTrainer>> GpuTrainer::create(const GpuTrainConfig& c
   if (Problems pr = check_gpu_train_config(cfg); !pr.empty()) return pr;
   std::string why;
   if (gpu_device_count(&why) == 0) return Expected<std::unique_ptr<GpuTrainer>>::fail("--device gpu", "no usable GPU: " + why);
+  if (cfg.device < 0 || cfg.device >= gpu_device_count(nullptr))
+    return Expected<std::unique_ptr<GpuTrainer>>::fail("--device gpu", "no CUDA device " + std::to_string(cfg.device));
+  MONARCH_CUDA_CHECK(cudaSetDevice(cfg.device));  // before the trainer creates its events and streams
   std::unique_ptr<Impl> impl;
   if (cfg.math == GpuMath::kBf16)
     impl = std::make_unique<Trainer<bf16>>(cfg);

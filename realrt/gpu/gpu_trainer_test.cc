@@ -27,10 +27,12 @@ constexpr double kFp32RelTol = 1e-3;  // issue 8's requirement; reordered fp32 s
 constexpr double kTf32RelTol = 1e-2;  // products on 10-bit mantissas
 constexpr double kBf16RelTol = 3e-2;  // bf16 activations (8-bit mantissa, 2^-8 = 0.4% per rounding)
 
-void skip_without_gpu() {
-  std::string why;
-  if (gpu_device_count(&why) == 0) GTEST_SKIP() << "no GPU: " << why;
-}
+// GTEST_SKIP returns from the function it is in: a macro, so that it leaves the test itself.
+#define SKIP_WITHOUT_GPU()                                                  \
+  do {                                                                      \
+    std::string why;                                                        \
+    if (gpu_device_count(&why) == 0) GTEST_SKIP() << "no GPU: " << why;     \
+  } while (0)
 
 std::vector<double> gpu_losses(GpuMath math) {
   GpuTrainConfig cfg;
@@ -50,7 +52,7 @@ void expect_close(const std::vector<double>& got, const std::vector<double>& wan
 }
 
 TEST(GpuTrainer, StartsFromTheCpuReferencesParameters) {
-  skip_without_gpu();
+  SKIP_WITHOUT_GPU();
   GpuTrainConfig cfg;
   cfg.model = tiny_model();
   cfg.train = tiny_training();
@@ -70,7 +72,7 @@ TEST(GpuTrainer, StartsFromTheCpuReferencesParameters) {
 }
 
 TEST(GpuTrainer, Fp32LossesMatchTheCpuReference) {
-  skip_without_gpu();
+  SKIP_WITHOUT_GPU();
   const auto want = train_single_process(tiny_model(), tiny_training(), Recompute::kNone);
   const auto got = gpu_losses(GpuMath::kFp32);
   expect_close(got, want, kFp32RelTol);
@@ -78,19 +80,19 @@ TEST(GpuTrainer, Fp32LossesMatchTheCpuReference) {
 }
 
 TEST(GpuTrainer, Tf32LossesMatchTheCpuReferenceLoosely) {
-  skip_without_gpu();
+  SKIP_WITHOUT_GPU();
   expect_close(gpu_losses(GpuMath::kTf32), train_single_process(tiny_model(), tiny_training(), Recompute::kNone),
                kTf32RelTol);
 }
 
 TEST(GpuTrainer, Bf16LossesMatchTheCpuReferenceWithinTheStatedTolerance) {
-  skip_without_gpu();
+  SKIP_WITHOUT_GPU();
   expect_close(gpu_losses(GpuMath::kBf16), train_single_process(tiny_model(), tiny_training(), Recompute::kNone),
                kBf16RelTol);
 }
 
 TEST(GpuTrainer, MeasuresStepAndComputeTimeWithEvents) {
-  skip_without_gpu();
+  SKIP_WITHOUT_GPU();
   GpuTrainConfig cfg;
   cfg.model = tiny_model();
   cfg.train = tiny_training();
