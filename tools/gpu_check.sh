@@ -17,6 +17,7 @@
 #
 # Exit status: 0 all checks passed; 1 a check failed; 3 no GPU visible (nothing was checked).
 set -euo pipefail
+command -v jq >/dev/null || { echo "gpu_check: jq is needed (tools/install_deps.sh installs it)" >&2; exit 1; }
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${BUILD_DIR:-$root/build-gpu}

@@ -328,7 +328,9 @@ Trainer<T>::Trainer(const GpuTrainConfig& cfg) : cfg_(cfg) {
   dfch_ = DevBuf<T>(nf, buf);
   dqkv_ = DevBuf<T>(3 * nc, buf);
   dp_ = DevBuf<T>(nh_ * s_ * s_, buf);
-  CK(cudaStreamSynchronize(compute_));
+  // The zeroing cudaMemsets run on the legacy default stream, which the non-blocking streams do
+  // not wait for: finish everything before the first step.
+  CK(cudaDeviceSynchronize());
   reset_memory_peaks();
 }
 
