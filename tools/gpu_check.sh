@@ -17,7 +17,6 @@
 #
 # Exit status: 0 all checks passed; 1 a check failed; 3 no GPU visible (nothing was checked).
 set -euo pipefail
-command -v jq >/dev/null || { echo "gpu_check: jq is needed (tools/install_deps.sh installs it)" >&2; exit 1; }
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${BUILD_DIR:-$root/build-gpu}
@@ -32,6 +31,7 @@ if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; t
   echo "gpu_check: SKIPPED: no GPU visible (nvidia-smi -L fails or is missing); nothing was checked" >&2
   exit 3
 fi
+command -v jq >/dev/null || { echo "gpu_check: jq is needed (tools/install_deps.sh installs it)" >&2; exit 1; }
 step "GPUs"
 nvidia-smi -L
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader || true
