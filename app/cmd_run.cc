@@ -83,8 +83,6 @@ bool check_backends_built(const std::vector<Backend>& backends, const std::strin
     if (b == Backend::kSimgrid && !f.simgrid) missing = "SimGrid (configure with MONARCH_WITH_SIMGRID=ON; Debian package libsimgrid-dev)";
     if (b == Backend::kRealCpu && !f.real_cpu) missing = "the CPU runtime (MONARCH_WITH_MPI=ON; libopenmpi-dev openmpi-bin libopenblas-dev)";
     if (b == Backend::kRealGpu && !f.real_gpu) missing = "the GPU runtime (MONARCH_WITH_GPU=ON; CUDA toolkit with cuBLAS and NCCL)";
-    if (b == Backend::kRealGpu && f.real_gpu)
-      missing = "the GPU training runtime, which is not part of this version (monarch-calibrate measures GPUs)";
     if (missing) {
       print_error(where, std::string("backend \"") + to_string(b) + "\" needs " + missing + ", which this build lacks");
       ok = false;
@@ -438,6 +436,7 @@ int cmd_run(const RunOptions& opts) {
 #endif
   const bool want_simgrid = has_backend(backends, Backend::kSimgrid);
   const bool want_real_cpu = has_backend(backends, Backend::kRealCpu);
+  const bool want_real_gpu = has_backend(backends, Backend::kRealGpu);
   if (!opts.trace_path.empty() && !build_features().simgrid) {
     print_error("--trace", "the trace is of the SimGrid simulation, which this build lacks (libsimgrid-dev)");
     return kExitInvalid;
@@ -536,24 +535,31 @@ int cmd_run(const RunOptions& opts) {
 
   // --- the real CPU runtime trains the chosen plan; a failed run is recorded as failed
 #ifdef MONARCH_HAVE_REAL_CPU
-  if (want_real_cpu) {
+  // (real-gpu: the same launcher with monarch-run --device gpu; built where MONARCH_HAVE_REAL_GPU)
+  for (const char* device : {"cpu", "gpu"}) {
+    const bool gpu = std::string(device) == "gpu";
+    if (!(gpu ? want_real_gpu : want_real_cpu)) continue;
+#ifndef MONARCH_HAVE_REAL_GPU
+    if (gpu) continue;  // refused by check_backends_built already
+#endif
+    const std::string backend = std::string("real-") + device;
     auto g = lower(results.front().plan);
     if (!g) {
       for (const auto& p : g.problems()) print_error("lowering " + short_plan(results.front().plan), p.to_string());
       return 1;
     }
-    if (tty) std::fprintf(stderr, "training the chosen plan on %lld CPU processes...\n",
-                          static_cast<long long>(results.front().plan.world_size()));
-    auto real = realrt::run_real_cpu(s, *g, realrt::RealCpuOptions{});
+    if (tty) std::fprintf(stderr, "training the chosen plan on %lld %s processes...\n",
+                          static_cast<long long>(results.front().plan.world_size()), gpu ? "GPU" : "CPU");
+    auto real = gpu ? realrt::run_real_gpu(s, *g, realrt::RealCpuOptions{}) : realrt::run_real_cpu(s, *g, realrt::RealCpuOptions{});
     if (!real) {
       std::string why;
       for (const auto& p : real.problems()) {
-        print_error("--backend real-cpu", p.to_string());
+        print_error("--backend " + backend, p.to_string());
         why += (why.empty() ? "" : "; ") + p.to_string();
       }
       if (store) {
         BackendResult failed;
-        failed.backend = "real-cpu";
+        failed.backend = backend;
         failed.plan = results.front().plan;
         failed.measured = true;
         RunRecord rec = make_record(s, scenario_to_json(s).dump(), 0, failed, started_at);

@@ -41,30 +41,32 @@ std::string monarch_lines(const std::string& log_path) {
   return out;
 }
 
-// Runs `mpirun -np N monarch-run <args>` with scenario.json (and what `write_inputs` adds) in
-// the work directory, then reads the result it wrote. `args` gets the work directory's path.
+// Runs `mpirun -np N monarch-run <args>` with scenario.json (and what `args` adds) in the work
+// directory, then reads the result it wrote. `args` gets the work directory's path. `device` is
+// "cpu" or "gpu" (monarch-run --device); the option named in problems is --backend real-<device>.
 Expected<BackendResult> launch(const Scenario& scenario, int64_t world_size, const RealCpuOptions& opt,
+                               const std::string& device,
                                const std::function<Expected<std::string>(const std::string& dir, const std::string& scen)>& args) {
   using E = Expected<BackendResult>;
-  if (world_size < 1) return E::fail("--backend real-cpu", "the plan graph has no ranks");
+  const std::string backend = "--backend real-" + device;
+  if (world_size < 1) return E::fail(backend, "the plan graph has no ranks");
   if (world_size > opt.max_ranks)
-    return E::fail("--backend real-cpu", "the plan needs " + std::to_string(world_size) +
-                                             " processes; the CPU runtime starts at most " + std::to_string(opt.max_ranks) +
-                                             " on this machine");
+    return E::fail(backend, "the plan needs " + std::to_string(world_size) + " processes; the " + device +
+                                " runtime starts at most " + std::to_string(opt.max_ranks) + " on this machine");
   const std::string run = opt.monarch_run.empty() ? env_or("MONARCH_RUN", MONARCH_RUN_DEFAULT) : opt.monarch_run;
   const std::string mpirun = opt.mpirun.empty() ? env_or("MONARCH_MPIEXEC", MONARCH_MPIEXEC_DEFAULT) : opt.mpirun;
-  if (!std::filesystem::exists(run)) return E::fail("--backend real-cpu", "monarch-run not found at " + run + " (set MONARCH_RUN)");
+  if (!std::filesystem::exists(run)) return E::fail(backend, "monarch-run not found at " + run + " (set MONARCH_RUN)");
   std::error_code ec;
   std::string dir = opt.work_dir;
   if (dir.empty())
-    dir = (std::filesystem::temp_directory_path(ec) / ("monarch-real-cpu-" + std::to_string(getpid()))).string();
+    dir = (std::filesystem::temp_directory_path(ec) / ("monarch-real-" + device + "-" + std::to_string(getpid()))).string();
   std::filesystem::create_directories(dir, ec);
-  if (ec) return E::fail("--backend real-cpu", "cannot create " + dir + ": " + ec.message());
+  if (ec) return E::fail(backend, "cannot create " + dir + ": " + ec.message());
   const std::string scen = dir + "/scenario.json", out = dir + "/result.json", log = dir + "/monarch-run.log";
   {
     std::ofstream f(scen);
     f << scenario_to_json(scenario).dump(1) << "\n";
-    if (!f) return E::fail("--backend real-cpu", "cannot write " + scen);
+    if (!f) return E::fail(backend, "cannot write " + scen);
   }
   auto input_args = args(dir, scen);
   if (!input_args) return input_args.problems();
@@ -73,39 +75,50 @@ Expected<BackendResult> launch(const Scenario& scenario, int64_t world_size, con
   std::ostringstream cmd;
   cmd << "timeout " << static_cast<int64_t>(opt.timeout_s) << " " << shell_quote(mpirun);
   if (geteuid() == 0) cmd << " --allow-run-as-root";
-  if (static_cast<unsigned>(world_size) > cores) cmd << " --oversubscribe";
+  if (device == "cpu" && static_cast<unsigned>(world_size) > cores) cmd << " --oversubscribe";
   cmd << " -np " << world_size << " " << shell_quote(run) << " " << *input_args << " --output " << shell_quote(out);
   if (opt.steps > 0) cmd << " --steps " << opt.steps;
+  if (device != "cpu") cmd << " --device " << device;
   cmd << " > " << shell_quote(log) << " 2>&1 < /dev/null";
   const int raw = std::system(cmd.str().c_str());
   const int status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
   if (status != 0) {
     std::string why = monarch_lines(log);
     if (why.empty()) why = "see " + log;
-    if (status == 124) return E::fail("--backend real-cpu", "timed out after " + std::to_string(opt.timeout_s) + " s; " + why);
-    return E::fail("--backend real-cpu", "monarch-run failed (exit status " + std::to_string(status) + "): " + why);
+    if (status == 124) return E::fail(backend, "timed out after " + std::to_string(opt.timeout_s) + " s; " + why);
+    return E::fail(backend, "monarch-run failed (exit status " + std::to_string(status) + "): " + why);
   }
   std::ifstream f(out);
-  if (!f) return E::fail("--backend real-cpu", "monarch-run wrote no result at " + out);
+  if (!f) return E::fail(backend, "monarch-run wrote no result at " + out);
   nlohmann::json j = nlohmann::json::parse(f, nullptr, false);
   if (j.is_discarded() || !j.contains("result")) return E::fail(out, "not a monarch-run result");
   return result_from_json(j["result"], "/result");
 }
 
-}  // namespace
-
-Expected<BackendResult> run_real_cpu(const Scenario& scenario, const PlanGraph& graph, const RealCpuOptions& opt) {
-  return launch(scenario, graph.world_size, opt, [&](const std::string& dir, const std::string& scen) -> Expected<std::string> {
+// The GPT plan file and the flags that go with it.
+std::function<Expected<std::string>(const std::string&, const std::string&)> plan_args(const PlanGraph& graph,
+                                                                                        const RealCpuOptions& opt) {
+  return [&graph, &opt](const std::string& dir, const std::string& scen) -> Expected<std::string> {
     const std::string plan = dir + "/plan.json";
     if (Problems pr = write_plan_file(plan, graph); !pr.empty()) return pr;
     std::ostringstream a;
     a << shell_quote(plan) << " --scenario " << shell_quote(scen) << " --watchdog-timeout " << opt.watchdog_timeout_s;
     return a.str();
-  });
+  };
+}
+
+}  // namespace
+
+Expected<BackendResult> run_real_cpu(const Scenario& scenario, const PlanGraph& graph, const RealCpuOptions& opt) {
+  return launch(scenario, graph.world_size, opt, "cpu", plan_args(graph, opt));
+}
+
+Expected<BackendResult> run_real_gpu(const Scenario& scenario, const PlanGraph& graph, const RealCpuOptions& opt) {
+  return launch(scenario, graph.world_size, opt, "gpu", plan_args(graph, opt));
 }
 
 Expected<BackendResult> run_real_cpu_dlrm(const Scenario& scenario, const DlrmShardingPlan& plan, const RealCpuOptions& opt) {
-  return launch(scenario, scenario.cluster.num_gpus, opt, [&](const std::string&, const std::string& scen) -> Expected<std::string> {
+  return launch(scenario, scenario.cluster.num_gpus, opt, "cpu", [&](const std::string&, const std::string& scen) -> Expected<std::string> {
     return shell_quote(scen) + " --sharding " + shell_quote(describe(plan));
   });
 }

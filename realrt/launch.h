@@ -33,5 +33,8 @@ Expected<BackendResult> run_real_cpu(const Scenario& scenario, const PlanGraph& 
 // `mpirun -np num_gpus monarch-run scenario.json --sharding "<describe(plan)>"` (realrt/dlrm_run.h).
 Expected<BackendResult> run_real_cpu_dlrm(const Scenario& scenario, const DlrmShardingPlan& plan,
                                           const RealCpuOptions& options);
+// The same on GPUs: `mpirun -np N monarch-run ... --device gpu` (one GPU per rank; monarch-run
+// must have been built with the GPU runtime, else it refuses with its reason).
+Expected<BackendResult> run_real_gpu(const Scenario& scenario, const PlanGraph& graph, const RealCpuOptions& options);
 
 }  // namespace monarch::realrt

@@ -20,6 +20,9 @@
 #include "core/scenario_io.h"
 #include "realrt/cpu_runtime.h"
 #include "realrt/dlrm_run.h"
+#ifdef MONARCH_HAVE_REAL_GPU
+#include "realrt/gpu/gpu_run.h"
+#endif
 #include "realrt/run_io.h"
 #include "realrt/watchdog.h"
 
@@ -74,6 +77,11 @@ int main(int argc, char** argv) {
   app.add_option("--sharding", sharding,
                  "dlrm scenarios: the embedding sharding plan, e.g. \"t0:rw t1:tw@1 t2:dp\" "
                  "(default: the best plan of the sharding search the CPU runtime runs)");
+  std::string device = "cpu", init_method = "mpi", precision;
+  app.add_option("--device", device, "cpu (MPI + OpenBLAS) or gpu (CUDA + cuBLAS + NCCL, one GPU per rank)")
+      ->check(CLI::IsMember({"cpu", "gpu"}));
+  app.add_option("--init-method", init_method, "gpu: how ranks meet: mpi, tcp://HOST:PORT or file://PATH");
+  app.add_option("--precision", precision, "gpu: fp32, tf32 or bf16 (default: training.precision)");
   app.add_option("--inject-fault", fault, "testing: crash | hang")->check(CLI::IsMember({"crash", "hang"}));
   app.add_option("--fault-rank", fault_rank, "testing: the rank that fails");
   app.add_option("--fault-step", fault_step, "testing: the step at which it fails");
@@ -90,7 +98,13 @@ int main(int argc, char** argv) {
   // Recommendation models: the scenario's dlrm keys and a sharding plan.
   if (scenario.empty()) {
     auto sc = read_scenario_file(input, {});
-    if (sc && sc->model.architecture == Architecture::kDlrm) return finish(run_dlrm_scenario(*sc, sharding, steps, output));
+    if (sc && sc->model.architecture == Architecture::kDlrm) {
+      if (device != "cpu") {
+        report({{"--device " + device, "dlrm models run on the CPU runtime only in this version"}});
+        return finish(2);
+      }
+      return finish(run_dlrm_scenario(*sc, sharding, steps, output));
+    }
   }
   if (!sharding.empty()) {
     report({{"--sharding", "is for dlrm scenarios; " + input + " is not one"}});
@@ -100,6 +114,28 @@ int main(int argc, char** argv) {
   auto in = read_run_input(input, steps, scenario);
   if (!in) {
     report(in.problems());
+    return finish(2);
+  }
+  if (device == "gpu") {
+    for (const auto& [set, name] : {std::pair{ckpt_every > 0, "--checkpoint-every"}, std::pair{resume, "--resume"},
+                                    std::pair{!fault.empty(), "--inject-fault"}})
+      if (set) {
+        report({{name, "is not supported with --device gpu yet"}});
+        return finish(2);
+      }
+#ifdef MONARCH_HAVE_REAL_GPU
+    GpuRunOptions gopt;
+    gopt.init_method = init_method;
+    gopt.math = precision;
+    gopt.output = output;
+    return finish(run_gpu_main(*in, gopt));
+#else
+    report({{"--device gpu", "this monarch-run was built without the GPU runtime (MONARCH_WITH_GPU=ON, CUDA with cuBLAS and NCCL)"}});
+    return finish(2);
+#endif
+  }
+  if (init_method != "mpi" || !precision.empty()) {
+    report({{init_method != "mpi" ? "--init-method" : "--precision", "applies to --device gpu only"}});
     return finish(2);
   }
   if (in->graph.world_size != world) {

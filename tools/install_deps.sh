@@ -14,6 +14,7 @@ packages=(
   libsimgrid-dev                                 # SimGrid backend
   qt6-base-dev qt6-charts-dev libgl-dev          # Qt 6 GUI (Widgets, Charts, Test, Concurrent)
   libopenmpi-dev openmpi-bin openssh-client libopenblas-dev  # CPU runtime (MPI + BLAS; mpirun wants an rsh agent)
+  jq                                             # tools/gpu_check.sh reads result files
 )
 
 missing=()
