@@ -827,11 +827,10 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
   // once per step on every rank (the stage with the most of them paces it).
   if (p.tp > 1 && p.sequence_parallel) {
     const GroupSpan tspan = group_span(GroupKind::kTp, p, gpn);
-    double sp_ar = 0;
+    int64_t most_bytes = 0;
     for (int64_t st = 0; st < pp; ++st)
-      sp_ar = std::max(sp_ar, collective_time_s(CollectiveKind::kAllReduce,
-                                                sp_grad_reduce_bytes(L, layers[static_cast<size_t>(st)], st == 0, st == pp - 1),
-                                                tspan, cl));
+      most_bytes = std::max(most_bytes, sp_grad_reduce_bytes(L, layers[static_cast<size_t>(st)], st == 0, st == pp - 1));
+    const double sp_ar = collective_time_s(CollectiveKind::kAllReduce, most_bytes, tspan, cl);
     b.tp_comm += sp_ar;
     exposed += sp_ar;
   }

@@ -88,7 +88,10 @@ TEST(AnalyticalBackend, ResultFieldsAreConsistent) {
 
 TEST(AnalyticalBackend, TpAllReduceBytesFollowTheRing) {
   // Without sequence parallelism each layer all-reduces b s h 16-bit elements twice forward
-  // and twice backward; a ring sends 2 (t-1)/t of the buffer per rank.
+  // and twice backward, and per micro-batch the vocabulary-parallel embedding its output and
+  // the output layer its input gradient (b s h each), and the vocabulary-parallel
+  // cross-entropy 3 x b s fp32 values (max, target logit, sum of exp); a ring sends
+  // 2 (t-1)/t of the buffer per rank.
   Scenario s = gpt175b_on(8);
   s.model.num_layers = 8;
   s.training.global_batch_size = 4;
@@ -99,8 +102,10 @@ TEST(AnalyticalBackend, TpAllReduceBytesFollowTheRing) {
   for (const CommEntry& c : r.communication) {
     if (c.group != "tp") continue;
     EXPECT_EQ(c.kind, "all-reduce");
-    EXPECT_EQ(c.count, 8 * 4 * 4);  // layers x micro-batches x 4
-    EXPECT_NEAR(static_cast<double>(c.bytes), c.count * buffer * 2.0 * 7 / 8, 64.0 * c.count);
+    EXPECT_EQ(c.count, 8 * 4 * 4 + 4 * (2 + 3));  // layers x micro-batches x 4 + per micro-batch 2 + 3
+    const double loss_buffer = 4.0 * 2048;
+    EXPECT_NEAR(static_cast<double>(c.bytes), (8 * 4 * 4 + 4 * 2) * buffer * 2.0 * 7 / 8 + 4 * 3 * loss_buffer * 2.0 * 7 / 8,
+                64.0 * c.count);
   }
 }
 
