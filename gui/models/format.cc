@@ -50,6 +50,9 @@ int64_t group_size(const Plan& p, std::string_view g) {
   if (g == "dp") return p.dp;
   if (g == "pp") return p.pp > 1 ? 2 : 1;
   if (g == "world") return p.world_size();
+  if (g == "dp-cp") return p.dp * p.cp;
+  // Tied word embeddings: the first and the last pipeline stage.
+  if (g == "embedding") return p.pp > 1 ? 2 : 1;
   // Expert data parallel (Megatron-core with expert TP = TP): tp*cp*dp / (tp*ep) ranks.
   if (g == "edp" || g == "expert-dp" || g == "expert_dp") {
     const int64_t n = p.cp * p.dp / (p.ep > 0 ? p.ep : 1);

@@ -149,6 +149,8 @@ TEST(Bandwidth, NcclTestsBusFactors) {
   EXPECT_EQ(group_size(p, "pp"), 2);
   EXPECT_EQ(group_size(p, "edp"), 8);
   EXPECT_EQ(group_size(p, "world"), 8 * 4 * 16 * 2);
+  EXPECT_EQ(group_size(p, "dp-cp"), 32);
+  EXPECT_EQ(group_size(p, "embedding"), 2);  // first and last stage share the tied embedding
   EXPECT_EQ(group_size(p, "nope"), 0);
 }
 
