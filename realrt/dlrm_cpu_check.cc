@@ -144,11 +144,13 @@ int run() {
     const DlrmRankLoad load = dlrm_rank_loads(sc, plan).at(r);
     const int64_t predicted = kind == EmbeddingSharding::kTableWise ? load.a2a_send_bytes : load.rw_reduce_scatter_bytes;
     // Backward: row-wise sends the same buffer back (all-gather); table-wise sends each rank's
-    // own b samples' gradients, so the ranks' totals match the forward totals.
+    // own b samples' gradients of every table (a2a_backward_send_bytes), so the ranks' totals
+    // match the forward totals.
     std::vector<float> totals = {static_cast<float>(got.forward_a2a_send_bytes), static_cast<float>(got.backward_a2a_send_bytes)};
     comm.allreduce_sum(totals);
     const bool bytes_ok = got.forward_a2a_send_bytes == predicted && totals[0] == totals[1] && got.a2a_calls_per_step == 2 &&
-                          (kind == EmbeddingSharding::kTableWise || got.backward_a2a_send_bytes == predicted);
+                          got.backward_a2a_send_bytes ==
+                              (kind == EmbeddingSharding::kTableWise ? load.a2a_backward_send_bytes : predicted);
     std::printf("rank %d %-10s losses %.6f -> %.6f, worst relative difference %.2e (<= 1e-5: %s); "
                 "forward all-to-all send %lld B, predicted %lld B, backward %lld B (%s)\n",
                 r, name, got.losses.front(), got.losses.back(), worst, loss_ok ? "ok" : "FAIL",
