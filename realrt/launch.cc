@@ -58,22 +58,16 @@ Expected<BackendResult> run_real_cpu(const Scenario& scenario, const PlanGraph& 
     dir = (std::filesystem::temp_directory_path(ec) / ("monarch-real-cpu-" + std::to_string(getpid()))).string();
   std::filesystem::create_directories(dir, ec);
   if (ec) return E::fail("--backend real-cpu", "cannot create " + dir + ": " + ec.message());
-  const std::string scen = dir + "/scenario.json", plan = dir + "/plan.json", out = dir + "/result.json",
-                    log = dir + "/monarch-run.log";
-  {
-    std::ofstream f(scen);
-    f << scenario_to_json(scenario).dump(1) << "\n";
-    if (!f) return E::fail("--backend real-cpu", "cannot write " + scen);
-  }
-  if (Problems pr = write_plan_file(plan, graph); !pr.empty()) return pr;
+  const std::string plan = dir + "/plan.json", out = dir + "/result.json", log = dir + "/monarch-run.log";
+  // A self-contained plan file (monarch-plan/2): the graph and the scenario it was planned for.
+  if (Problems pr = write_plan_file(plan, graph, &scenario); !pr.empty()) return pr;
   std::filesystem::remove(out, ec);
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   std::ostringstream cmd;
   cmd << "timeout " << static_cast<int64_t>(opt.timeout_s) << " " << shell_quote(mpirun);
   if (geteuid() == 0) cmd << " --allow-run-as-root";
   if (static_cast<unsigned>(graph.world_size) > cores) cmd << " --oversubscribe";
-  cmd << " -np " << graph.world_size << " " << shell_quote(run) << " " << shell_quote(plan) << " --scenario "
-      << shell_quote(scen) << " --output " << shell_quote(out) << " --watchdog-timeout " << opt.watchdog_timeout_s;
+  cmd << " -np " << graph.world_size << " " << shell_quote(run) << " " << shell_quote(plan) << " --output " << shell_quote(out) << " --watchdog-timeout " << opt.watchdog_timeout_s;
   if (opt.steps > 0) cmd << " --steps " << opt.steps;
   cmd << " > " << shell_quote(log) << " 2>&1 < /dev/null";
   const int raw = std::system(cmd.str().c_str());
