@@ -79,11 +79,15 @@ TEST(MonarchRunFaults, CrashedRankEndsEveryRankAndIsNamed) {
 // A rank that hangs (sleeps for ever inside a step): with --watchdog-timeout 3 every rank exits
 // non-zero within the timeout plus kWatchdogPollS plus mpirun's teardown; the watchdog names it.
 TEST(MonarchRunFaults, HungRankIsNamedAndEveryRankExitsWithinTheTimeout) {
-  const Launch r = mpirun(2, kData + "tiny_gpt_pp2.json --watchdog-timeout 3 --inject-fault hang --fault-rank 1 --fault-step 2",
+  // Step 2 of 3 is the step whose timeline is recorded: rank 0 waits for rank 1 at the barrier
+  // before it, and the watchdog must still blame rank 1 only.
+  const Launch r = mpirun(2, kData + "tiny_gpt_pp2.json --steps 3 --watchdog-timeout 3 --inject-fault hang --fault-rank 1 "
+                                     "--fault-step 2",
                        "hang");
   EXPECT_NE(r.status, 0) << r.log;
   EXPECT_NE(r.log.find("watchdog"), std::string::npos) << r.log;
   EXPECT_NE(r.log.find("hung: rank 1 "), std::string::npos) << r.log;
+  EXPECT_EQ(r.log.find("rank 0 (no progress"), std::string::npos) << r.log;
   // Start-up and two steps take a few seconds on a loaded 2-core machine; the bound is loose on
   // purpose (the test is about ending at all, not about speed), the 300 s `timeout` is the hang.
   EXPECT_LT(r.seconds, 60.0) << r.log;
