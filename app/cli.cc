@@ -102,7 +102,7 @@ int main_cli(int argc, char** argv) {
   auto* db_opt = app.add_option("--db", run.db_path, "the results store (SQLite); a default path is used when absent")->type_name("FILE");
   app.add_flag("--no-db", run.no_db, "do not record this run in the store")->excludes(db_opt);
   app.add_option("--emit-plan", run.emit_plan_path, "write the chosen plan and its per-rank task graph")->type_name("FILE.json");
-  app.add_option("--trace", run.trace_path, "Chrome/Perfetto trace of the best plan's simulated iteration")->type_name("FILE.json");
+  app.add_option("--trace", run.trace_path, "Chrome/Perfetto trace of the best plan's simulated iteration (SimGrid), or of its measured step with --backend real-cpu")->type_name("FILE.json");
   app.add_option("--set", run.overrides, "override one scenario key, e.g. --set parallelism.tp=4 (repeatable)")
       ->type_name("PATH=VALUE")
       ->allow_extra_args(false);

@@ -437,8 +437,10 @@ int cmd_run(const RunOptions& opts) {
   const bool want_simgrid = has_backend(backends, Backend::kSimgrid);
   const bool want_real_cpu = has_backend(backends, Backend::kRealCpu);
   const bool want_real_gpu = has_backend(backends, Backend::kRealGpu);
-  if (!opts.trace_path.empty() && !build_features().simgrid) {
-    print_error("--trace", "the trace is of the SimGrid simulation, which this build lacks (libsimgrid-dev)");
+  // --trace: the measured step of the real run when there is one, else the SimGrid simulation.
+  if (!opts.trace_path.empty() && !build_features().simgrid && !want_real_cpu) {
+    print_error("--trace", "the trace is of the SimGrid simulation, which this build lacks (libsimgrid-dev), or of a "
+                           "real run (--backend real-cpu)");
     return kExitInvalid;
   }
 
@@ -493,7 +495,7 @@ int cmd_run(const RunOptions& opts) {
     return g;
   };
 #ifdef MONARCH_HAVE_SIMGRID
-  if (want_simgrid || !opts.trace_path.empty()) {
+  if (want_simgrid || (!opts.trace_path.empty() && !want_real_cpu)) {
     const size_t n = want_simgrid ? std::min(kRerankTopPlans, analytical.size()) : 1;
     for (size_t i = 0; i < n; ++i) {
       if (tty) std::fprintf(stderr, "\rsimulating plan %zu of %zu with SimGrid...", i + 1, n);
@@ -587,7 +589,7 @@ int cmd_run(const RunOptions& opts) {
       }
       best_graph = std::move(g).value();
     }
-    const Problems pr = write_plan_file(opts.emit_plan_path, *best_graph);
+    const Problems pr = write_plan_file(opts.emit_plan_path, *best_graph, &s);
     if (!pr.empty()) {
       for (const auto& p : pr) print_error(p.where.empty() ? "--emit-plan" : p.where, p.message);
       return kExitInvalid;
@@ -595,10 +597,17 @@ int cmd_run(const RunOptions& opts) {
   }
   if (!opts.trace_path.empty()) {
     const BackendResult* traced = nullptr;
-    for (const auto& [i, r] : simgrid_results)
-      if (analytical[i].plan == results.front().plan) traced = &r;
+    for (const auto& r : results)
+      if (r.backend == "real-cpu" && !r.timeline.empty()) traced = &r;
+    if (!traced)
+      for (const auto& [i, r] : simgrid_results)
+        if (analytical[i].plan == results.front().plan) traced = &r;
     if (!traced && !simgrid_results.empty()) traced = &simgrid_results.begin()->second;
-    if (traced) {
+    if (!traced) {
+      print_error("--trace", "no backend of this run recorded a timeline");
+      return 1;
+    }
+    {
       TraceMetadata meta;
       meta.scenario = s.name;
       meta.world_size = traced->plan.world_size();

@@ -2,10 +2,12 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 
 #include "core/result_io.h"
+#include "core/scenario_io.h"
 
 namespace monarch {
 namespace {
@@ -214,7 +216,7 @@ void read_task(Reader& r, const json& j, const std::string& path, int64_t index,
 
 }  // namespace
 
-json plan_graph_to_json(const PlanGraph& g) {
+json plan_graph_to_json(const PlanGraph& g, const Scenario* scenario) {
   json groups = json::array();
   for (const ProcessGroup& pg : g.groups) groups.push_back({{"kind", to_string(pg.kind)}, {"ranks", pg.ranks}});
   json ranks = json::array();
@@ -223,24 +225,44 @@ json plan_graph_to_json(const PlanGraph& g) {
     for (const Task& t : rp.tasks) tasks.push_back(task_to_json(t));
     ranks.push_back({{"rank", rp.rank}, {"stage", rp.stage}, {"tasks", std::move(tasks)}});
   }
-  return json{{"format", PlanGraph::kFormat},
-              {"plan", plan_to_json(g.plan)},
-              {"world_size", g.world_size},
-              {"num_micro_batches", g.num_micro_batches},
-              {"groups", std::move(groups)},
-              {"ranks", std::move(ranks)}};
+  json j{{"format", scenario ? PlanGraph::kFormat : PlanGraph::kFormatV1},
+         {"plan", plan_to_json(g.plan)},
+         {"world_size", g.world_size},
+         {"num_micro_batches", g.num_micro_batches},
+         {"groups", std::move(groups)},
+         {"ranks", std::move(ranks)}};
+  if (scenario) j["scenario"] = scenario_to_json(*scenario);
+  return j;
 }
 
-Expected<PlanGraph> plan_graph_from_json(const json& j) {
+Expected<PlanFile> plan_file_from_json(const json& j, const std::string& base_dir) {
   Problems problems;
   Reader r(problems);
   if (!r.object(j, "")) return problems;
+  const std::string versions = std::string("\"") + PlanGraph::kFormat + "\" or \"" + PlanGraph::kFormatV1 + "\"";
   auto fmt = j.find("format");
-  if (fmt == j.end()) return Expected<PlanGraph>::fail("/format", std::string("missing, expected \"") + PlanGraph::kFormat + "\"");
-  if (!fmt->is_string() || fmt->get<std::string>() != PlanGraph::kFormat)
-    return Expected<PlanGraph>::fail("/format", "found " + describe(*fmt) + ", this build reads \"" + PlanGraph::kFormat + "\"");
-  r.only(j, "", {"format", "plan", "world_size", "num_micro_batches", "groups", "ranks"});
-  PlanGraph g;
+  if (fmt == j.end()) return Expected<PlanFile>::fail("/format", "missing, expected " + versions);
+  const bool v2 = fmt->is_string() && fmt->get<std::string>() == PlanGraph::kFormat;
+  const bool v1 = fmt->is_string() && fmt->get<std::string>() == PlanGraph::kFormatV1;
+  if (!v1 && !v2)
+    return Expected<PlanFile>::fail("/format", "found " + describe(*fmt) + ", this build reads " + versions);
+  PlanFile file;
+  file.format = fmt->get<std::string>();
+  if (v2) {
+    r.only(j, "", {"format", "scenario", "plan", "world_size", "num_micro_batches", "groups", "ranks"});
+    auto sj = j.find("scenario");
+    if (sj == j.end()) {
+      r.fail("/scenario", std::string("missing: a \"") + PlanGraph::kFormat + "\" file carries the scenario it was planned for");
+    } else {
+      auto s = scenario_from_json(*sj, base_dir);
+      if (s) file.scenario = std::move(s).value();
+      else
+        for (const Problem& p : s.problems()) r.fail("/scenario" + (p.where.rfind('/', 0) == 0 ? p.where : "/" + p.where), p.message);
+    }
+  } else {
+    r.only(j, "", {"format", "plan", "world_size", "num_micro_batches", "groups", "ranks"});
+  }
+  PlanGraph& g = file.graph;
   if (auto it = j.find("plan"); it == j.end()) {
     r.fail("/plan", "missing, expected an object");
   } else {
@@ -308,15 +330,21 @@ Expected<PlanGraph> plan_graph_from_json(const json& j) {
     }
   }
   if (!problems.empty()) return problems;
-  return g;
+  return file;
 }
 
-Problems write_plan_file(const std::string& path, const PlanGraph& graph) {
+Expected<PlanGraph> plan_graph_from_json(const json& j) {
+  auto f = plan_file_from_json(j);
+  if (!f) return f.problems();
+  return std::move(f->graph);
+}
+
+Problems write_plan_file(const std::string& path, const PlanGraph& graph, const Scenario* scenario) {
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) return {Problem{path, "cannot open " + tmp + " for writing"}};
-    out << plan_graph_to_json(graph).dump() << '\n';
+    out << plan_graph_to_json(graph, scenario).dump() << '\n';
     out.flush();
     if (!out) {
       out.close();
@@ -331,20 +359,27 @@ Problems write_plan_file(const std::string& path, const PlanGraph& graph) {
   return {};
 }
 
-Expected<PlanGraph> read_plan_file(const std::string& path) {
+Expected<PlanFile> read_plan_file_full(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Expected<PlanGraph>::fail(path, "cannot open the plan file");
+  if (!in) return Expected<PlanFile>::fail(path, "cannot open the plan file");
   json j;
   try {
     j = json::parse(in);
   } catch (const json::parse_error& e) {
-    return Expected<PlanGraph>::fail(path, std::string("is not valid JSON: ") + e.what());
+    return Expected<PlanFile>::fail(path, std::string("is not valid JSON: ") + e.what());
   }
-  auto g = plan_graph_from_json(j);
-  if (g) return g;
-  Problems problems = g.problems();
-  for (Problem& p : problems) p.where = path + ":" + p.where;
+  const std::filesystem::path p(path);
+  auto f = plan_file_from_json(j, p.has_parent_path() ? p.parent_path().string() : ".");
+  if (f) return f;
+  Problems problems = f.problems();
+  for (Problem& q : problems) q.where = path + ":" + q.where;
   return problems;
+}
+
+Expected<PlanGraph> read_plan_file(const std::string& path) {
+  auto f = read_plan_file_full(path);
+  if (!f) return f.problems();
+  return std::move(f->graph);
 }
 
 }  // namespace monarch

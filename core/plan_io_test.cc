@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <fstream>
 
+#include "core/scenario_io.h"
+
 namespace monarch {
 namespace {
 
@@ -102,11 +104,14 @@ Problems problems_of(const nlohmann::json& j) {
 
 TEST(PlanIo, RejectsOtherVersionsAndNamesTheKey) {
   nlohmann::json j = plan_graph_to_json(tiny());
-  j["format"] = "monarch-plan/2";
+  j["format"] = "monarch-plan/3";
   Problems p = problems_of(j);
   ASSERT_EQ(p.size(), 1u);
   EXPECT_EQ(p[0].where, "/format");
-  EXPECT_NE(p[0].message.find("monarch-plan/1"), std::string::npos);
+  EXPECT_NE(p[0].message.find("\"monarch-plan/1\""), std::string::npos) << p[0].message;
+  EXPECT_NE(p[0].message.find("\"monarch-plan/2\""), std::string::npos) << p[0].message;
+  j["format"] = 1;
+  EXPECT_EQ(problems_of(j)[0].where, "/format");
   j.erase("format");
   EXPECT_EQ(problems_of(j)[0].where, "/format");
 }
@@ -161,6 +166,65 @@ TEST(PlanIo, FileRoundTripAndUnreadableFiles) {
   std::remove(path.c_str());
   EXPECT_FALSE(read_plan_file(path).ok());
   EXPECT_FALSE(write_plan_file("/nonexistent-dir/x.json", tiny()).empty());
+}
+
+// The scenario tiny() could have been planned for (2 GPUs, pp 2).
+Scenario tiny_scenario() {
+  auto s = scenario_from_json(nlohmann::json::parse(R"({
+    "name": "tiny", "model": {"architecture": "gpt", "num_layers": 2, "hidden_size": 64,
+      "num_attention_heads": 4, "vocab_size": 128, "seq_length": 32},
+    "cluster": {"gpu": "H100-SXM", "num_gpus": 2},
+    "training": {"global_batch_size": 1, "micro_batch_size": 1}})"));
+  EXPECT_TRUE(s.ok()) << s.problems()[0].to_string();
+  return *s;
+}
+
+TEST(PlanIo, Version2CarriesTheScenarioItWasPlannedFor) {
+  const Scenario sc = tiny_scenario();
+  const nlohmann::json j = plan_graph_to_json(tiny(), &sc);
+  EXPECT_EQ(j["format"], "monarch-plan/2");
+  auto back = plan_file_from_json(nlohmann::json::parse(j.dump()));
+  ASSERT_TRUE(back.ok()) << back.problems()[0].to_string();
+  EXPECT_EQ(back->format, "monarch-plan/2");
+  ASSERT_TRUE(back->scenario.has_value());
+  EXPECT_EQ(scenario_to_json(*back->scenario), scenario_to_json(sc));
+  EXPECT_EQ(back->graph.ranks.size(), 2u);
+
+  // Version 1 (no scenario) is still read, and has none.
+  auto v1 = plan_file_from_json(plan_graph_to_json(tiny()));
+  ASSERT_TRUE(v1.ok());
+  EXPECT_EQ(v1->format, "monarch-plan/1");
+  EXPECT_FALSE(v1->scenario.has_value());
+
+  // Version 2 without its scenario, with a broken one, or version 1 with one: the JSON path.
+  nlohmann::json bad = j;
+  bad.erase("scenario");
+  Problems p = problems_of(bad);
+  ASSERT_FALSE(p.empty());
+  EXPECT_EQ(p[0].where, "/scenario");
+  bad = j;
+  bad["scenario"]["model"]["hidden_size"] = -3;
+  p = problems_of(bad);
+  ASSERT_FALSE(p.empty());
+  EXPECT_EQ(p[0].where, "/scenario/model/hidden_size") << p[0].to_string();
+  bad = j;
+  bad["format"] = "monarch-plan/1";
+  p = problems_of(bad);
+  ASSERT_FALSE(p.empty());
+  EXPECT_EQ(p[0].where, "/scenario");
+  EXPECT_EQ(p[0].message, "unknown key");
+}
+
+TEST(PlanIo, Version2FileRoundTrip) {
+  const std::string path = std::string(MONARCH_BINARY_DIR) + "/plan_io_test_plan_v2.json";
+  const Scenario sc = tiny_scenario();
+  ASSERT_TRUE(write_plan_file(path, tiny(), &sc).empty());
+  auto back = read_plan_file_full(path);
+  ASSERT_TRUE(back.ok()) << back.problems()[0].to_string();
+  ASSERT_TRUE(back->scenario.has_value());
+  EXPECT_EQ(back->scenario->model.hidden_size, 64);
+  EXPECT_TRUE(read_plan_file(path).ok());
+  std::remove(path.c_str());
 }
 
 }  // namespace

@@ -6,7 +6,7 @@
 // `seq` within that group). Point-to-point sends and receives pair by (src, dst, tag).
 // Memory events allocate and free named buffers so a backend can track memory over time.
 //
-// The JSON form ("monarch-plan/1") is documented in docs/plan_format.md and read/written by
+// The JSON form ("monarch-plan/2"; "monarch-plan/1" without the scenario is still read) is documented in docs/plan_format.md and read/written by
 // plan_io. The strategy engine (strategies/) lowers a Plan to this graph.
 #pragma once
 
@@ -85,7 +85,10 @@ struct RankProgram {
 };
 
 struct PlanGraph {
-  static constexpr const char* kFormat = "monarch-plan/1";
+  // Written with the scenario the plan was made for (self-contained; core/plan_io.h).
+  static constexpr const char* kFormat = "monarch-plan/2";
+  // Version 1: the same graph without the scenario. Still read; written when no scenario is given.
+  static constexpr const char* kFormatV1 = "monarch-plan/1";
   Plan plan;
   int32_t world_size = 0;
   int64_t num_micro_batches = 0;

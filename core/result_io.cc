@@ -272,9 +272,13 @@ json result_to_json(const BackendResult& b) {
   }
   if (!b.timeline.empty()) {
     json spans = json::array();
-    for (const TimelineSpan& s : b.timeline)
-      spans.push_back({{"rank", s.rank}, {"stream", s.stream}, {"name", s.name}, {"category", s.category},
-                       {"start_s", number_or_null(s.start_s)}, {"end_s", number_or_null(s.end_s)}});
+    for (const TimelineSpan& s : b.timeline) {
+      json e = {{"rank", s.rank}, {"stream", s.stream}, {"name", s.name}, {"category", s.category},
+                {"start_s", number_or_null(s.start_s)}, {"end_s", number_or_null(s.end_s)}};
+      if (s.peer >= 0) e["peer"] = s.peer;  // point-to-point only
+      if (s.flow_id >= 0) e["flow_id"] = s.flow_id;
+      spans.push_back(std::move(e));
+    }
     j["timeline"] = spans;
   }
   return j;
@@ -386,6 +390,11 @@ Expected<BackendResult> result_from_json(const json& j, const std::string& path)
         r.get_string(e, epath, "category", s.category, false);
         r.get_double(e, epath, "start_s", s.start_s, true);
         r.get_double(e, epath, "end_s", s.end_s, true);
+        int64_t peer = -1, flow = -1;
+        r.get_int(e, epath, "peer", peer, false, 0, std::numeric_limits<int32_t>::max());
+        r.get_int(e, epath, "flow_id", flow, false, 0, std::numeric_limits<int64_t>::max());
+        s.peer = static_cast<int32_t>(peer);
+        s.flow_id = flow;
         b.timeline.push_back(s);
       }
     }

@@ -53,6 +53,7 @@ BackendResult sample_result(bool measured) {
   if (measured) b.losses = {10.5, 9.25, 8.125};
   b.timeline.push_back({0, "compute", "fwd L3 mb2", "compute", 0.0, 0.125});
   b.timeline.push_back({3, "tp", "ncclAllReduce tp", "collective", 0.125, 0.25});
+  b.timeline.push_back({1, "pp-send", "ncclSend pp", "p2p", 0.25, 0.25, 2, 7});
   return b;
 }
 
@@ -109,6 +110,8 @@ void expect_same(const BackendResult& a, const BackendResult& b) {
     EXPECT_EQ(a.timeline[i].category, b.timeline[i].category);
     EXPECT_EQ(a.timeline[i].start_s, b.timeline[i].start_s);
     EXPECT_EQ(a.timeline[i].end_s, b.timeline[i].end_s);
+    EXPECT_EQ(a.timeline[i].peer, b.timeline[i].peer);
+    EXPECT_EQ(a.timeline[i].flow_id, b.timeline[i].flow_id);
   }
 }
 
@@ -207,7 +210,10 @@ TEST(ResultJson, SpecShapeForSimulatedResults) {
   EXPECT_EQ(j["communication"][0]["group"], "tp");
   EXPECT_EQ(j["communication"][0]["bytes"], 123456789012LL);
   EXPECT_EQ(j["time_breakdown_s"]["exposed_comm"], 0.9);
-  EXPECT_EQ(j["timeline"].size(), 2u);
+  EXPECT_EQ(j["timeline"].size(), 3u);
+  EXPECT_FALSE(j["timeline"][0].contains("peer")) << "peer and flow_id only for point-to-point spans";
+  EXPECT_EQ(j["timeline"][2]["peer"], 2);
+  EXPECT_EQ(j["timeline"][2]["flow_id"], 7);
 
   b.timeline.clear();
   EXPECT_FALSE(result_to_json(b).contains("timeline"));

@@ -18,6 +18,7 @@
 #include "core/placement.h"
 #include "core/units.h"
 #include "realrt/run_io.h"
+#include "realrt/span_recorder.h"
 #include "strategies/lowering.h"
 
 namespace monarch::realrt {
@@ -35,8 +36,8 @@ using StatMap = std::map<std::pair<std::string, std::string>, CommStat>;
 // A process group with timed, counted collectives (fp32).
 class Group final : public TpCollectives<float>, public EpCollectives<float> {
  public:
-  Group(MPI_Comm comm, const char* name, StatMap* stats, Watchdog* wd)
-      : comm_(comm), name_(name), stats_(stats), wd_(wd) {
+  Group(MPI_Comm comm, const char* name, StatMap* stats, Watchdog* wd, SpanRecorder* spans = nullptr)
+      : comm_(comm), name_(name), stats_(stats), wd_(wd), spans_(spans) {
     if (comm_ != MPI_COMM_NULL) {
       MPI_Comm_size(comm_, &size_);
       MPI_Comm_rank(comm_, &rank_);
@@ -97,7 +98,9 @@ class Group final : public TpCollectives<float>, public EpCollectives<float> {
     start(&request);
     wait_request(&request, wd_);
     if (wd_) wd_->leave_wait();
-    const double dt = seconds_since(t0);
+    const auto t1 = Clock::now();
+    if (spans_) spans_->collective(kind, name_, t0, t1);
+    const double dt = std::chrono::duration<double>(t1 - t0).count();
     time_s_ += dt;
     CommStat& s = (*stats_)[{to_string(kind), name_}];
     s.bytes += elems * static_cast<int64_t>(sizeof(float));
@@ -110,6 +113,7 @@ class Group final : public TpCollectives<float>, public EpCollectives<float> {
   const char* name_;
   StatMap* stats_;
   Watchdog* wd_;
+  SpanRecorder* spans_;  // the timeline of the recorded step (may be null)
   int size_ = 1, rank_ = 0;
   double time_s_ = 0;
 };
@@ -138,6 +142,7 @@ struct CpuRuntime::Impl {
   int64_t num_mb = 0;
   int64_t num_vstages = 0;
   StatMap stats;
+  SpanRecorder spans;  // timeline of the recorded step (realrt/span_recorder.h)
   Watchdog* wd = nullptr;
   std::unique_ptr<Group> tp, dp, pp_embed;
   std::unique_ptr<Group> ep, edp;  // MoE: expert-parallel and expert-data-parallel groups (when > 1 rank)
@@ -194,6 +199,7 @@ struct CpuRuntime::Impl {
     MPI_Isend(s.data.data(), static_cast<int>(n), MPI_FLOAT, static_cast<int>(dst), tag_value, p2p,
               &s.request);
     sends.push_back(std::move(s));
+    spans.p2p(true, dst, tag_value, t0, Clock::now());
     CommStat& st = stats[{kSendRecv, "pp"}];
     st.bytes += n * static_cast<int64_t>(sizeof(float));
     st.wire_bytes += static_cast<double>(n * static_cast<int64_t>(sizeof(float)));
@@ -211,6 +217,7 @@ struct CpuRuntime::Impl {
     MPI_Irecv(data, static_cast<int>(n), MPI_FLOAT, static_cast<int>(src), tag_value, p2p, &request);
     wait_request(&request, wd);
     if (wd) wd->leave_wait();
+    spans.p2p(false, src, tag_value, t0, Clock::now());
     CommStat& st = stats[{kSendRecv, "pp"}];  // "send-recv" counts messages sent and received
     st.bytes += n * static_cast<int64_t>(sizeof(float));
     st.wire_bytes += static_cast<double>(n * static_cast<int64_t>(sizeof(float)));
@@ -270,6 +277,7 @@ struct CpuRuntime::Impl {
       const double tp_before = model_comm_s();
       const auto t0 = Clock::now();
       loss = c.model->forward(op.mb, tokens.data(), targets.data(), input.data(), scale);
+      spans.compute(SpanWhat::kForward, op.chunk, op.mb, t0, Clock::now());
       compute_time_s += seconds_since(t0) - (model_comm_s() - tp_before);
       input.release();
       if (vs + 1 < num_vstages) send(c.model->output(op.mb), n_act, peer_rank((vs + 1) % cfg.plan.pp), tag(0, vs + 1, op.mb));
@@ -287,6 +295,7 @@ struct CpuRuntime::Impl {
       const double tp_before = model_comm_s();
       const auto t0 = Clock::now();
       const float* din = c.model->backward(op.mb, dout.data());
+      spans.compute(SpanWhat::kBackward, op.chunk, op.mb, t0, Clock::now());
       compute_time_s += seconds_since(t0) - (model_comm_s() - tp_before);
       dout.release();
       if (vs > 0) send(din, n_act, peer_rank((vs - 1) % cfg.plan.pp), tag(1, vs - 1, op.mb));
@@ -344,6 +353,7 @@ struct CpuRuntime::Impl {
         adam_update(p, grad_shard(c, s), c.m.data() + s.shard_offset, c.v.data() + s.shard_offset, s.shard, step + 1);
       }
     }
+    spans.compute(SpanWhat::kOptimizer, 0, -1, t0, Clock::now());
     compute_time_s += seconds_since(t0);
     if (zero() == 1 || zero() == 2)
       for (Chunk& c : chunks)
@@ -502,7 +512,7 @@ Expected<std::unique_ptr<CpuRuntime>> CpuRuntime::create(MPI_Comm world, const R
   auto split = [&](int color, int key, const char* name) {
     MPI_Comm c;
     MPI_Comm_split(world, color, key, &c);
-    return std::make_unique<Group>(c, name, &impl->stats, impl->wd);
+    return std::make_unique<Group>(c, name, &impl->stats, impl->wd, &impl->spans);
   };
   // Groups: TP (same dp, pp), DP (same tp, pp), embedding (first and last stage, same tp, dp).
   impl->tp = split(static_cast<int>(me.dp + p.dp * me.pp), static_cast<int>(me.tp), "tp");
@@ -605,14 +615,26 @@ std::vector<double> CpuRuntime::train(int64_t last_step) {
       if (fault_kind_ == "hang")
         for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
     }
+    const bool record = step_ == record_step_;
+    if (record) {  // a common origin for every rank's spans (outside the measured step time)
+      if (impl_->wd) impl_->wd->enter("barrier before the recorded step", true);
+      MPI_Request barrier = MPI_REQUEST_NULL;
+      MPI_Ibarrier(impl_->world, &barrier);
+      wait_request(&barrier, impl_->wd);  // a waiting rank, for the watchdog: it blames the late one
+      if (impl_->wd) impl_->wd->leave_wait();
+      impl_->spans.start();
+    }
     const auto t0 = Clock::now();
     const double loss = impl_->run_step(step_);
     impl_->step_times_s.push_back(seconds_since(t0));
+    if (record) impl_->spans.stop();
     impl_->losses.push_back(loss);
     out.push_back(loss);
   }
   return out;
 }
+
+const SpanRecorder& CpuRuntime::spans() const { return impl_->spans; }
 
 RankReport CpuRuntime::report() const {
   RankReport r;

@@ -48,6 +48,7 @@
 #include "realrt/memory.h"
 #include "realrt/reference.h"
 #include "realrt/schedule.h"
+#include "realrt/span_recorder.h"
 #include "realrt/watchdog.h"
 
 namespace monarch::realrt {
@@ -117,6 +118,11 @@ class CpuRuntime {
 
   RankReport report() const;
 
+  // Records the timeline of step `step` (realrt/span_recorder.h) when train() runs it: every
+  // rank must name the same step (the runtime adds a barrier before it). -1: none.
+  void record_timeline(int64_t step) { record_step_ = step; }
+  const SpanRecorder& spans() const;
+
   // Test hooks: a fault injected on this rank at a given step ("crash" or "hang").
   void inject_fault(const std::string& kind, int64_t step) { fault_kind_ = kind; fault_step_ = step; }
 
@@ -125,6 +131,7 @@ class CpuRuntime {
   explicit CpuRuntime(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
   int64_t step_ = 0;
+  int64_t record_step_ = -1;
   std::string fault_kind_;
   int64_t fault_step_ = -1;
 };

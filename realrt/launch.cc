@@ -96,13 +96,15 @@ Expected<BackendResult> launch(const Scenario& scenario, int64_t world_size, con
 }
 
 // The GPT plan file and the flags that go with it.
-std::function<Expected<std::string>(const std::string&, const std::string&)> plan_args(const PlanGraph& graph,
+// A self-contained plan file (monarch-plan/2): the graph and the scenario it was planned for.
+std::function<Expected<std::string>(const std::string&, const std::string&)> plan_args(const Scenario& scenario,
+                                                                                        const PlanGraph& graph,
                                                                                         const RealCpuOptions& opt) {
-  return [&graph, &opt](const std::string& dir, const std::string& scen) -> Expected<std::string> {
+  return [&scenario, &graph, &opt](const std::string& dir, const std::string&) -> Expected<std::string> {
     const std::string plan = dir + "/plan.json";
-    if (Problems pr = write_plan_file(plan, graph); !pr.empty()) return pr;
+    if (Problems pr = write_plan_file(plan, graph, &scenario); !pr.empty()) return pr;
     std::ostringstream a;
-    a << shell_quote(plan) << " --scenario " << shell_quote(scen) << " --watchdog-timeout " << opt.watchdog_timeout_s;
+    a << shell_quote(plan) << " --watchdog-timeout " << opt.watchdog_timeout_s;
     return a.str();
   };
 }
@@ -110,11 +112,11 @@ std::function<Expected<std::string>(const std::string&, const std::string&)> pla
 }  // namespace
 
 Expected<BackendResult> run_real_cpu(const Scenario& scenario, const PlanGraph& graph, const RealCpuOptions& opt) {
-  return launch(scenario, graph.world_size, opt, "cpu", plan_args(graph, opt));
+  return launch(scenario, graph.world_size, opt, "cpu", plan_args(scenario, graph, opt));
 }
 
 Expected<BackendResult> run_real_gpu(const Scenario& scenario, const PlanGraph& graph, const RealCpuOptions& opt) {
-  return launch(scenario, graph.world_size, opt, "gpu", plan_args(graph, opt));
+  return launch(scenario, graph.world_size, opt, "gpu", plan_args(scenario, graph, opt));
 }
 
 Expected<BackendResult> run_real_cpu_dlrm(const Scenario& scenario, const DlrmShardingPlan& plan, const RealCpuOptions& opt) {

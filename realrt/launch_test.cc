@@ -131,20 +131,24 @@ std::string slurp(const std::string& path) {
   return ss.str();
 }
 
-// A plan file from another format version, or without its scenario: exit 2 before training.
+// A plan file from another format version, or a version 1 file without --scenario: exit 2
+// before training; version 1 with its scenario trains.
 TEST(MonarchRunPlanFile, OtherVersionOrMissingScenarioExits2) {
   std::filesystem::create_directories(kTmp);
   const RunInput in = input("tiny_gpt_pp2.json");
   const std::string plan = kTmp + "pp2.plan.json", v2 = kTmp + "pp2.v2.plan.json";
   ASSERT_TRUE(write_plan_file(plan, in.graph).empty());
   nlohmann::json j = nlohmann::json::parse(std::ifstream(plan));
-  j["format"] = "monarch-plan/2";
+  j["format"] = "monarch-plan/3";
   std::ofstream(v2) << j.dump();
   const std::string scen = " --scenario " + kData + "tiny_gpt_pp2.json";
   EXPECT_EQ(mpirun(2, v2 + scen, kTmp + "v2.log"), 2);
-  EXPECT_NE(slurp(kTmp + "v2.log").find("monarch-plan/2"), std::string::npos) << slurp(kTmp + "v2.log");
+  EXPECT_NE(slurp(kTmp + "v2.log").find("monarch-plan/3"), std::string::npos) << slurp(kTmp + "v2.log");
+  // write_plan_file without a scenario writes version 1, which needs --scenario.
   EXPECT_EQ(mpirun(2, plan, kTmp + "noscen.log"), 2);
   EXPECT_NE(slurp(kTmp + "noscen.log").find("--scenario"), std::string::npos);
+  EXPECT_NE(slurp(kTmp + "noscen.log").find("is a \"monarch-plan/1\" file, which carries no model"), std::string::npos)
+      << slurp(kTmp + "noscen.log");
   EXPECT_EQ(slurp(kTmp + "noscen.log").find("step 0 loss"), std::string::npos);
   // The valid file trains, with the same losses as the scenario's own plan.
   EXPECT_EQ(mpirun(2, plan + scen + " --steps 2 --output " + kTmp + "pp2_plan.json", kTmp + "ok.log"), 0)

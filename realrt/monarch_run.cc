@@ -1,12 +1,14 @@
 // monarch-run: trains a plan for real on CPUs. Launch with mpirun, one process per rank:
-//   mpirun -np N monarch-run PLAN.json --scenario SCENARIO.json [options]
+//   mpirun -np N monarch-run PLAN.json [options]       (monarch-plan/2: carries its scenario)
+//   mpirun -np N monarch-run PLAN.json --scenario SCENARIO.json [options]   (monarch-plan/1)
 //   mpirun -np N monarch-run SCENARIO.json [--steps S] [--output result.json]
 //          [--checkpoint-every K --checkpoint-dir DIR] [--resume] [--watchdog-timeout SEC]
 //   mpirun -np N monarch-run DLRM_SCENARIO.json [--sharding "t0:rw t1:tw@1 t2:dp"] [--steps S]
 //          [--output result.json]   (recommendation models: realrt/dlrm_run.h)
-// Inputs: see realrt/run_io.h. Exit status: 0 trained; 2 the
-// input or an option is invalid, or the plan needs another number of ranks (nothing trained,
-// reason on stderr); 3 the watchdog ended the run (a rank crashed or hung; the message names it);
+// Inputs: see realrt/run_io.h. Exit status: 0 trained; 2 the input or an option is invalid
+// (malformed JSON, another plan-file version, a task graph that does not match the plan, a
+// --scenario that disagrees with the plan file's), or the plan needs another number of ranks
+// (nothing trained, reason on stderr); 3 the watchdog ended the run (a rank crashed or hung; the message names it);
 // 1 a checkpoint or the output could not be written.
 #include <mpi.h>
 #include <unistd.h>
@@ -24,6 +26,7 @@
 #include "realrt/gpu/gpu_run.h"
 #endif
 #include "realrt/run_io.h"
+#include "realrt/span_recorder.h"
 #include "realrt/watchdog.h"
 
 extern "C" void openblas_set_num_threads(int);
@@ -64,9 +67,9 @@ int main(int argc, char** argv) {
   int64_t steps = 0, ckpt_every = 0, fault_rank = -1, fault_step = -1;
   bool resume = false;
   double watchdog_s = kDefaultWatchdogTimeoutS;
-  app.add_option("input", input, "plan file (monarch-plan/1, with --scenario), or a scenario with a fixed plan")
+  app.add_option("input", input, "plan file (monarch-plan/2; monarch-plan/1 needs --scenario), or a scenario with a fixed plan")
       ->required();
-  app.add_option("--scenario", scenario, "the scenario a plan file was made for (model and training settings)");
+  app.add_option("--scenario", scenario, "the scenario the plan was made for: required with a monarch-plan/1 file; with monarch-plan/2 it must agree with the file's");
   app.add_option("--steps", steps, "optimizer steps to reach (default: training.steps)")->check(CLI::PositiveNumber);
   app.add_option("--output", output, "write the measured result (JSON) here");
   app.add_option("--checkpoint-every", ckpt_every, "save a checkpoint every K steps")->check(CLI::PositiveNumber);
@@ -155,7 +158,10 @@ int main(int argc, char** argv) {
   auto train = [&]() -> int {
     auto rt = CpuRuntime::create(MPI_COMM_WORLD, cfg, wd.get(), &in->graph.ranks[static_cast<size_t>(g_rank)]);
     if (!rt) {
-      report(rt.problems());
+      Problems pr = rt.problems();
+      for (Problem& p : pr)  // the graph's rank programs: name the file they come from
+        if (p.where.rfind("/ranks/", 0) == 0) p.where = input + ":" + p.where;
+      report(pr);
       return 2;
     }
     CpuRuntime& run = **rt;
@@ -168,6 +174,7 @@ int main(int argc, char** argv) {
     if (g_rank == fault_rank) run.inject_fault(fault, fault_step);
     const int64_t first_step = run.next_step();
     const int64_t last = cfg.train.steps;
+    run.record_timeline(last - 1);  // the result's timeline: the last step (warm, like the step time)
     const bool tty = isatty(2) && g_rank == 0;
     int status = 0;
     while (run.next_step() < last && status == 0) {
@@ -186,6 +193,11 @@ int main(int argc, char** argv) {
     if (tty) std::fprintf(stderr, "\n");
     std::vector<RankSummary> ranks;
     BackendResult res = gather_result(MPI_COMM_WORLD, cfg, run.report(), &ranks);
+    int64_t dropped = 0;
+    res.timeline = gather_timeline(MPI_COMM_WORLD, run.spans(), &dropped);
+    if (g_rank == 0 && dropped > 0)
+      std::fprintf(stderr, "monarch-run: timeline: %lld spans beyond %lld per rank were not kept\n",
+                   static_cast<long long>(dropped), static_cast<long long>(kMaxSpansPerRank));
     if (g_rank == 0) {
       for (size_t i = 0; i < res.losses.size(); ++i)
         std::printf("step %lld loss %.6f\n", static_cast<long long>(first_step + static_cast<int64_t>(i)), res.losses[i]);

@@ -8,43 +8,15 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 
+#include "realrt/run_test_support.h"
+
 namespace {
 
-const std::string kData = std::string(MONARCH_SOURCE_DIR) + "/realrt/testdata/";
-const std::string kTmp = std::string(MONARCH_BINARY_DIR) + "/realrt/run_test_tmp/";
-
-struct Launch {
-  int status = -1;  // exit status of mpirun
-  std::string log;  // stdout + stderr
-  double seconds = 0;
-};
-
-Launch mpirun(int np, const std::string& args, const std::string& name) {
-  std::filesystem::create_directories(kTmp);
-  const std::string log = kTmp + name + ".log";
-  const std::string cmd = std::string("timeout 300 ") + MONARCH_MPIEXEC + " --allow-run-as-root --oversubscribe -np " +
-                          std::to_string(np) + " " + MONARCH_RUN + " " + args + " > " + log + " 2>&1";
-  const auto t0 = std::chrono::steady_clock::now();
-  const int raw = std::system(cmd.c_str());
-  Launch r;
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128;
-  std::ifstream f(log);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  r.log = ss.str();
-  return r;
-}
-
-std::vector<double> losses_of(const std::string& path) {
-  std::ifstream f(path);
-  const auto j = nlohmann::json::parse(f);
-  EXPECT_EQ(j.at("format"), "monarch-run-result/1");
-  return j.at("result").at("losses").get<std::vector<double>>();
-}
+using namespace monarch::realrt::run_test;
 
 TEST(MonarchRun, MalformedInputExits2WithTheReason) {
   std::filesystem::create_directories(kTmp);
@@ -107,11 +79,15 @@ TEST(MonarchRunFaults, CrashedRankEndsEveryRankAndIsNamed) {
 // A rank that hangs (sleeps for ever inside a step): with --watchdog-timeout 3 every rank exits
 // non-zero within the timeout plus kWatchdogPollS plus mpirun's teardown; the watchdog names it.
 TEST(MonarchRunFaults, HungRankIsNamedAndEveryRankExitsWithinTheTimeout) {
-  const Launch r = mpirun(2, kData + "tiny_gpt_pp2.json --watchdog-timeout 3 --inject-fault hang --fault-rank 1 --fault-step 2",
+  // Step 2 of 3 is the step whose timeline is recorded: rank 0 waits for rank 1 at the barrier
+  // before it, and the watchdog must still blame rank 1 only.
+  const Launch r = mpirun(2, kData + "tiny_gpt_pp2.json --steps 3 --watchdog-timeout 3 --inject-fault hang --fault-rank 1 "
+                                     "--fault-step 2",
                        "hang");
   EXPECT_NE(r.status, 0) << r.log;
   EXPECT_NE(r.log.find("watchdog"), std::string::npos) << r.log;
   EXPECT_NE(r.log.find("hung: rank 1 "), std::string::npos) << r.log;
+  EXPECT_EQ(r.log.find("rank 0 (no progress"), std::string::npos) << r.log;
   // Start-up and two steps take a few seconds on a loaded 2-core machine; the bound is loose on
   // purpose (the test is about ending at all, not about speed), the 300 s `timeout` is the hang.
   EXPECT_LT(r.seconds, 60.0) << r.log;

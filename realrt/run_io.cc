@@ -1,11 +1,15 @@
 #include "realrt/run_io.h"
 
 #include <fstream>
+#include <optional>
+#include <set>
 #include <sstream>
 
 #include "core/plan_io.h"
 #include "core/result_io.h"
 #include "core/scenario_io.h"
+#include "core/placement.h"
+#include "strategies/graph_check.h"
 #include "strategies/lowering.h"
 #include "strategies/plan_costs.h"
 
@@ -57,6 +61,44 @@ Expected<RunInput> run_input_from(const Scenario& s, const Plan& plan) {
   return in;
 }
 
+namespace {
+// Appends the leaves where a and b differ ("/model/hidden_size: the plan file has 128, --scenario
+// has 256"), depth first in key order, at most kMaxDifferences; keys in `skip` (at any depth) are
+// not compared.
+constexpr size_t kMaxDifferences = 4;
+void differences(const nlohmann::json& a, const nlohmann::json& b, const std::string& path, const std::set<std::string>& skip,
+                 std::vector<std::string>& out) {
+  if (out.size() >= kMaxDifferences) return;
+  if (a.is_object() && b.is_object()) {
+    std::set<std::string> keys;
+    for (auto it = a.begin(); it != a.end(); ++it) keys.insert(it.key());
+    for (auto it = b.begin(); it != b.end(); ++it) keys.insert(it.key());
+    static const nlohmann::json kAbsent = "(absent)";
+    for (const std::string& k : keys) {
+      if (skip.count(k)) continue;
+      const auto ia = a.find(k), ib = b.find(k);
+      differences(ia == a.end() ? kAbsent : *ia, ib == b.end() ? kAbsent : *ib, path + "/" + k, skip, out);
+    }
+    return;
+  }
+  if (a != b) out.push_back(path + ": the plan file has " + a.dump() + ", --scenario has " + b.dump());
+}
+}  // namespace
+
+std::optional<std::string> scenario_difference(const Scenario& planned, const Scenario& given) {
+  const nlohmann::json a = scenario_to_json(planned), b = scenario_to_json(given);
+  // The model's numbers decide; a preset is only the name they came from. Steps may differ
+  // (as with --steps): they do not change what one step computes.
+  std::vector<std::string> diff;
+  for (const char* key : {"model", "training"})
+    differences(a.value(key, nlohmann::json()), b.value(key, nlohmann::json()), std::string("/") + key, {"preset", "steps"},
+                diff);
+  if (diff.empty()) return std::nullopt;
+  std::string text;
+  for (const std::string& d : diff) text += (text.empty() ? "" : "; ") + d;
+  return text;
+}
+
 Expected<RunInput> read_run_input(const std::string& path, int64_t steps, const std::string& scenario_path) {
   std::ifstream f(path);
   if (!f) return Expected<RunInput>::fail(path, "cannot read the file");
@@ -65,15 +107,29 @@ Expected<RunInput> read_run_input(const std::string& path, int64_t steps, const 
   auto j = parse_json_text(text.str(), path);
   if (!j) return j.problems();
   if (j->is_object() && j->contains("format")) {  // a plan file
-    if (scenario_path.empty())
-      return Expected<RunInput>::fail("--scenario", "a plan file carries no model: name the scenario it was made for");
-    auto g = read_plan_file(path);
-    if (!g) return g.problems();
-    auto s = read_scenario_file(scenario_path);
-    if (!s) return s.problems();
+    auto file = read_plan_file_full(path);
+    if (!file) return file.problems();
+    std::optional<Scenario> s = file->scenario;
+    if (!s && scenario_path.empty())
+      return Expected<RunInput>::fail(
+          "--scenario", path + " is a \"" + file->format +
+                            "\" file, which carries no model: name the scenario it was planned for with --scenario "
+                            "SCENARIO.json (or emit the plan again: monarch-sim --emit-plan writes \"" +
+                            PlanGraph::kFormat + "\" with its scenario)");
+    if (!scenario_path.empty()) {
+      auto given = read_scenario_file(scenario_path);
+      if (!given) return given.problems();
+      if (s) {
+        if (auto d = scenario_difference(*s, *given))
+          return Expected<RunInput>::fail("--scenario", scenario_path + " is not the scenario " + path +
+                                                            " was planned for: " + *d);
+      }
+      s = std::move(given).value();
+    }
     if (steps > 0) s->training.steps = steps;
     auto model = gpt_config_from(s->model);
     if (!model) return model.problems();
+    auto g = std::optional<PlanGraph>(std::move(file->graph));
     const Plan& p = g->plan;
     if (s->training.global_batch_size % (p.micro_batch_size * p.dp) != 0 ||
         g->num_micro_batches != s->training.global_batch_size / (p.micro_batch_size * p.dp))
@@ -83,7 +139,23 @@ Expected<RunInput> read_run_input(const std::string& path, int64_t steps, const 
                                           std::to_string(s->training.global_batch_size / std::max<int64_t>(1, p.micro_batch_size * p.dp)) +
                                           " micro-batches per data-parallel rank");
     if (s->training.optimizer != Optimizer::kAdam)
-      return Expected<RunInput>::fail(scenario_path + ":/training/optimizer", "the real runtime trains with adam");
+      return Expected<RunInput>::fail((scenario_path.empty() ? path + ":/scenario" : scenario_path + ":") + "/training/optimizer",
+                                      "the real runtime trains with adam");
+    // The task graph must be one the plan can have: every rank's stage as placed by the plan,
+    // and the whole-graph guarantees of the strategy engine (matching sends and receives,
+    // complete collectives, balanced memory events, no deadlock).
+    for (const RankProgram& rp : g->ranks) {
+      const int64_t stage = rank_to_coords(rp.rank, p).pp;
+      if (rp.stage != stage)
+        return Expected<RunInput>::fail(path + ":/ranks/" + std::to_string(rp.rank) + "/stage",
+                                        "found " + std::to_string(rp.stage) + ", but the plan places rank " +
+                                            std::to_string(rp.rank) + " in pipeline stage " + std::to_string(stage));
+    }
+    if (Problems pr = check_graph(*g); !pr.empty()) {
+      for (Problem& q : pr) q.where = path + ":" + q.where;
+      pr.front().message = "the task graph does not hold together: " + pr.front().message;
+      return pr;
+    }
     RunInput in;
     in.scenario = *s;
     in.model = *model;

@@ -1,9 +1,11 @@
 // Input of monarch-run: what to train and how, read from a file, and the JSON of its output.
 //
 // Input, either
-//  - a plan file ("monarch-plan/1", docs/plan_format.md; `monarch-sim --emit-plan`) with the
-//    scenario it was made for (--scenario: the model and training settings, which a plan file
-//    does not carry); the runtime follows that task graph; or
+//  - a plan file (docs/plan_format.md; `monarch-sim --emit-plan`): "monarch-plan/2" carries the
+//    scenario it was planned for (--scenario optional: when given it must agree on the model and
+//    training settings, steps aside); "monarch-plan/1" does not (--scenario required). The
+//    runtime follows the file's task graph, which must place ranks as the plan does and pass
+//    strategies/graph_check; or
 //  - a scenario file (../shared/spec/scenario.md) whose parallel plan is fully fixed —
 // parallelism degrees (absent ones default: tp, pp, cp, ep, vpp 1; dp = num_gpus / (tp pp cp)),
 // schedule (1f1b; interleaved-1f1b when vpp > 1), sequence_parallel (false),
@@ -11,6 +13,7 @@
 // lowered with the strategy engine into the per-rank task graph the runtime follows.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +40,11 @@ Expected<Plan> fixed_plan(const Scenario& scenario);
 
 // Model and training settings of the runtime for a scenario (gpt only), or problems.
 Expected<RunInput> run_input_from(const Scenario& scenario, const Plan& plan);
+
+// Where a --scenario disagrees with the scenario a plan file carries (model and training keys,
+// "preset" and "steps" aside), the first few keys joined by "; ":
+// "/model/hidden_size: the plan file has 128, --scenario has 256"; nullopt when they agree.
+std::optional<std::string> scenario_difference(const Scenario& planned, const Scenario& given);
 
 // Reads and checks an input file (see above). steps > 0 overrides training.steps.
 // scenario_path: required when `path` is a plan file, refused otherwise.

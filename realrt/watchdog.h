@@ -8,7 +8,13 @@
 // the process with exit status 3, upon which mpirun ends every other rank (non-zero too).
 // A crash (fatal signal) prints "rank R: crashed with signal S" before dying.
 // Bound: every rank ends within timeout + kWatchdogPollS + mpirun's teardown (about a second).
-// The board covers the ranks of one node; on several nodes each node names its own ranks.
+// The board covers the ranks of one node. On several nodes (see realrt/README.md, "Watchdog on
+// several nodes"): a crash is named by the crashed rank itself and mpirun ends every node; a
+// rank hung outside communication is named by its own watchdog thread (its progress stopped
+// first, so it fires first); every rank still exits within the bound, because each thread
+// watches its own rank's progress. Only a rank whose process stopped whole (no thread left to
+// speak, e.g. SIGSTOP) is named by node-mates alone; ranks on other nodes then say "none found
+// on this node" and what they were waiting on ("receive from rank 5", "all-reduce dp").
 #pragma once
 
 #include <mpi.h>

@@ -6,11 +6,13 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "core/scenario_io_bad_cases.h"
+#include "sim/chrome_trace_check.h"
 
 namespace {
 
@@ -224,8 +226,14 @@ TEST_F(Cli, EmitPlanWritesAGraphForEveryRank) {
   Result r = run({path, "--no-db", "--backend", "analytical", "--emit-plan", plan, "--quiet"});
   ASSERT_EQ(r.status, 0) << r.err;
   json j = json::parse(slurp(plan));
-  EXPECT_EQ(j["format"], "monarch-plan/1");
+  EXPECT_EQ(j["format"], "monarch-plan/2");
   EXPECT_EQ(j["world_size"], 8);
+  // Self-contained: the scenario it was planned for rides along (what monarch-run trains).
+  ASSERT_TRUE(j.contains("scenario"));
+  EXPECT_EQ(j["scenario"]["cluster"]["num_gpus"], 8);
+  EXPECT_EQ(j["scenario"]["name"], "cli-small");
+  EXPECT_EQ(j["scenario"]["model"]["hidden_size"], 1024);
+  EXPECT_EQ(j["scenario"]["training"]["global_batch_size"], 16);
 }
 
 TEST_F(Cli, ValidateReportsTheErrorOfEveryCase) {
@@ -290,9 +298,10 @@ TEST_F(Cli, MixtralRunsExpertParallelInBothSimulators) {
 TEST_F(Cli, RealCpuTrainsTheChosenPlanAndRecordsIt) {
   const std::string db = (dir_ / "runs.db").string();
   const std::string out = (dir_ / "result.json").string();
+  const std::string trace = (dir_ / "trace.json").string();
   Result r = run({scenario("small-gpt-8.json"), "--db", db, "--backend", "analytical,real-cpu", "--top-k", "1",
                   "--set", "training.steps=3", "--set", "parallelism.tp=2", "--set", "parallelism.pp=2",
-                  "--set", "parallelism.dp=2", "--output", out, "--quiet"});
+                  "--set", "parallelism.dp=2", "--output", out, "--trace", trace, "--quiet"});
   ASSERT_EQ(r.status, 0) << r.err;
   json j = json::parse(slurp(out));
   ASSERT_EQ(j["results"].size(), 2u);
@@ -301,6 +310,22 @@ TEST_F(Cli, RealCpuTrainsTheChosenPlanAndRecordsIt) {
   EXPECT_TRUE(real["measured"].get<bool>());
   EXPECT_EQ(real["losses"].size(), 3u);
   EXPECT_EQ(real["plan"], j["results"][0]["plan"]) << "the real run trains the chosen plan";
+  // The timeline of the measured step: every rank, compute and collectives, in the result file
+  // and as a Chrome trace (--trace) that follows Perfetto's rules.
+  ASSERT_TRUE(real.contains("timeline"));
+  std::set<int> ranks_seen;
+  std::set<std::string> categories;
+  for (const auto& span : real["timeline"]) {
+    ranks_seen.insert(span["rank"].get<int>());
+    categories.insert(span["category"].get<std::string>());
+  }
+  EXPECT_EQ(ranks_seen.size(), 8u);
+  for (const char* c : {"compute", "collective", "p2p", "optimizer"}) EXPECT_TRUE(categories.count(c)) << c;
+  ASSERT_TRUE(std::filesystem::exists(trace));
+  const std::string trace_text = slurp(trace);
+  EXPECT_EQ(monarch::testing::check_chrome_trace_rules(trace_text), "");
+  EXPECT_NE(trace_text.find("\"real-cpu\""), std::string::npos);
+  EXPECT_NE(trace_text.find("ncclAllReduce tp"), std::string::npos);
   Result list = run({"runs", "list", "--db", db, "--backend", "real-cpu"});
   ASSERT_EQ(list.status, 0) << list.err;
   EXPECT_NE(list.out.find("real-cpu"), std::string::npos) << list.out;
