@@ -323,7 +323,9 @@ void GptChunk<T>::layer_forward(int64_t l, const T* in, LayerActs& a, const Drop
   a.atty = Buf<T>(n_ * cl_, act);
   Buf<T> scratch, scratch_drop;
   Buf<uint8_t> head_mask;  // [S, S] one head's attention mask when the masks are not kept
-  const bool keep_att = spec_.recompute == Recompute::kNone;
+  // Selective recompute keeps no attention probabilities; full recompute keeps them while the
+  // layer is recomputed for its backward (they are freed with the rest after the forward).
+  const bool keep_att = spec_.recompute != Recompute::kSelective;
   if (keep_att) {
     a.att = Buf<T>(B * nhl_ * S * S, act);
     if (adrop) {
@@ -605,7 +607,10 @@ const T* GptChunk<T>::backward(int64_t mb, const T* dout) {
   for (int64_t i = spec_.num_layers - 1; i >= 0; --i) {
     LayerActs& a = m.layers[static_cast<size_t>(i)];
     const T* in = i == 0 ? m.in.data() : m.layers[static_cast<size_t>(i - 1)].out.data();
-    if (spec_.recompute == Recompute::kFull) layer_forward(spec_.first_layer + i, in, a, m.key);
+    if (spec_.recompute == Recompute::kFull) {
+      a.out.release();  // recomputed below; the backward does not need the old one
+      layer_forward(spec_.first_layer + i, in, a, m.key);
+    }
     layer_backward(spec_.first_layer + i, in, a, d, dn, m.key);
     release_layer_internals(a);
     a.out.release();

@@ -197,8 +197,8 @@ class GptChunk {
     Buf<T> ln1_mean;   // [Nl]
     Buf<T> ln1_rstd;   // [Nl]
     Buf<T> qkv;        // [N, 3*CL] q | k | v of this rank's heads
-    Buf<T> att;        // [B, NHL, S, S] softmax probabilities (recompute none only)
-    Buf<uint8_t> att_mask;  // [B, NHL, S, S] attention dropout keep mask (recompute none, p > 0)
+    Buf<T> att;        // [B, NHL, S, S] softmax probabilities (not with selective recompute)
+    Buf<uint8_t> att_mask;  // [B, NHL, S, S] attention dropout keep mask (idem, p > 0)
     Buf<T> att_drop;   // [B, NHL, S, S] dropped-out probabilities, the input of P V (idem)
     Buf<T> atty;       // [N, CL]   attention output before the projection
     Buf<uint8_t> mask1;  // [Nl, C] hidden dropout keep mask after the attention projection
