@@ -477,11 +477,11 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
     const double scores = batch * s_local * s;  // elements
     attn_fwd += gemm(c, c.prec16, s_local, s, d, batch, e, e);  // Q K^T
     attn_fwd += elementwise(c, 2.0 * e * scores);               // softmax: read, write
-    if (m.dropout) attn_fwd += elementwise(c, (2.0 * e + 1.0) * scores);  // dropout + mask
+    if (m.attention_dropout) attn_fwd += elementwise(c, (2.0 * e + 1.0) * scores);  // dropout + mask
     attn_fwd += gemm(c, c.prec16, s_local, d, s, batch, e, e);  // P V
     attn_bwd += gemm(c, c.prec16, s_local, s, d, batch, e, e);  // dP = dO V^T
     attn_bwd += gemm(c, c.prec16, s, d, s_local, batch, e, e);  // dV = P^T dO
-    if (m.dropout) attn_bwd += elementwise(c, (2.0 * e + 1.0) * scores);
+    if (m.attention_dropout) attn_bwd += elementwise(c, (2.0 * e + 1.0) * scores);
     attn_bwd += elementwise(c, 3.0 * e * scores);               // softmax backward
     attn_bwd += gemm(c, c.prec16, s_local, d, s, batch, e, e);  // dQ = dS K
     attn_bwd += gemm(c, c.prec16, s, d, s_local, batch, e, e);  // dK = dS^T Q

@@ -26,7 +26,8 @@ ModelShape model_shape(const ModelConfig& c) {
   m.gated_mlp = !gpt;
   m.biases = gpt;
   m.layernorm = gpt;
-  m.dropout = gpt;
+  m.dropout = c.hidden_dropout_p() > 0;
+  m.attention_dropout = c.attention_dropout_p() > 0;
   m.learned_positions = gpt;
   m.tied_embeddings = c.tie_embeddings;
   m.experts = c.num_experts > 1 ? c.num_experts : 0;
@@ -186,7 +187,7 @@ double layer_activation_bytes(const ModelShape& m, int64_t micro_batch, int64_t 
 
   const double mask = 1.0;  // dropout masks: one byte per element
   // Replicated across TP ranks unless sequence parallel: the two norm inputs, the inputs of
-  // QKV and of the first MLP projection (the norm outputs), the two dropout masks.
+  // QKV and of the first MLP projection (the norm outputs), the two hidden dropout masks.
   double replicated = 4.0 * e * T * h + (m.dropout ? 2.0 * mask * T * h : 0.0);
   // Split across TP ranks: Q, K, V; the attention projection input; the MLP internals.
   const double kv = static_cast<double>(m.kv_heads * m.head_dim);
@@ -207,7 +208,7 @@ double layer_activation_bytes(const ModelShape& m, int64_t micro_batch, int64_t 
   if (m.attention == AttentionKernel::kMaterialized) {
     // Scores of the local queries against all keys: softmax output, dropout mask and output.
     const double scores = a * T * static_cast<double>(m.seq);
-    core = m.dropout ? (2.0 * e + mask) * scores : e * scores;
+    core = m.attention_dropout ? (2.0 * e + mask) * scores : e * scores;
   } else {
     core = 4.0 * a * T;  // fp32 log-sum-exp per row
   }
@@ -273,11 +274,22 @@ MemoryBreakdown stage_memory(const ModelShape& m, const Scenario& sc, const Plan
   const double h = static_cast<double>(m.hidden);
   double act = static_cast<double>(layers) * per_layer * in_flight;
   if (stage == 0 && m.dropout) act += T * h / sp_div * in_flight;  // embedding dropout mask
+  // Full recompute re-runs one layer's forward at a time in the backward pass (Megatron's
+  // checkpointed layers, granularity full, one layer per checkpoint): that layer's whole
+  // activations (as without recompute, its output included) exist again, once, on top of the
+  // kept layer inputs. On the last stage the micro-batch's output-layer activations are freed by
+  // then (its backward ran first), so the peak holds the larger of the two.
+  const double recomputed = plan.recompute == Recompute::kFull && layers > 0
+                                ? layer_activation_bytes(m, mbs, plan.tp, plan.cp, plan.sequence_parallel, Recompute::kNone, e)
+                                : 0.0;
   if (stage == plan.pp - 1) {
     // Korthikanti et al. 2022, section 4.3: final norm input and output projection input
     // (2sbh/t each with sequence parallelism) and the fp32 logits for the loss (4sbv/t).
     const double last_in_flight = plan.pp > 1 && plan.schedule == Schedule::kGpipe ? static_cast<double>(n_mb) : 1.0;
-    act += (2.0 * e * T * h / sp_div + 4.0 * T * static_cast<double>(m.vocab) / t) * last_in_flight;
+    const double head = 2.0 * e * T * h / sp_div + 4.0 * T * static_cast<double>(m.vocab) / t;
+    act += std::max(head * last_in_flight, head * (last_in_flight - 1.0) + recomputed);
+  } else {
+    act += recomputed;
   }
   mem.activations_bytes = act;
 
@@ -285,6 +297,8 @@ MemoryBreakdown stage_memory(const ModelShape& m, const Scenario& sc, const Plan
   double buffers = 0;
   const ParameterCounts pc = parameter_counts(m);
   if (plan.zero_stage >= 3) buffers += 2.0 * sb.weights * static_cast<double>(pc.per_layer) / t;  // gathered layer + prefetch
+  if (plan.zero_stage == 2)  // DeepSpeed's gradient reduction bucket
+    buffers += sb.weights * std::min(kZeroReduceBucketElements, params.total());
   if (plan.tp > 1 && plan.sequence_parallel) buffers += e * T * h;  // all-gathered layer input
   if (plan.tp_comm_overlap && plan.tp > 1) buffers += 2.0 * e * T * h;  // userbuffers for overlapped TP
   if (sc.training.precision == Precision::kFp8) buffers += 2.0 * params.total();  // fp8 weight + transpose casts

@@ -47,7 +47,10 @@ struct ModelShape {
   bool gated_mlp = false;      // SwiGLU: two input projections (gate, up)
   bool biases = false;         // gpt: biases on every linear layer
   bool layernorm = false;      // LayerNorm (weight + bias) vs RMSNorm (weight)
-  bool dropout = false;        // gpt: dropout after attention probs, attention and MLP
+  // Dropout masks kept for the backward pass (1 byte per element, Korthikanti 2022 Table 2),
+  // only where the probability is > 0 (model.hidden_dropout, model.attention_dropout).
+  bool dropout = false;            // hidden dropout: embedding output, after attention and MLP
+  bool attention_dropout = false;  // dropout of the attention probabilities
   bool learned_positions = false;
   bool tied_embeddings = false;
   int64_t experts = 0;         // 0 or 1 = dense
@@ -177,6 +180,11 @@ struct MemoryBreakdown {
 // Memory of the busiest rank of `stage`.
 MemoryBreakdown stage_memory(const ModelShape& m, const Scenario& s, const Plan& plan,
                              int64_t stage, int64_t layers_on_stage);
+
+// DeepSpeed ZeRO-2 reduces gradients through a contiguous bucket of reduce_bucket_size
+// elements (DeepSpeed config default 5e8, "zero_optimization.reduce_bucket_size"), in the
+// gradients' element type; a stage with fewer parameters fills at most that many.
+inline constexpr double kZeroReduceBucketElements = 5e8;
 
 // Memory a framework leaves unusable: CUDA context and library handles, NCCL channel buffers,
 // and fragmentation of the caching allocator.

@@ -177,6 +177,30 @@ TEST(Activations, FlashAttentionGqaSwigluAndContextParallel) {
               2 * 8192 * per_token, 1.0);
 }
 
+// Dropout masks (1 byte per element) only where the probability is > 0: two hidden masks of
+// s b h per layer (after attention, after the MLP), and the attention-probability mask with its
+// dropout output (a s^2 b x (1 + 2) bytes); gpt defaults to 0.1 / 0.1 (Megatron), llama to 0.
+TEST(Activations, DropoutMasksFollowTheProbabilities) {
+  const int64_t s = 2048, b = 1, h = 4096, a = 32;
+  const double sbh = static_cast<double>(s * b * h), as2b = static_cast<double>(a * s * s * b);
+  ModelConfig c = gpt(32, h, a, s);
+  EXPECT_DOUBLE_EQ(c.hidden_dropout_p(), 0.1);
+  EXPECT_DOUBLE_EQ(c.attention_dropout_p(), 0.1);
+  EXPECT_DOUBLE_EQ(llama(32, 4096, 32, 8, 14336, 128256, 8192).hidden_dropout_p(), 0.0);
+  const double with_both = layer_activation_bytes(model_shape(c), b, 1, 1, false, Recompute::kNone, 2.0);
+  EXPECT_NEAR(with_both, korthikanti_table2_bytes(s, b, h, a, 1, false, Recompute::kNone), 1e-6 * with_both);
+  c.hidden_dropout = 0.0;
+  const double attn_only = layer_activation_bytes(model_shape(c), b, 1, 1, false, Recompute::kNone, 2.0);
+  EXPECT_NEAR(with_both - attn_only, 2.0 * sbh, 1e-6);
+  c.attention_dropout = 0.0;
+  const double none = layer_activation_bytes(model_shape(c), b, 1, 1, false, Recompute::kNone, 2.0);
+  EXPECT_NEAR(attn_only - none, 3.0 * as2b, 1e-6);  // mask (1 byte) + dropout output (2 bytes)
+  c.hidden_dropout = 0.2;  // hidden masks back, attention mask still off
+  EXPECT_NEAR(layer_activation_bytes(model_shape(c), b, 1, 1, false, Recompute::kNone, 2.0) - none, 2.0 * sbh, 1e-6);
+  EXPECT_TRUE(model_shape(c).dropout);
+  EXPECT_FALSE(model_shape(c).attention_dropout);
+}
+
 TEST(Activations, MicroBatchesInFlightPerSchedule) {
   Plan p;
   p.pp = 8;

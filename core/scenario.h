@@ -70,9 +70,18 @@ struct ModelConfig {
   int64_t moe_top_k = 0;
   int64_t moe_ffn_hidden_size = 0;
   double moe_capacity_factor = 1.0;
+  // Dropout probabilities as Megatron names them (--hidden-dropout, --attention-dropout); absent
+  // = the architecture's default: 0.1 / 0.1 for gpt (Megatron-LM's GPT defaults, as in the
+  // published GPT-3 runs), 0 / 0 for llama (Megatron / torchtitan Llama recipes).
+  std::optional<double> hidden_dropout;     // embedding output, after attention and after the MLP
+  std::optional<double> attention_dropout;  // attention probabilities
   DlrmConfig dlrm;  // only for Architecture::kDlrm
 
   bool is_moe() const { return num_experts > 1; }
+  double hidden_dropout_p() const { return hidden_dropout.value_or(architecture == Architecture::kGpt ? 0.1 : 0.0); }
+  double attention_dropout_p() const {
+    return attention_dropout.value_or(architecture == Architecture::kGpt ? 0.1 : 0.0);
+  }
 };
 
 struct LinkSpec {

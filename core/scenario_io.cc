@@ -275,7 +275,8 @@ std::optional<std::string> read_text_file(Ctx& ctx, const std::string& path, con
 
 const std::vector<std::string> kTransformerKeys = {
     "num_layers", "hidden_size", "num_attention_heads", "num_kv_heads", "ffn_hidden_size", "vocab_size",
-    "seq_length", "tie_embeddings", "num_experts", "moe_top_k", "moe_ffn_hidden_size", "moe_capacity_factor"};
+    "seq_length", "tie_embeddings", "num_experts", "moe_top_k", "moe_ffn_hidden_size", "moe_capacity_factor",
+    "hidden_dropout", "attention_dropout"};
 const std::vector<std::string> kDlrmKeys = {"embedding_tables", "bottom_mlp", "top_mlp", "dense_features",
                                             "interaction", "dcn_rank", "dcn_layers", "embedding_optimizer"};
 
@@ -505,6 +506,17 @@ void read_model(Ctx& ctx, const json* mj, const std::string& base_dir, ModelConf
   else if (o.has("moe_top_k")) m.moe_top_k = -1;
   if (auto f = get_int(ctx, o, "moe_ffn_hidden_size", 1, kMaxFfnHiddenSize)) m.moe_ffn_hidden_size = *f;
   if (auto c = get_num(ctx, o, "moe_capacity_factor", 0, kMaxCapacityFactor, true)) m.moe_capacity_factor = *c;
+  // Dropout probabilities: 0 <= p < 1 (p = 1 would drop everything and divide by zero).
+  for (auto [key, out] : {std::pair<const char*, std::optional<double>*>{"hidden_dropout", &m.hidden_dropout},
+                          {"attention_dropout", &m.attention_dropout}}) {
+    const json* v = o.get(key);
+    if (!v) continue;
+    if (!v->is_number() || !std::isfinite(v->get<double>()) || v->get<double>() < 0 || v->get<double>() >= 1)
+      ctx.add(o.at(key), "found " + show(*v) + (v->is_number() ? "" : " (" + type_name(*v) + ")") +
+                             ", expected a probability >= 0 and < 1");
+    else
+      *out = v->get<double>();
+  }
   o.finish();
 
   // Required values and defaults.
@@ -1199,6 +1211,8 @@ nlohmann::json scenario_to_json(const Scenario& s) {
     mj["vocab_size"] = m.vocab_size;
     mj["seq_length"] = m.seq_length;
     mj["tie_embeddings"] = m.tie_embeddings;
+    if (m.hidden_dropout) mj["hidden_dropout"] = *m.hidden_dropout;
+    if (m.attention_dropout) mj["attention_dropout"] = *m.attention_dropout;
     if (m.is_moe()) {
       mj["num_experts"] = m.num_experts;
       mj["moe_top_k"] = m.moe_top_k;

@@ -104,6 +104,9 @@ inline const BadCase kBadCases[] = {
     {"tie_embeddings not a bool", {{"/model/tie_embeddings", "\"no\""}}, "/model/tie_embeddings", "true or false"},
     {"transformer key on a dlrm model", {{"/model/architecture", "\"dlrm\""}}, "/model/num_layers", "not used by a dlrm model"},
     {"capacity factor given twice differently", {{"/model/moe_capacity_factor", "1.25"}, {"/training/moe_capacity_factor", "2"}}, "/training/moe_capacity_factor", "/model/moe_capacity_factor is 1.25"},
+    {"hidden dropout of 1", {{"/model/hidden_dropout", "1"}}, "/model/hidden_dropout", "a probability >= 0 and < 1"},
+    {"negative attention dropout", {{"/model/attention_dropout", "-0.1"}}, "/model/attention_dropout", "a probability >= 0 and < 1"},
+    {"attention dropout as a string", {{"/model/attention_dropout", "\"0.1\""}}, "/model/attention_dropout", "a probability"},
     {"version 2", {{"/version", "2"}}, "/version", "scenario format version"},
 };
 

@@ -71,6 +71,12 @@ class Group final : public TpCollectives<float>, public EpCollectives<float> {
     timed(CollectiveKind::kAllGather, n * size_,
           [&](MPI_Request* r) { MPI_Iallgather(MPI_IN_PLACE, 0, MPI_FLOAT, out, count(n), MPI_FLOAT, comm_, r); });
   }
+  // In place: buf[size * n] in, this rank's reduced piece out at buf[0 .. n).
+  void reduce_scatter_in_place(float* buf, int64_t n) {
+    timed(CollectiveKind::kReduceScatter, n * size_, [&](MPI_Request* r) {
+      MPI_Ireduce_scatter_block(MPI_IN_PLACE, buf, count(n), MPI_FLOAT, MPI_SUM, comm_, r);
+    });
+  }
   void reduce_scatter(const float* in, float* out, int64_t n) override {
     timed(CollectiveKind::kReduceScatter, n * size_,
           [&](MPI_Request* r) { MPI_Ireduce_scatter_block(in, out, count(n), MPI_FLOAT, MPI_SUM, comm_, r); });
@@ -192,10 +198,17 @@ struct CpuRuntime::Impl {
     std::erase_if(sends, [](const PendingSend& s) { return s.request == MPI_REQUEST_NULL; });
   }
 
+  // Sends a copy of data[n] (an activation gradient: compute workspace until the send completes).
   void send(const float* data, int64_t n, int64_t dst, int tag_value) {
+    Buf<float> copy(n, kWorkspace);
+    std::memcpy(copy.data(), data, sizeof(float) * n);
+    send(std::move(copy), dst, tag_value);
+  }
+  // Sends `data`, which is kept until the send completes and then freed.
+  void send(Buf<float> data, int64_t dst, int tag_value) {
     const auto t0 = Clock::now();
-    PendingSend s{Buf<float>(n, MemCategory::kBuffers), MPI_REQUEST_NULL};
-    std::memcpy(s.data.data(), data, sizeof(float) * n);
+    const int64_t n = data.size();
+    PendingSend s{std::move(data), MPI_REQUEST_NULL};
     MPI_Isend(s.data.data(), static_cast<int>(n), MPI_FLOAT, static_cast<int>(dst), tag_value, p2p,
               &s.request);
     sends.push_back(std::move(s));
@@ -238,11 +251,14 @@ struct CpuRuntime::Impl {
     return full;
   }
 
-  // ZeRO 2/3: reduce-scatter one micro-batch's gradients into the shard.
-  void reduce_scatter_into_shard(Chunk& c, const float* grads) {
-    Buf<float> tmp(c.shard_total, MemCategory::kBuffers);
-    for (const Segment& s : c.segs) dp->reduce_scatter(grads + s.offset, tmp.data() + s.shard_offset, s.shard);
-    for (int64_t i = 0; i < c.shard_total; ++i) c.gshard[i] += tmp[i];
+  // ZeRO 2/3: reduce-scatter one micro-batch's gradients (in place in its buffer) and add this
+  // rank's part to the shard.
+  void reduce_scatter_into_shard(Chunk& c, float* grads) {
+    for (const Segment& s : c.segs) {
+      dp->reduce_scatter_in_place(grads + s.offset, s.shard);
+      float* g = c.gshard.data() + s.shard_offset;
+      for (int64_t i = 0; i < s.shard; ++i) g[i] += grads[s.offset + i];
+    }
   }
 
   // Seconds spent so far in the collectives the model calls itself (TP, EP all-to-all).
@@ -261,14 +277,11 @@ struct CpuRuntime::Impl {
     Buf<float> full_params;
     if (zero() == 3) full_params = gather_params(c);
     if (op.forward) {
-      Buf<float> input;
-      if (vs > 0) {
-        input = Buf<float>(n_act, MemCategory::kBuffers);
-        recv(input.data(), n_act, peer_rank((vs - 1) % cfg.plan.pp), tag(0, vs, op.mb));
-      }
+      // The pipeline's input is received straight into the chunk's input activation.
+      if (vs > 0) recv(c.model->prepare_input(op.mb), n_act, peer_rank((vs - 1) % cfg.plan.pp), tag(0, vs, op.mb));
       std::vector<int32_t> tokens(static_cast<size_t>(nt)), targets(tokens.size());
-      synthetic_batch(tokens.data(), targets.data(), cfg.train.seed,
-                      first_sample(cfg.train, cfg.plan.dp, step, me.dp, op.mb), cfg.train.micro_batch_size,
+      const int64_t sample0 = first_sample(cfg.train, cfg.plan.dp, step, me.dp, op.mb);
+      synthetic_batch(tokens.data(), targets.data(), cfg.train.seed, sample0, cfg.train.micro_batch_size,
                       cfg.model.seq, cfg.model.vocab);
       // The forward pass writes no gradient: under ZeRO 2/3 the gradient pointer is a placeholder.
       if (zero() == 3) c.model->bind(full_params.data(), full_params.data());
@@ -276,15 +289,20 @@ struct CpuRuntime::Impl {
       const float scale = 1.0f / static_cast<float>(cfg.model.seq * cfg.train.global_batch_size);
       const double tp_before = model_comm_s();
       const auto t0 = Clock::now();
-      loss = c.model->forward(op.mb, tokens.data(), targets.data(), input.data(), scale);
+      loss = c.model->forward(op.mb, tokens.data(), targets.data(), nullptr, scale, {cfg.train.seed, sample0});
       spans.compute(SpanWhat::kForward, op.chunk, op.mb, t0, Clock::now());
       compute_time_s += seconds_since(t0) - (model_comm_s() - tp_before);
-      input.release();
-      if (vs + 1 < num_vstages) send(c.model->output(op.mb), n_act, peer_rank((vs + 1) % cfg.plan.pp), tag(0, vs + 1, op.mb));
+      if (vs + 1 < num_vstages) {  // the output itself is sent, then freed (Megatron's deallocate_output_tensor)
+        Buf<float> out = c.model->take_output(op.mb);
+        if (out.empty())
+          send(c.model->output(op.mb), n_act, peer_rank((vs + 1) % cfg.plan.pp), tag(0, vs + 1, op.mb));
+        else
+          send(std::move(out), peer_rank((vs + 1) % cfg.plan.pp), tag(0, vs + 1, op.mb));
+      }
     } else {
       Buf<float> dout;
       if (vs + 1 < num_vstages) {
-        dout = Buf<float>(n_act, MemCategory::kBuffers);
+        dout = Buf<float>(n_act, kWorkspace);  // the output's gradient
         recv(dout.data(), n_act, peer_rank((vs + 1) % cfg.plan.pp), tag(1, vs, op.mb));
       }
       Buf<float> mb_grads;
@@ -319,10 +337,9 @@ struct CpuRuntime::Impl {
         continue;
       }
       if (zero() == 1)
-        for (const Segment& s : c.segs) {
-          Buf<float> tmp(s.shard, MemCategory::kBuffers);
-          dp->reduce_scatter(c.grads.data() + s.offset, tmp.data(), s.shard);
-          std::memcpy(grad_shard(c, s), tmp.data(), sizeof(float) * s.shard);
+        for (const Segment& s : c.segs) {  // in place in the gradient buffer, as Megatron's distributed optimizer
+          dp->reduce_scatter_in_place(c.grads.data() + s.offset, s.shard);
+          if (me.dp > 0) std::memcpy(grad_shard(c, s), c.grads.data() + s.offset, sizeof(float) * s.shard);
         }
       if (sp) {  // the replicated parameters this rank owns, segment by segment
         for (const Segment& s : c.segs) {
@@ -768,7 +785,8 @@ std::vector<double> pack(const RankReport& r) {
     }
   for (int i = 0; i < kNumMemCategories; ++i) v.push_back(static_cast<double>(r.memory.peak_bytes[i]));
   for (int i = 0; i < kNumMemCategories; ++i) v.push_back(static_cast<double>(r.memory.at_peak_bytes[i]));
-  for (int i = 0; i < kNumMemCategories; ++i) v.push_back(0);
+  v.push_back(static_cast<double>(r.memory.peak_bytes[kWorkspaceSlot]));
+  for (int i = 1; i < kNumMemCategories; ++i) v.push_back(0);
   v.push_back(static_cast<double>(r.memory.peak_total_bytes));
   assert(static_cast<int>(v.size()) == kPackSize);
   return v;
@@ -831,6 +849,7 @@ BackendResult gather_result(MPI_Comm world, const RuntimeConfig& cfg, const Rank
         }
       rs.peak_bytes.assign(mem, mem + kNumMemCategories);
       rs.peak_total_bytes = mem[3 * kNumMemCategories];
+      rs.peak_workspace_bytes = mem[2 * kNumMemCategories];
       per_rank->push_back(std::move(rs));
     }
     StageMemory sm;

@@ -63,10 +63,16 @@ Expected<GptConfig> gpt_config_from(const ModelConfig& m) {
     if (c.top_k > c.experts) problems.push_back({"/model/moe_top_k", "must be at most num_experts"});
     if (!(c.capacity_factor > 0)) problems.push_back({"/model/moe_capacity_factor", "must be positive"});
   }
+  c.hidden_dropout = m.hidden_dropout_p();
+  c.attention_dropout = m.attention_dropout_p();
   if (c.num_layers <= 0 || c.hidden <= 0 || c.heads <= 0 || c.vocab <= 0 || c.seq <= 0)
     problems.push_back({"/model", "num_layers, hidden_size, num_attention_heads, vocab_size and seq_length must be positive"});
   else if (c.hidden % c.heads != 0)
     problems.push_back({"/model/num_attention_heads", "must divide hidden_size"});
+  if (!(c.hidden_dropout >= 0 && c.hidden_dropout < 1))
+    problems.push_back({"/model/hidden_dropout", "must be >= 0 and < 1"});
+  if (!(c.attention_dropout >= 0 && c.attention_dropout < 1))
+    problems.push_back({"/model/attention_dropout", "must be >= 0 and < 1"});
   if (!problems.empty()) return problems;
   return c;
 }
@@ -197,6 +203,43 @@ void synthetic_batch(int32_t* tokens, int32_t* targets, uint64_t seed, int64_t f
   }
 }
 
+namespace {
+
+// Elements whose 64-bit hash is below p 2^64 are dropped.
+uint64_t drop_threshold(double p) { return static_cast<uint64_t>(std::ldexp(p, 64)); }
+
+// Hash of everything that names a row of a mask; the element index is mixed in by keep_bit.
+uint64_t mask_row_key(const DropoutKey& key, int64_t sample, int64_t layer, DropoutSite site, int64_t row) {
+  const uint64_t a = hash3(key.seed, static_cast<uint64_t>(sample), 0xD0D0);
+  return hash3(a, static_cast<uint64_t>(layer) * 8 + static_cast<uint64_t>(site), static_cast<uint64_t>(row));
+}
+
+uint8_t keep_bit(uint64_t row_key, int64_t index, uint64_t threshold) {
+  uint64_t st = row_key ^ (static_cast<uint64_t>(index) * 0x9FB21C651E98DF25ull);
+  return splitmix64(st) >= threshold ? 1 : 0;
+}
+
+}  // namespace
+
+void dropout_rows_mask(uint8_t* keep, const DropoutKey& key, int64_t layer, DropoutSite site, int64_t row0,
+                       int64_t rows, int64_t width, int64_t batch, double p) {
+  const uint64_t thr = drop_threshold(p);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t n = row0 + r;
+    const uint64_t rk = mask_row_key(key, key.first_sample + n % batch, layer, site, n / batch);
+    for (int64_t j = 0; j < width; ++j) keep[r * width + j] = keep_bit(rk, j, thr);
+  }
+}
+
+void dropout_attention_mask(uint8_t* keep, const DropoutKey& key, int64_t layer, int64_t b, int64_t head, int64_t heads,
+                            int64_t seq, double p) {
+  const uint64_t thr = drop_threshold(p);
+  for (int64_t i = 0; i < seq; ++i) {
+    const uint64_t rk = mask_row_key(key, key.first_sample + b, layer, DropoutSite::kAttentionProbs, i * heads + head);
+    for (int64_t j = 0; j < seq; ++j) keep[i * seq + j] = keep_bit(rk, j, thr);
+  }
+}
+
 template <typename T>
 struct GptChunk<T>::LayerParams {
   const T *qkv_w, *qkv_b, *proj_w, *proj_b, *fc_w, *fc_b, *fcproj_w, *fcproj_b, *ln1_w, *ln1_b, *ln2_w, *ln2_b;
@@ -284,6 +327,12 @@ void GptChunk<T>::gather_rows(const T* local, T* full, int64_t width) {
 }
 
 template <typename T>
+Buf<T> GptChunk<T>::gather_buffer() const {
+  if (spec_.sequence_parallel && spec_.tp_size > 1) return Buf<T>(n_ * cfg_.hidden, MemCategory::kBuffers);
+  return Buf<T>(n_ * cfg_.hidden, kWorkspace);
+}
+
+template <typename T>
 void GptChunk<T>::reduce_rows(T* partial, T* local, int64_t width) {
   if (spec_.sequence_parallel && spec_.tp_size > 1) {
     tp_->reduce_scatter(partial, local, nl_ * width);
@@ -299,12 +348,21 @@ void GptChunk<T>::all_reduce_if_tp(T* buf, int64_t n) {
 }
 
 template <typename T>
-void GptChunk<T>::layer_forward(int64_t l, const T* in, LayerActs& a) {
+void GptChunk<T>::hidden_mask(Buf<uint8_t>& keep, const DropoutKey& key, int64_t layer, DropoutSite site) {
+  const int64_t row0 = spec_.sequence_parallel ? spec_.tp_rank * nl_ : 0;
+  keep = Buf<uint8_t>(nl_ * cfg_.hidden, MemCategory::kActivations);
+  dropout_rows_mask(keep.data(), key, layer, site, row0, nl_, cfg_.hidden, spec_.micro_batch_size, cfg_.hidden_dropout);
+}
+
+template <typename T>
+void GptChunk<T>::layer_forward(int64_t l, const T* in, LayerActs& a, const DropoutKey& key) {
   const LayerParams w = layer_params(l);
   const int64_t C = cfg_.hidden, B = spec_.micro_batch_size, S = cfg_.seq;
   const auto act = MemCategory::kActivations;
-  const auto buf = MemCategory::kBuffers;
-  Buf<T> full(n_ * C, buf);  // [N, C] gathered LayerNorm output / partial sums of row-parallel linears
+  const auto buf = kWorkspace;
+  const bool hdrop = cfg_.hidden_dropout > 0, adrop = cfg_.attention_dropout > 0;
+  const T hscale = static_cast<T>(1.0 / (1.0 - cfg_.hidden_dropout));
+  Buf<T> full = gather_buffer();  // [N, C] gathered LayerNorm output / partial sums of row-parallel linears
   // Attention block.
   a.ln1 = Buf<T>(nl_ * C, act);
   a.ln1_mean = Buf<T>(nl_, act);
@@ -314,18 +372,43 @@ void GptChunk<T>::layer_forward(int64_t l, const T* in, LayerActs& a) {
   a.qkv = Buf<T>(n_ * 3 * cl_, act);
   matmul_forward(a.qkv.data(), full.data(), w.qkv_w, w.qkv_b, n_, C, 3 * cl_);
   a.atty = Buf<T>(n_ * cl_, act);
-  Buf<T> scratch;
-  if (spec_.recompute == Recompute::kNone)
+  Buf<T> scratch, scratch_drop;
+  Buf<uint8_t> head_mask;  // [S, S] one head's attention mask when the masks are not kept
+  // Selective recompute keeps no attention probabilities; full recompute keeps them while the
+  // layer is recomputed for its backward (they are freed with the rest after the forward).
+  const bool keep_att = spec_.recompute != Recompute::kSelective;
+  if (keep_att) {
     a.att = Buf<T>(B * nhl_ * S * S, act);
-  else
+    if (adrop) {
+      a.att_mask = Buf<uint8_t>(B * nhl_ * S * S, act);
+      a.att_drop = Buf<T>(B * nhl_ * S * S, act);
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t h = 0; h < nhl_; ++h)
+          dropout_attention_mask(a.att_mask.data() + (b * nhl_ + h) * S * S, key, l, b, spec_.tp_rank * nhl_ + h,
+                                 cfg_.heads, S, cfg_.attention_dropout);
+    }
+  } else {
     scratch = Buf<T>(S * S, buf);
+    if (adrop) {
+      scratch_drop = Buf<T>(S * S, buf);
+      head_mask = Buf<uint8_t>(S * S, buf);
+    }
+  }
+  HeadMask keep_of;
+  if (adrop) keep_of = attention_masks(a, key, l, head_mask);
   attention_forward(a.atty.data(), a.att.empty() ? nullptr : a.att.data(), scratch.data(), a.qkv.data(), B, S, nhl_,
-                    hd_);
+                    hd_, keep_of, a.att_drop.empty() ? nullptr : a.att_drop.data(), scratch_drop.data(),
+                    static_cast<T>(1.0 / (1.0 - cfg_.attention_dropout)));
   matmul_forward(full.data(), a.atty.data(), w.proj_w, static_cast<const T*>(nullptr), n_, cl_, C);
   a.res2 = Buf<T>(nl_ * C, act);
   reduce_rows(full.data(), a.res2.data(), C);
+  // Megatron's bias-dropout-add: res2 = in + dropout(proj + proj_b).
+  if (hdrop) hidden_mask(a.mask1, key, l, DropoutSite::kAttentionOutput);
   for (int64_t i = 0; i < nl_; ++i)
-    for (int64_t j = 0; j < C; ++j) a.res2[i * C + j] += in[i * C + j] + w.proj_b[j];
+    for (int64_t j = 0; j < C; ++j) {
+      const T y = a.res2[i * C + j] + w.proj_b[j];
+      a.res2[i * C + j] = in[i * C + j] + (hdrop ? (a.mask1[i * C + j] ? y * hscale : T(0)) : y);
+    }
   // MLP block.
   a.ln2 = Buf<T>(nl_ * C, act);
   a.ln2_mean = Buf<T>(nl_, act);
@@ -335,7 +418,9 @@ void GptChunk<T>::layer_forward(int64_t l, const T* in, LayerActs& a) {
   if (moe_) {  // tp 1: full rows are the local rows
     a.out = Buf<T>(nl_ * C, act);
     aux_loss_ += moe_->forward(moe_params(l), full.data(), a.out.data(), a.moe, aux_weight_);
-    for (int64_t i = 0; i < nl_ * C; ++i) a.out[i] += a.res2[i];
+    if (hdrop) hidden_mask(a.mask2, key, l, DropoutSite::kMlpOutput);
+    for (int64_t i = 0; i < nl_ * C; ++i)
+      a.out[i] = a.res2[i] + (hdrop ? (a.mask2[i] ? a.out[i] * hscale : T(0)) : a.out[i]);
     return;
   }
   a.fch = Buf<T>(n_ * fl_, act);
@@ -345,35 +430,64 @@ void GptChunk<T>::layer_forward(int64_t l, const T* in, LayerActs& a) {
   matmul_forward(full.data(), a.fch_gelu.data(), w.fcproj_w, static_cast<const T*>(nullptr), n_, fl_, C);
   a.out = Buf<T>(nl_ * C, act);
   reduce_rows(full.data(), a.out.data(), C);
+  if (hdrop) hidden_mask(a.mask2, key, l, DropoutSite::kMlpOutput);
   for (int64_t i = 0; i < nl_; ++i)
-    for (int64_t j = 0; j < C; ++j) a.out[i * C + j] += a.res2[i * C + j] + w.fcproj_b[j];
+    for (int64_t j = 0; j < C; ++j) {
+      const T y = a.out[i * C + j] + w.fcproj_b[j];
+      a.out[i * C + j] = a.res2[i * C + j] + (hdrop ? (a.mask2[i * C + j] ? y * hscale : T(0)) : y);
+    }
+}
+
+template <typename T>
+HeadMask GptChunk<T>::attention_masks(const LayerActs& a, const DropoutKey& key, int64_t l, Buf<uint8_t>& head_mask) {
+  const int64_t S = cfg_.seq;
+  if (!a.att_mask.empty()) {
+    const uint8_t* all = a.att_mask.data();
+    const int64_t nh = nhl_;
+    return [all, nh, S](int64_t b, int64_t h) { return all + (b * nh + h) * S * S; };
+  }
+  // Not kept (recompute): regenerated head by head, identical to the forward pass's.
+  return [this, &head_mask, key, l, S](int64_t b, int64_t h) -> const uint8_t* {
+    dropout_attention_mask(head_mask.data(), key, l, b, spec_.tp_rank * nhl_ + h, cfg_.heads, S, cfg_.attention_dropout);
+    return head_mask.data();
+  };
 }
 
 template <typename T>
 void GptChunk<T>::release_layer_internals(LayerActs& a) {
-  for (Buf<T>* b : {&a.ln1, &a.ln1_mean, &a.ln1_rstd, &a.qkv, &a.att, &a.atty, &a.res2, &a.ln2, &a.ln2_mean,
-                    &a.ln2_rstd, &a.fch, &a.fch_gelu})
+  for (Buf<T>* b : {&a.ln1, &a.ln1_mean, &a.ln1_rstd, &a.qkv, &a.att, &a.att_drop, &a.atty, &a.res2, &a.ln2,
+                    &a.ln2_mean, &a.ln2_rstd, &a.fch, &a.fch_gelu})
     b->release();
   a.moe.release();
+  for (Buf<uint8_t>* b : {&a.att_mask, &a.mask1, &a.mask2}) b->release();
 }
 
 template <typename T>
-void GptChunk<T>::layer_backward(int64_t l, const T* in, LayerActs& a, const T* dout, T* din) {
+void GptChunk<T>::layer_backward(int64_t l, const T* in, LayerActs& a, const T* dout, T* din, const DropoutKey& key) {
   const LayerParams w = layer_params(l);
   const int64_t C = cfg_.hidden, B = spec_.micro_batch_size, S = cfg_.seq;
-  const auto buf = MemCategory::kBuffers;
-  Buf<T> full(n_ * C, buf);   // [N, C] gathered activations / gradients
+  const auto buf = kWorkspace;
+  const bool hdrop = cfg_.hidden_dropout > 0, adrop = cfg_.attention_dropout > 0;
+  const T hscale = static_cast<T>(1.0 / (1.0 - cfg_.hidden_dropout));
+  Buf<T> full = gather_buffer();  // [N, C] gathered activations / gradients
   Buf<T> dfull(n_ * C, buf);  // [N, C] partial input gradients of column-parallel linears
   Buf<T> dres2(nl_ * C, buf);  // [Nl, C]
   Buf<T> dsmall(nl_ * C, buf);  // [Nl, C]
-  // MLP block: out = res2 + fcproj(gelu(fc(ln2(res2)))) + fcproj_b (MoE: res2 + moe(ln2(res2))).
+  // MLP block: out = res2 + dropout(fcproj(gelu(fc(ln2(res2)))) + fcproj_b)
+  // (MoE: out = res2 + dropout(moe(ln2(res2)))).
   std::memcpy(dres2.data(), dout, sizeof(T) * nl_ * C);
+  if (hdrop)  // d branch = dout * keep / (1 - p), in dsmall
+    for (int64_t i = 0; i < nl_ * C; ++i) dsmall[i] = a.mask2[i] ? dout[i] * hscale : T(0);
+  else
+    std::memcpy(dsmall.data(), dout, sizeof(T) * nl_ * C);
   if (moe_) {
-    moe_->backward(moe_params(l), a.ln2.data(), dout, dsmall.data(), a.moe);
+    Buf<T> dbranch(nl_ * C, buf);  // [Nl, C] gradient of the MoE block's output
+    std::memcpy(dbranch.data(), dsmall.data(), sizeof(T) * nl_ * C);
+    moe_->backward(moe_params(l), a.ln2.data(), dbranch.data(), dsmall.data(), a.moe);
   } else {
   for (int64_t i = 0; i < nl_; ++i)
-    for (int64_t j = 0; j < C; ++j) w.dfcproj_b[j] += dout[i * C + j];
-  gather_rows(dout, full.data(), C);
+    for (int64_t j = 0; j < C; ++j) w.dfcproj_b[j] += dsmall[i * C + j];
+  gather_rows(dsmall.data(), full.data(), C);
   Buf<T> dfch(n_ * fl_, buf);  // [N, FL]
   Buf<T> dgelu(n_ * fl_, buf);
   matmul_backward(dgelu.data(), w.dfcproj_w, static_cast<T*>(nullptr), full.data(), a.fch_gelu.data(), w.fcproj_w, n_,
@@ -387,16 +501,25 @@ void GptChunk<T>::layer_backward(int64_t l, const T* in, LayerActs& a, const T* 
   }
   layernorm_backward(dres2.data(), w.dln2_w, w.dln2_b, dsmall.data(), a.res2.data(), w.ln2_w, a.ln2_mean.data(),
                      a.ln2_rstd.data(), nl_, C);
-  // Attention block: res2 = in + proj(attention(qkv(ln1(in)))) + proj_b.
+  // Attention block: res2 = in + dropout(proj(attention(qkv(ln1(in)))) + proj_b).
+  if (hdrop)
+    for (int64_t i = 0; i < nl_ * C; ++i) dsmall[i] = a.mask1[i] ? dres2[i] * hscale : T(0);
+  else
+    std::memcpy(dsmall.data(), dres2.data(), sizeof(T) * nl_ * C);
   for (int64_t i = 0; i < nl_; ++i)
-    for (int64_t j = 0; j < C; ++j) w.dproj_b[j] += dres2[i * C + j];
-  gather_rows(dres2.data(), full.data(), C);
+    for (int64_t j = 0; j < C; ++j) w.dproj_b[j] += dsmall[i * C + j];
+  gather_rows(dsmall.data(), full.data(), C);
   Buf<T> datty(n_ * cl_, buf);      // [N, CL]
   matmul_backward(datty.data(), w.dproj_w, static_cast<T*>(nullptr), full.data(), a.atty.data(), w.proj_w, n_, cl_, C);
   Buf<T> dqkv(n_ * 3 * cl_, buf);   // [N, 3 CL]
   Buf<T> sp(a.att.empty() ? S * S : 0, buf), sd(S * S, buf);  // [S, S] scratch
+  Buf<T> spd(a.att.empty() && adrop ? S * S : 0, buf);          // [S, S] recomputed dropped probabilities
+  Buf<uint8_t> head_mask(a.att_mask.empty() && adrop ? S * S : 0, buf);
+  HeadMask keep_of;
+  if (adrop) keep_of = attention_masks(a, key, l, head_mask);
   attention_backward(dqkv.data(), datty.data(), a.qkv.data(), a.att.empty() ? nullptr : a.att.data(), sp.data(),
-                     sd.data(), B, S, nhl_, hd_);
+                     sd.data(), B, S, nhl_, hd_, keep_of, a.att_drop.empty() ? nullptr : a.att_drop.data(), spd.data(),
+                     static_cast<T>(1.0 / (1.0 - cfg_.attention_dropout)));
   datty.release();
   gather_rows(a.ln1.data(), full.data(), C);
   matmul_backward(dfull.data(), w.dqkv_w, w.dqkv_b, dqkv.data(), full.data(), w.qkv_w, n_, C, 3 * cl_);
@@ -407,22 +530,25 @@ void GptChunk<T>::layer_backward(int64_t l, const T* in, LayerActs& a, const T* 
 }
 
 template <typename T>
-double GptChunk<T>::forward(int64_t mb, const int32_t* tokens, const int32_t* targets, const T* input, T loss_scale) {
+double GptChunk<T>::forward(int64_t mb, const int32_t* tokens, const int32_t* targets, const T* input, T loss_scale,
+                            const DropoutKey& dropout) {
   assert(params_);
-  assert(!acts_.count(mb));
+  const bool prepared = acts_.count(mb) > 0;  // input received in place (prepare_input)
+  assert(!prepared || (!spec_.has_embedding && input == nullptr));
   MbActs& m = acts_[mb];
+  m.key = dropout;
   const int64_t C = cfg_.hidden, B = spec_.micro_batch_size;
   aux_weight_ = loss_scale * static_cast<T>(n_);
   aux_loss_ = 0;
   const auto act = MemCategory::kActivations;
-  m.in = Buf<T>(nl_ * C, act);
+  if (!prepared) m.in = Buf<T>(nl_ * C, act);
   if (spec_.has_embedding) {
     // Vocabulary-parallel embedding: this rank's rows of wte, zeros for other tokens, summed
     // over the TP group (all-reduce, or reduce-scatter to the sequence shard under SP).
     m.tokens.assign(tokens, tokens + n_);
     const T* wte = p("wte");
     const int64_t v0 = spec_.tp_rank * vl_;
-    Buf<T> partial(n_ * C, MemCategory::kBuffers);  // [N, C]
+    Buf<T> partial(n_ * C, kWorkspace);  // [N, C] before the reduction
     for (int64_t r = 0; r < n_; ++r) {
       const int64_t tok = tokens[r] - v0;
       if (tok >= 0 && tok < vl_) std::memcpy(partial.data() + r * C, wte + tok * C, sizeof(T) * C);
@@ -434,14 +560,19 @@ double GptChunk<T>::forward(int64_t mb, const int32_t* tokens, const int32_t* ta
       const int64_t s = (row0 + r) / B;
       for (int64_t j = 0; j < C; ++j) m.in[r * C + j] += wpe[s * C + j];
     }
-  } else {
+    if (cfg_.hidden_dropout > 0) {  // embedding dropout
+      hidden_mask(m.emb_mask, dropout, cfg_.num_layers, DropoutSite::kEmbedding);
+      const T sc = static_cast<T>(1.0 / (1.0 - cfg_.hidden_dropout));
+      for (int64_t i = 0; i < nl_ * C; ++i) m.in[i] = m.emb_mask[i] ? m.in[i] * sc : T(0);
+    }
+  } else if (!prepared) {
     std::memcpy(m.in.data(), input, sizeof(T) * nl_ * C);
   }
   m.layers.resize(static_cast<size_t>(spec_.num_layers));
   const T* x = m.in.data();
   for (int64_t i = 0; i < spec_.num_layers; ++i) {
     LayerActs& a = m.layers[static_cast<size_t>(i)];
-    layer_forward(spec_.first_layer + i, x, a);
+    layer_forward(spec_.first_layer + i, x, a, dropout);
     if (spec_.recompute == Recompute::kFull) release_layer_internals(a);  // keep only the output
     x = a.out.data();
   }
@@ -451,14 +582,14 @@ double GptChunk<T>::forward(int64_t mb, const int32_t* tokens, const int32_t* ta
   m.lnf_mean = Buf<T>(nl_, act);
   m.lnf_rstd = Buf<T>(nl_, act);
   layernorm_forward(m.lnf.data(), m.lnf_mean.data(), m.lnf_rstd.data(), x, p("lnf_w"), p("lnf_b"), nl_, C);
-  Buf<T> full(n_ * C, MemCategory::kBuffers);  // [N, C]
+  Buf<T> full = gather_buffer();  // [N, C]
   gather_rows(m.lnf.data(), full.data(), C);
   m.dlogits = Buf<T>(n_ * vl_, act);  // [N, V/T] logits, then d loss / d logits in place
   T* logits = m.dlogits.data();
   gemm(false, true, n_, vl_, C, T(1), full.data(), C, p("wte"), C, T(0), logits, vl_);
   full.release();
   const int64_t v0 = spec_.tp_rank * vl_;
-  Buf<T> stats(3 * n_, MemCategory::kBuffers);  // [3, N]: row max, target logit, sum of exp
+  Buf<T> stats(3 * n_, kWorkspace);  // [3, N]: row max, target logit, sum of exp
   T* mx = stats.data();
   T* pred = mx + n_;
   T* sumexp = pred + n_;
@@ -494,6 +625,22 @@ double GptChunk<T>::forward(int64_t mb, const int32_t* tokens, const int32_t* ta
 }
 
 template <typename T>
+T* GptChunk<T>::prepare_input(int64_t mb) {
+  assert(!spec_.has_embedding && !acts_.count(mb));
+  MbActs& m = acts_[mb];
+  m.in = Buf<T>(nl_ * cfg_.hidden, MemCategory::kActivations);
+  return m.in.data();
+}
+
+template <typename T>
+Buf<T> GptChunk<T>::take_output(int64_t mb) {
+  assert(!spec_.has_head);
+  MbActs& m = acts_.at(mb);
+  if (m.layers.empty()) return {};
+  return std::move(m.layers.back().out);
+}
+
+template <typename T>
 const T* GptChunk<T>::output(int64_t mb) const {
   const MbActs& m = acts_.at(mb);
   return m.layers.empty() ? m.in.data() : m.layers.back().out.data();
@@ -504,20 +651,20 @@ const T* GptChunk<T>::backward(int64_t mb, const T* dout) {
   MbActs& m = acts_.at(mb);
   const int64_t C = cfg_.hidden;
   if (dbuf_a_.empty()) {
-    dbuf_a_ = Buf<T>(nl_ * C, MemCategory::kBuffers);
-    dbuf_b_ = Buf<T>(nl_ * C, MemCategory::kBuffers);
+    dbuf_a_ = Buf<T>(nl_ * C, kWorkspace);
+    dbuf_b_ = Buf<T>(nl_ * C, kWorkspace);
   }
   T* d = dbuf_a_.data();   // gradient w.r.t. the current layer's output
   T* dn = dbuf_b_.data();  // gradient w.r.t. its input
   const T* last = m.layers.empty() ? m.in.data() : m.layers.back().out.data();
   if (spec_.has_head) {
-    Buf<T> full(n_ * C, MemCategory::kBuffers);   // [N, C] gathered final LayerNorm output
-    Buf<T> dfull(n_ * C, MemCategory::kBuffers);  // [N, C] partial d lnf
+    Buf<T> full = gather_buffer();  // [N, C] gathered final LayerNorm output
+    Buf<T> dfull(n_ * C, kWorkspace);  // [N, C] partial d lnf
     gather_rows(m.lnf.data(), full.data(), C);
     gemm(false, false, n_, C, vl_, T(1), m.dlogits.data(), vl_, p("wte"), C, T(0), dfull.data(), C);
     gemm(true, false, vl_, C, n_, T(1), m.dlogits.data(), vl_, full.data(), C, T(1), g("wte"), C);
     m.dlogits.release();
-    Buf<T> dlnf(nl_ * C, MemCategory::kBuffers);
+    Buf<T> dlnf(nl_ * C, kWorkspace);
     reduce_rows(dfull.data(), dlnf.data(), C);
     std::memset(d, 0, sizeof(T) * nl_ * C);
     layernorm_backward(d, g("lnf_w"), g("lnf_b"), dlnf.data(), last, p("lnf_w"), m.lnf_mean.data(),
@@ -529,21 +676,28 @@ const T* GptChunk<T>::backward(int64_t mb, const T* dout) {
   for (int64_t i = spec_.num_layers - 1; i >= 0; --i) {
     LayerActs& a = m.layers[static_cast<size_t>(i)];
     const T* in = i == 0 ? m.in.data() : m.layers[static_cast<size_t>(i - 1)].out.data();
-    if (spec_.recompute == Recompute::kFull) layer_forward(spec_.first_layer + i, in, a);
-    layer_backward(spec_.first_layer + i, in, a, d, dn);
+    if (spec_.recompute == Recompute::kFull) {
+      a.out.release();  // recomputed below; the backward does not need the old one
+      layer_forward(spec_.first_layer + i, in, a, m.key);
+    }
+    layer_backward(spec_.first_layer + i, in, a, d, dn, m.key);
     release_layer_internals(a);
     a.out.release();
     std::swap(d, dn);
   }
   if (spec_.has_embedding) {
     const int64_t B = spec_.micro_batch_size;
+    if (!m.emb_mask.empty()) {
+      const T sc = static_cast<T>(1.0 / (1.0 - cfg_.hidden_dropout));
+      for (int64_t i = 0; i < nl_ * C; ++i) d[i] = m.emb_mask[i] ? d[i] * sc : T(0);
+    }
     T* dwpe = g("wpe");
     const int64_t row0 = spec_.sequence_parallel ? spec_.tp_rank * nl_ : 0;
     for (int64_t r = 0; r < nl_; ++r) {
       const int64_t s = (row0 + r) / B;
       for (int64_t j = 0; j < C; ++j) dwpe[s * C + j] += d[r * C + j];
     }
-    Buf<T> full(n_ * C, MemCategory::kBuffers);  // [N, C]
+    Buf<T> full = gather_buffer();  // [N, C]
     gather_rows(d, full.data(), C);
     T* dwte = g("wte");
     const int64_t v0 = spec_.tp_rank * vl_;

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -44,7 +45,32 @@ struct GptConfig {
   int64_t moe_ffn = 0;     // F_e
   double capacity_factor = 1.0;
   bool moe() const { return experts > 1; }
+  // Dropout probabilities (model.hidden_dropout / model.attention_dropout), 0 <= p < 1.
+  double hidden_dropout = 0;     // embedding output, after the attention projection, after the MLP
+  double attention_dropout = 0;  // attention probabilities
 };
+
+// What the dropout masks of one micro-batch are drawn from. Each mask element is a pure function
+// (splitmix64 hash) of the seed, the global sample index (step * global batch + index in the
+// batch, so it also tells the step), the layer, the site and the element's global position
+// (token position and global feature, or global head, query and key position), never of the
+// rank or the sharding: every plan, and recomputation, draws the same masks.
+struct DropoutKey {
+  uint64_t seed = 0;
+  int64_t first_sample = 0;  // global sample index of the micro-batch's first sample
+};
+
+// Dropout sites, in the order Megatron applies them.
+enum class DropoutSite : uint64_t { kEmbedding = 1, kAttentionProbs = 2, kAttentionOutput = 3, kMlpOutput = 4 };
+
+// keep[rows, width] (1 = kept) for rows row0 .. row0 + rows - 1 of a [N, width] activation in
+// (sequence, batch) order with `batch` samples per micro-batch: element (n, j) is token position
+// n / batch of sample first_sample + n % batch, feature j.
+void dropout_rows_mask(uint8_t* keep, const DropoutKey& key, int64_t layer, DropoutSite site, int64_t row0,
+                       int64_t rows, int64_t width, int64_t batch, double p);
+// keep[S, S] of the attention probabilities of global head `head` of sample b of the micro-batch.
+void dropout_attention_mask(uint8_t* keep, const DropoutKey& key, int64_t layer, int64_t b, int64_t head, int64_t heads,
+                            int64_t seq, double p);
 
 // The real runtime runs architecture "gpt", dense or mixture of experts (num_experts > 1,
 // moe_top_k in [1, num_experts], moe_ffn_hidden_size default ffn_hidden_size); anything else is
@@ -161,9 +187,19 @@ class GptChunk {
   // Last chunk: targets[S*B]; every token's loss is weighted by loss_scale (1 / tokens per step)
   // and the weighted sum over this micro-batch is returned (0 on other chunks), plus, with MoE,
   // the chunk's layers' auxiliary losses weighted by loss_scale x tokens (realrt/moe.h).
-  double forward(int64_t mb, const int32_t* tokens, const int32_t* targets, const T* input, T loss_scale);
+  // `dropout` names the micro-batch's masks (unused when both probabilities are 0).
+  double forward(int64_t mb, const int32_t* tokens, const int32_t* targets, const T* input, T loss_scale,
+                 const DropoutKey& dropout = {});
   // Output activation [N_l, C] of micro-batch mb (not on the last chunk).
   const T* output(int64_t mb) const;
+  // Pipeline receive straight into the chunk's input activation, as Megatron keeps the received
+  // tensor as the stage's input: returns micro-batch mb's input [N_l, C] (not on the first
+  // chunk) for the caller to fill before forward(mb, ..., input = null, ...).
+  T* prepare_input(int64_t mb);
+  // Hands over micro-batch mb's output activation (not on the last chunk) for sending: the
+  // backward pass does not need it, so it lives only until the send completes (Megatron's
+  // deallocate_output_tensor). Empty when the chunk has no layers.
+  Buf<T> take_output(int64_t mb);
   // Backward pass of micro-batch mb: dout[N_l, C] (ignored on the last chunk). Gradients are added
   // into the bound gradient buffer; returns dinput[N_l, C] (null on the first chunk), valid until
   // the next call. Frees the micro-batch's activations.
@@ -179,20 +215,26 @@ class GptChunk {
     Buf<T> ln1_mean;   // [Nl]
     Buf<T> ln1_rstd;   // [Nl]
     Buf<T> qkv;        // [N, 3*CL] q | k | v of this rank's heads
-    Buf<T> att;        // [B, NHL, S, S] softmax probabilities (recompute none only)
+    Buf<T> att;        // [B, NHL, S, S] softmax probabilities (not with selective recompute)
+    Buf<uint8_t> att_mask;  // [B, NHL, S, S] attention dropout keep mask (idem, p > 0)
+    Buf<T> att_drop;   // [B, NHL, S, S] dropped-out probabilities, the input of P V (idem)
     Buf<T> atty;       // [N, CL]   attention output before the projection
+    Buf<uint8_t> mask1;  // [Nl, C] hidden dropout keep mask after the attention projection
     Buf<T> res2;       // [Nl, C]  residual after attention
     Buf<T> ln2;        // [Nl, C]
     Buf<T> ln2_mean;   // [Nl]
     Buf<T> ln2_rstd;   // [Nl]
     Buf<T> fch;        // [N, FL]  fc output before GeLU
     Buf<T> fch_gelu;   // [N, FL]
+    Buf<uint8_t> mask2;  // [Nl, C] hidden dropout keep mask after the MLP
     Buf<T> out;        // [Nl, C]  layer output (residual after the MLP)
     MoeActs<T> moe;    // MoE block (instead of fch, fch_gelu)
   };
 
   struct MbActs {
     Buf<T> in;                     // [Nl, C] chunk input (embedding output on the first chunk)
+    Buf<uint8_t> emb_mask;         // [Nl, C] embedding dropout keep mask (first chunk, p > 0)
+    DropoutKey key;
     std::vector<LayerActs> layers;
     Buf<T> lnf;                    // [Nl, C] final LayerNorm output (last chunk)
     Buf<T> lnf_mean, lnf_rstd;     // [Nl]
@@ -204,11 +246,20 @@ class GptChunk {
   MoeParams<T> moe_params(int64_t l);
   struct LayerParams;
   LayerParams layer_params(int64_t l);
-  void layer_forward(int64_t l, const T* in, LayerActs& a);
-  void layer_backward(int64_t l, const T* in, LayerActs& a, const T* dout, T* din);
+  void layer_forward(int64_t l, const T* in, LayerActs& a, const DropoutKey& key);
+  void layer_backward(int64_t l, const T* in, LayerActs& a, const T* dout, T* din, const DropoutKey& key);
+  // Masks of a hidden dropout site for this rank's rows (the sequence shard under SP).
+  void hidden_mask(Buf<uint8_t>& keep, const DropoutKey& key, int64_t layer, DropoutSite site);
+  // Attention dropout masks per (sample, local head): the kept ones, or regenerated into
+  // head_mask[S, S] on demand.
+  std::function<const uint8_t*(int64_t, int64_t)> attention_masks(const LayerActs& a, const DropoutKey& key,
+                                                                    int64_t l, Buf<uint8_t>& head_mask);
   void release_layer_internals(LayerActs& a);
   // Tensor-parallel regions (Megatron's f/g and their sequence-parallel forms).
   void gather_rows(const T* local, T* full, int64_t width);       // [Nl,w] -> [N,w]; identity w/o SP
+  // [N, C] for gather_rows: the all-gather buffer of sequence parallelism (Megatron's global
+  // memory buffer, a communication buffer), else compute workspace.
+  Buf<T> gather_buffer() const;
   void reduce_rows(T* partial, T* local, int64_t width);          // [N,w] partial -> [Nl,w] summed
   void all_reduce_if_tp(T* buf, int64_t n);
 

@@ -31,8 +31,9 @@ ChunkSpec whole(const GptConfig& c, int64_t batch, Recompute r = Recompute::kNon
 }
 
 // Loss of the double-precision model on one fixed batch (mean over tokens).
-double loss_of(GptChunk<double>& m, const std::vector<int32_t>& tok, const std::vector<int32_t>& tgt, double scale) {
-  const double l = m.forward(0, tok.data(), tgt.data(), nullptr, scale);
+double loss_of(GptChunk<double>& m, const std::vector<int32_t>& tok, const std::vector<int32_t>& tgt, double scale,
+               const DropoutKey& key) {
+  const double l = m.forward(0, tok.data(), tgt.data(), nullptr, scale, key);
   m.discard(0);
   return l;
 }
@@ -43,10 +44,14 @@ double loss_of(GptChunk<double>& m, const std::vector<int32_t>& tok, const std::
 // 1e-9: the central difference's truncation error is O(h^2) ~ 1e-12 and its rounding error about
 // 1e-16 * L / h ~ 4e-10 for a loss near ln(32) = 3.5, so 1e-9 absolute leaves a margin of two
 // and a half; a wrong formula is off by far more (a missing factor or term moves the gradient
-// by its own size, >= 1e-4 here).
+// by its own size, >= 1e-4 here). Without dropout, and with hidden and attention dropout 0.3
+// (the masks are a function of the key, so they are the same in every evaluation).
 TEST(GptGradCheck, BackwardMatchesCentralDifferencesInFp64) {
+  for (const double drop : {0.0, 0.3})
   for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
-    const GptConfig c = tiny();
+    GptConfig c = tiny();
+    c.hidden_dropout = c.attention_dropout = drop;
+    const DropoutKey key{9, 4};
     const int64_t B = 2;
     const ChunkSpec spec = whole(c, B, r);
     GptChunk<double> m(c, spec, nullptr);
@@ -61,7 +66,7 @@ TEST(GptGradCheck, BackwardMatchesCentralDifferencesInFp64) {
     std::vector<int32_t> tok(c.seq * B), tgt(c.seq * B);
     synthetic_batch(tok.data(), tgt.data(), 3, 0, B, c.seq, c.vocab);
     const double scale = 1.0 / static_cast<double>(c.seq * B);
-    m.forward(0, tok.data(), tgt.data(), nullptr, scale);
+    m.forward(0, tok.data(), tgt.data(), nullptr, scale, key);
     m.backward(0, nullptr);
     const double h = 1e-6;
     double worst = 0;
@@ -72,15 +77,15 @@ TEST(GptGradCheck, BackwardMatchesCentralDifferencesInFp64) {
         if (p.name == "wte") i = p.offset + tok[k] * c.hidden + k;  // rows that are used
         const double saved = params[i];
         params[i] = saved + h;
-        const double up = loss_of(m, tok, tgt, scale);
+        const double up = loss_of(m, tok, tgt, scale, key);
         params[i] = saved - h;
-        const double down = loss_of(m, tok, tgt, scale);
+        const double down = loss_of(m, tok, tgt, scale, key);
         params[i] = saved;
         const double numeric = (up - down) / (2 * h);
         const double err = std::abs(grads[i] - numeric);
         EXPECT_LE(err, 1e-6 * std::abs(numeric) + 1e-9)
             << p.name << "[" << i - p.offset << "] analytic " << grads[i] << " numeric " << numeric
-            << " recompute " << to_string(r);
+            << " recompute " << to_string(r) << " dropout " << drop;
         worst = std::max(worst, err);
         ++checked;
       }
@@ -193,9 +198,12 @@ TEST(MoeBlock, RoutesTopKWithinCapacityInTokenOrder) {
   for (int64_t e = 0; e < 4; ++e) EXPECT_LE(kept[e], d.capacity);
 }
 
-// Recompute changes what is stored, never the result: fp32 gradients are bitwise equal.
+// Recompute changes what is stored, never the result: fp32 gradients are bitwise equal (with
+// dropout, so recomputation must regenerate the same masks).
 TEST(GptRecompute, SelectiveAndFullGiveIdenticalGradients) {
   GptConfig c = tiny();
+  c.hidden_dropout = 0.1;
+  c.attention_dropout = 0.2;
   std::vector<std::vector<float>> all;
   for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
     const ChunkSpec spec = whole(c, 2, r);
@@ -205,7 +213,7 @@ TEST(GptRecompute, SelectiveAndFullGiveIdenticalGradients) {
     m.bind(params.data(), grads.data());
     std::vector<int32_t> tok(c.seq * 2), tgt(c.seq * 2);
     synthetic_batch(tok.data(), tgt.data(), 5, 0, 2, c.seq, c.vocab);
-    m.forward(0, tok.data(), tgt.data(), nullptr, 0.01f);
+    m.forward(0, tok.data(), tgt.data(), nullptr, 0.01f, {5, 0});
     m.backward(0, nullptr);
     all.push_back(grads);
   }
@@ -240,6 +248,68 @@ TEST(GptInit, ShardsAreSlicesOfTheFullTensor) {
     const ParamInfo* ws = l.find("wte");
     for (int64_t i = 0; i < ws->size; ++i) ASSERT_EQ(sp[ws->offset + i], fp[w->offset + t * ws->size + i]);
   }
+}
+
+// Dropout masks: the kept fraction is 1 - p; a sequence shard of the rows (SP) or a later
+// micro-batch's rows are slices of the masks of the whole batch; another sample or layer
+// draws other masks.
+TEST(GptDropout, MasksDependOnPositionNotSharding) {
+  const int64_t S = 64, B = 2, C = 32;
+  const DropoutKey key{3, 10};
+  std::vector<uint8_t> all(S * B * C), part(S * C), other(S * B * C);
+  dropout_rows_mask(all.data(), key, 1, DropoutSite::kMlpOutput, 0, S * B, C, B, 0.25);
+  double kept = 0;
+  for (uint8_t k : all) kept += k;
+  EXPECT_NEAR(kept / static_cast<double>(all.size()), 0.75, 0.02);
+  // Rows 32..95 (a sequence shard of 2 under SP with tp 2).
+  dropout_rows_mask(part.data(), key, 1, DropoutSite::kMlpOutput, S, S, C, B, 0.25);
+  for (int64_t i = 0; i < S * C; ++i) ASSERT_EQ(part[i], all[S * C + i]);
+  // Sample 11 alone (micro-batch of 1 starting there) = column b = 1 of the batch of 2.
+  std::vector<uint8_t> one(S * C);
+  dropout_rows_mask(one.data(), DropoutKey{3, 11}, 1, DropoutSite::kMlpOutput, 0, S, C, 1, 0.25);
+  for (int64_t s = 0; s < S; ++s)
+    for (int64_t j = 0; j < C; ++j) ASSERT_EQ(one[s * C + j], all[(s * B + 1) * C + j]);
+  dropout_rows_mask(other.data(), key, 2, DropoutSite::kMlpOutput, 0, S * B, C, B, 0.25);
+  EXPECT_NE(other, all);
+  std::vector<uint8_t> h0(S * S), h0b(S * S), h1(S * S);
+  dropout_attention_mask(h0.data(), key, 0, 0, 0, 4, S, 0.1);
+  dropout_attention_mask(h0b.data(), key, 0, 0, 0, 4, S, 0.1);
+  dropout_attention_mask(h1.data(), key, 0, 0, 1, 4, S, 0.1);
+  EXPECT_EQ(h0, h0b);
+  EXPECT_NE(h0, h1);
+  // p = 0 keeps everything.
+  dropout_rows_mask(all.data(), key, 1, DropoutSite::kEmbedding, 0, S * B, C, B, 0.0);
+  for (uint8_t k : all) ASSERT_EQ(k, 1);
+}
+
+// Dropout is applied in training: the loss with p > 0 differs from p = 0, and the masks are
+// kept as 1 byte per element in the activations category (two hidden masks per layer and the
+// embedding's [N, C], the attention masks [B, NH, S, S] with the dropped probabilities).
+TEST(GptDropout, ChangesTheLossAndKeepsOneBytePerMaskElement) {
+  GptConfig c = tiny();
+  const int64_t B = 2, N = c.seq * B;
+  std::vector<int32_t> tok(N), tgt(N);
+  synthetic_batch(tok.data(), tgt.data(), 3, 0, B, c.seq, c.vocab);
+  auto run = [&](double p, int64_t* act_bytes) {
+    GptConfig cc = c;
+    cc.hidden_dropout = cc.attention_dropout = p;
+    const ChunkSpec spec = whole(cc, B);
+    GptChunk<float> m(cc, spec, nullptr);
+    std::vector<float> params(m.layout().total), grads(m.layout().total, 0.0f);
+    init_params(params.data(), m.layout(), cc, spec, 5);
+    m.bind(params.data(), grads.data());
+    const int64_t before = memory_counters().current_bytes[static_cast<int>(MemCategory::kActivations)];
+    const double loss = m.forward(0, tok.data(), tgt.data(), nullptr, 1.0f / static_cast<float>(N), {1, 0});
+    *act_bytes = memory_counters().current_bytes[static_cast<int>(MemCategory::kActivations)] - before;
+    m.discard(0);
+    return loss;
+  };
+  int64_t with = 0, without = 0;
+  const double l1 = run(0.1, &with), l0 = run(0.0, &without);
+  EXPECT_GT(std::abs(l1 - l0), 1e-4);
+  const int64_t masks = N * c.hidden * (1 + 2 * c.num_layers) + c.num_layers * B * c.heads * c.seq * c.seq;
+  const int64_t dropped_probs = c.num_layers * B * c.heads * c.seq * c.seq * 4;
+  EXPECT_EQ(with - without, masks + dropped_probs);
 }
 
 TEST(GptData, SyntheticStreamIsDeterministicAndInRange) {

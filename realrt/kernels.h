@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 
 namespace monarch::realrt {
 
@@ -151,32 +152,63 @@ void attention_probs(T* p, const T* qkv, int64_t bsz, int64_t s, int64_t nh, int
   causal_softmax_rows(p, s);
 }
 
-// out[N, CL] = per head softmax(Q K^T / sqrt(hd)) V. att[B,NH,S,S] keeps the probabilities when
-// not null (no recompute); otherwise scratch[S,S] holds them one head at a time.
+// Dropout of the attention probabilities of one head: pd[S,S] = p * keep / (1 - prob), as
+// Megatron (inverted dropout). keep_of(b, h) gives the head's [S,S] keep mask.
 template <typename T>
-void attention_forward(T* out, T* att, T* scratch, const T* qkv, int64_t bsz, int64_t s, int64_t nh, int64_t hd) {
+void dropout_apply(T* out, const T* in, const uint8_t* keep, T scale, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = keep[i] ? in[i] * scale : T(0);
+}
+
+// Per-head dropout masks of the attention probabilities, or none (keep_of empty).
+using HeadMask = std::function<const uint8_t*(int64_t b, int64_t h)>;
+
+// out[N, CL] = per head dropout(softmax(Q K^T / sqrt(hd))) V. att[B,NH,S,S] keeps the
+// probabilities when not null (no recompute); otherwise scratch[S,S] holds them one head at a
+// time. With dropout (keep_of set) att_drop[B,NH,S,S] keeps the dropped-out probabilities (or
+// scratch_drop[S,S] when null), scale = 1 / (1 - p).
+template <typename T>
+void attention_forward(T* out, T* att, T* scratch, const T* qkv, int64_t bsz, int64_t s, int64_t nh, int64_t hd,
+                       const HeadMask& keep_of = {}, T* att_drop = nullptr, T* scratch_drop = nullptr, T scale = T(1)) {
   const int64_t cl = nh * hd;
   for (int64_t b = 0; b < bsz; ++b) {
     for (int64_t h = 0; h < nh; ++h) {
       T* p = att ? att + (b * nh + h) * s * s : scratch;
       attention_probs(p, qkv, bsz, s, nh, hd, b, h);
+      const T* pv = p;
+      if (keep_of) {
+        T* pd = att_drop ? att_drop + (b * nh + h) * s * s : scratch_drop;
+        dropout_apply(pd, p, keep_of(b, h), scale, s * s);
+        pv = pd;
+      }
       const T* v = qkv + b * 3 * cl + 2 * cl + h * hd;
-      gemm(false, false, s, hd, s, T(1), p, s, v, bsz * 3 * cl, T(0), out + b * cl + h * hd, bsz * cl);
+      gemm(false, false, s, hd, s, T(1), pv, s, v, bsz * 3 * cl, T(0), out + b * cl + h * hd, bsz * cl);
     }
   }
 }
 
-// dqkv[N, 3*CL] (overwritten) from dout[N, CL]. att as saved by the forward pass, or null to
-// recompute the probabilities (selective recompute) into scratch_p[S,S]; scratch_d is [S,S].
+// dqkv[N, 3*CL] (overwritten) from dout[N, CL]. att (and att_drop with dropout) as saved by the
+// forward pass, or null to recompute the probabilities (selective recompute) into scratch_p[S,S]
+// (and scratch_pd[S,S]); scratch_d is [S,S].
 template <typename T>
 void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att, T* scratch_p, T* scratch_d,
-                        int64_t bsz, int64_t s, int64_t nh, int64_t hd) {
+                        int64_t bsz, int64_t s, int64_t nh, int64_t hd, const HeadMask& keep_of = {},
+                        const T* att_drop = nullptr, T* scratch_pd = nullptr, T drop_scale = T(1)) {
   const int64_t cl = nh * hd, ld = bsz * 3 * cl, ldo = bsz * cl;
   const T scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(hd)));
   for (int64_t b = 0; b < bsz; ++b) {
     for (int64_t h = 0; h < nh; ++h) {
       const T* p = att ? att + (b * nh + h) * s * s : scratch_p;
       if (!att) attention_probs(scratch_p, qkv, bsz, s, nh, hd, b, h);
+      const uint8_t* keep = keep_of ? keep_of(b, h) : nullptr;
+      const T* pv = p;  // what multiplied V in the forward pass
+      if (keep) {
+        if (att_drop) {
+          pv = att_drop + (b * nh + h) * s * s;
+        } else {
+          dropout_apply(scratch_pd, p, keep, drop_scale, s * s);
+          pv = scratch_pd;
+        }
+      }
       const T* q = qkv + b * 3 * cl + h * hd;
       const T* k = q + cl;
       const T* v = q + 2 * cl;
@@ -185,8 +217,9 @@ void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att, T* s
       T* dk = dq + cl;
       T* dv = dq + 2 * cl;
       T* dp = scratch_d;
-      gemm(false, true, s, s, hd, T(1), d, ldo, v, ld, T(0), dp, s);   // dP[S,S] = dO V^T
-      gemm(true, false, s, hd, s, T(1), p, s, d, ldo, T(0), dv, ld);   // dV[S,hd] = P^T dO
+      gemm(false, true, s, s, hd, T(1), d, ldo, v, ld, T(0), dp, s);   // dPv[S,S] = dO V^T
+      gemm(true, false, s, hd, s, T(1), pv, s, d, ldo, T(0), dv, ld);  // dV[S,hd] = Pv^T dO
+      if (keep) dropout_apply(dp, dp, keep, drop_scale, s * s);        // dP = dPv * keep / (1 - p)
       for (int64_t i = 0; i < s; ++i) {                                 // dScores = P * (dP - rowsum(P dP))
         T dot = 0;
         for (int64_t j = 0; j <= i; ++j) dot += p[i * s + j] * dp[i * s + j];

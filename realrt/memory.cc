@@ -16,9 +16,8 @@ void reset_memory_peaks() {
   c.at_peak_bytes = c.current_bytes;
 }
 
-void count_alloc(MemCategory category, int64_t bytes) {
+void count_alloc(int i, int64_t bytes) {
   auto& c = memory_counters();
-  const int i = static_cast<int>(category);
   c.current_bytes[i] += bytes;
   c.peak_bytes[i] = std::max(c.peak_bytes[i], c.current_bytes[i]);
   c.current_total_bytes += bytes;
@@ -28,11 +27,11 @@ void count_alloc(MemCategory category, int64_t bytes) {
   }
 }
 
-void count_free(MemCategory category, int64_t bytes) {
+void count_free(int i, int64_t bytes) {
   auto& c = memory_counters();
-  c.current_bytes[static_cast<int>(category)] -= bytes;
+  c.current_bytes[i] -= bytes;
   c.current_total_bytes -= bytes;
-  assert(c.current_bytes[static_cast<int>(category)] >= 0);
+  assert(c.current_bytes[i] >= 0);
 }
 
 }  // namespace monarch::realrt

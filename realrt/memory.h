@@ -16,33 +16,38 @@ namespace monarch::realrt {
 
 inline constexpr int kNumMemCategories = 5;
 
-// Bytes held now and at most so far, per category and in total (process-wide, one thread).
+// Compute workspace: transient tensors of the forward and backward passes that are none of the
+// memory model's five categories, as PyTorch autograd's temporaries are not: activation
+// gradients, partial sums of a row-parallel linear before its reduction, one head's attention
+// scratch. Counted apart (slot kWorkspaceSlot) and in the total, reported as workspace_bytes.
+struct Workspace {};
+inline constexpr Workspace kWorkspace{};
+inline constexpr int kWorkspaceSlot = kNumMemCategories;
+inline constexpr int kNumMemSlots = kNumMemCategories + 1;
+
+// Bytes held now and at most so far, per category (then the workspace) and in total
+// (process-wide, one thread).
 struct MemoryCounters {
-  std::array<int64_t, kNumMemCategories> current_bytes{};
-  std::array<int64_t, kNumMemCategories> peak_bytes{};
+  std::array<int64_t, kNumMemSlots> current_bytes{};
+  std::array<int64_t, kNumMemSlots> peak_bytes{};
   int64_t current_total_bytes = 0;
   int64_t peak_total_bytes = 0;
-  // Category breakdown at the moment the total peaked.
-  std::array<int64_t, kNumMemCategories> at_peak_bytes{};
+  // Breakdown at the moment the total peaked.
+  std::array<int64_t, kNumMemSlots> at_peak_bytes{};
 };
 
 MemoryCounters& memory_counters();
 void reset_memory_peaks();  // peaks := current (e.g. after initialisation)
-void count_alloc(MemCategory category, int64_t bytes);
-void count_free(MemCategory category, int64_t bytes);
+void count_alloc(int slot, int64_t bytes);
+void count_free(int slot, int64_t bytes);
 
 // An owned, zero-initialised array of T counted under one category.
 template <typename T>
 class Buf {
  public:
   Buf() = default;
-  Buf(int64_t n, MemCategory category) : n_(n), category_(category) {
-    assert(n >= 0);
-    if (n_ > 0) {
-      data_.reset(new T[static_cast<size_t>(n_)]());
-      count_alloc(category_, bytes());
-    }
-  }
+  Buf(int64_t n, MemCategory category) : Buf(n, static_cast<int>(category)) {}
+  Buf(int64_t n, Workspace) : Buf(n, kWorkspaceSlot) {}
   Buf(const Buf&) = delete;
   Buf& operator=(const Buf&) = delete;
   Buf(Buf&& o) noexcept { *this = std::move(o); }
@@ -51,14 +56,14 @@ class Buf {
       release();
       data_ = std::move(o.data_);
       n_ = std::exchange(o.n_, 0);
-      category_ = o.category_;
+      slot_ = o.slot_;
     }
     return *this;
   }
   ~Buf() { release(); }
 
   void release() {
-    if (data_) count_free(category_, bytes());
+    if (data_) count_free(slot_, bytes());
     data_.reset();
     n_ = 0;
   }
@@ -72,12 +77,19 @@ class Buf {
   int64_t size() const { return n_; }
   int64_t bytes() const { return n_ * static_cast<int64_t>(sizeof(T)); }
   bool empty() const { return n_ == 0; }
-  MemCategory category() const { return category_; }
+  bool is_workspace() const { return slot_ == kWorkspaceSlot; }
 
  private:
+  Buf(int64_t n, int slot) : n_(n), slot_(slot) {
+    assert(n >= 0);
+    if (n_ > 0) {
+      data_.reset(new T[static_cast<size_t>(n_)]());
+      count_alloc(slot_, bytes());
+    }
+  }
   std::unique_ptr<T[]> data_;
   int64_t n_ = 0;
-  MemCategory category_ = MemCategory::kActivations;
+  int slot_ = static_cast<int>(MemCategory::kActivations);
 };
 
 }  // namespace monarch::realrt

@@ -15,8 +15,10 @@ namespace monarch::realrt {
 namespace {
 
 // The worker's default model (realrt/parity_worker.cc): 4 layers, hidden 128, 4 heads, ffn 512,
-// vocab 256, sequence 64; global batch 4, micro-batch 1, seed 1, 10 steps.
-GptConfig parity_model() { return GptConfig{4, 128, 4, 512, 256, 64}; }
+// vocab 256, sequence 64, hidden and attention dropout 0.1; global batch 4, micro-batch 1,
+// seed 1, 10 steps. The dropout masks depend on the sample and position only, so every plan
+// must draw the same ones as the single process.
+GptConfig parity_model() { return GptConfig{4, 128, 4, 512, 256, 64, 0.1, 0.1}; }
 TrainSettings parity_training() {
   TrainSettings t;
   t.global_batch_size = 4;

@@ -22,6 +22,8 @@ int main(int argc, char** argv) {
   CLI::App app{"realrt parity worker"};
   RuntimeConfig cfg;
   cfg.model = {4, 128, 4, 512, 256, 64};
+  cfg.model.hidden_dropout = 0.1;  // Megatron's GPT defaults: the parity covers the dropout masks
+  cfg.model.attention_dropout = 0.1;
   cfg.train.global_batch_size = 4;
   cfg.train.micro_batch_size = 1;
   cfg.train.steps = 10;
@@ -50,6 +52,8 @@ int main(int argc, char** argv) {
   app.add_option("--moe-ffn", cfg.model.moe_ffn);
   app.add_option("--capacity-factor", cfg.model.capacity_factor);
   app.add_option("--ep", cfg.plan.ep);
+  app.add_option("--hidden-dropout", cfg.model.hidden_dropout);
+  app.add_option("--attention-dropout", cfg.model.attention_dropout);
   app.add_option("--out", out);
   app.add_option("--fault", fault, "crash | hang");
   app.add_option("--fault-rank", fault_rank);

@@ -24,9 +24,9 @@ std::vector<double> train_single_process(const GptConfig& cfg, const TrainSettin
     grads.zero();
     double loss = 0;
     for (int64_t mb = 0; mb < num_mb; ++mb) {
-      synthetic_batch(tokens.data(), targets.data(), t.seed, first_sample(t, 1, step, 0, mb), t.micro_batch_size,
-                      cfg.seq, cfg.vocab);
-      loss += model.forward(mb, tokens.data(), targets.data(), nullptr, loss_scale);
+      const int64_t sample0 = first_sample(t, 1, step, 0, mb);
+      synthetic_batch(tokens.data(), targets.data(), t.seed, sample0, t.micro_batch_size, cfg.seq, cfg.vocab);
+      loss += model.forward(mb, tokens.data(), targets.data(), nullptr, loss_scale, {t.seed, sample0});
       model.backward(mb, nullptr);
     }
     adam_update(params.data(), grads.data(), m.data(), v.data(), n, step + 1);

@@ -198,6 +198,7 @@ nlohmann::json run_output_json(const BackendResult& result, int64_t first_step, 
     nlohmann::json mem;
     for (size_t i = 0; i < r.peak_bytes.size(); ++i)
       mem[std::string(to_string(static_cast<MemCategory>(i))) + "_bytes"] = r.peak_bytes[i];
+    mem["workspace_bytes"] = r.peak_workspace_bytes;
     mem["total_bytes"] = r.peak_total_bytes;
     e["peak_memory"] = mem;
     rs.push_back(e);

@@ -59,7 +59,8 @@ struct RankSummary {
   std::vector<CommEntry> communication;  // wire bytes / count / time per step
   std::vector<int64_t> size_bytes;       // per entry of communication: NCCL size bytes per step
   std::vector<double> peak_bytes;        // per MemCategory (weights .. buffers)
-  double peak_total_bytes = 0;
+  double peak_total_bytes = 0;           // all of them and the compute workspace
+  double peak_workspace_bytes = 0;       // compute workspace (realrt/memory.h), no model category
 };
 
 // {"format": "monarch-run-result/1", "first_step", "result": <result_to_json>, "ranks": [...]}
