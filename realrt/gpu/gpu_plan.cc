@@ -24,6 +24,22 @@ Problems check_gpu_plan(const Plan& plan) {
   return pr;
 }
 
+Problems check_gpu_model(const ModelConfig& m) {
+  Problems pr;
+  auto dropout = [&](const char* key, double p) {
+    if (p > 0)
+      pr.push_back({std::string("/model/") + key, "found " + std::to_string(p) +
+                                                      " (gpt defaults to 0.1), the GPU runtime has no dropout yet; set 0 "
+                                                      "or use --device cpu"});
+  };
+  dropout("hidden_dropout", m.hidden_dropout_p());
+  dropout("attention_dropout", m.attention_dropout_p());
+  if (m.is_moe())
+    pr.push_back({"/model/num_experts", "found " + std::to_string(m.num_experts) +
+                                            ", the GPU runtime trains dense models only yet; use --device cpu"});
+  return pr;
+}
+
 Expected<std::string> gpu_math_name(Precision precision, const std::string& choice, const std::string& where) {
   using E = Expected<std::string>;
   if (!choice.empty()) {

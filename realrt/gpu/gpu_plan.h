@@ -13,6 +13,11 @@ namespace monarch::realrt {
 // parallelism (any dp) with ZeRO 0 and no recompute; tp, pp, cp, ep and vpp must be 1.
 Problems check_gpu_plan(const Plan& plan);
 
+// Problems naming each part of the model the GPU runtime does not train yet: dropout
+// (/model/hidden_dropout, /model/attention_dropout must be 0; gpt defaults to 0.1) and mixture
+// of experts (/model/num_experts).
+Problems check_gpu_model(const ModelConfig& model);
+
 // The matrix-product math for a run: `choice` ("fp32", "tf32", "bf16"; empty: from the
 // scenario's training.precision, fp32 -> "fp32", bf16 -> "bf16"). fp16 and fp8 are refused,
 // naming /training/precision. Returns the name; problems name `where` or the JSON path.

@@ -13,6 +13,22 @@ TEST(GpuPlan, RunsDataParallelPlans) {
   EXPECT_TRUE(check_gpu_plan(p).empty());
 }
 
+TEST(GpuPlan, RefusesDropoutAndExpertsNamingTheKey) {
+  ModelConfig m;
+  m.architecture = Architecture::kGpt;  // dropout 0.1 / 0.1 by default
+  Problems pr = check_gpu_model(m);
+  ASSERT_EQ(pr.size(), 2u);
+  EXPECT_EQ(pr[0].where, "/model/hidden_dropout");
+  EXPECT_EQ(pr[1].where, "/model/attention_dropout");
+  m.hidden_dropout = 0;
+  m.attention_dropout = 0;
+  EXPECT_TRUE(check_gpu_model(m).empty());
+  m.num_experts = 8;
+  pr = check_gpu_model(m);
+  ASSERT_EQ(pr.size(), 1u);
+  EXPECT_EQ(pr[0].where, "/model/num_experts");
+}
+
 TEST(GpuPlan, RefusesEachUnsupportedDegreeNamingIt) {
   Plan p;
   p.tp = 2;

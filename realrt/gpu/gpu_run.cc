@@ -145,6 +145,7 @@ int run_gpu_main(const RunInput& in, const GpuRunOptions& opt) {
     local_rank = (*env)->local_rank;  // OMPI_COMM_WORLD_LOCAL_RANK under mpirun
   }
   if (Problems pr = check_gpu_plan(in.graph.plan); !pr.empty()) return fail(pr, 2);
+  if (Problems pr = check_gpu_model(in.scenario.model); !pr.empty()) return fail(pr, 2);
   if (in.graph.world_size != world)
     return fail({{"--device gpu", "the plan needs " + std::to_string(in.graph.world_size) + " ranks, this launch has " +
                                       std::to_string(world)}},
