@@ -296,7 +296,14 @@ MemoryBreakdown stage_memory(const ModelShape& m, const Scenario& sc, const Plan
   // Temporary buffers.
   double buffers = 0;
   const ParameterCounts pc = parameter_counts(m);
-  if (plan.zero_stage >= 3) buffers += 2.0 * sb.weights * static_cast<double>(pc.per_layer) / t;  // gathered layer + prefetch
+  if (plan.zero_stage >= 3) {
+    // DeepSpeed ZeRO-3: gathered parameters stay live up to stage3_max_live_parameters (never
+    // fewer than a layer and its prefetched successor), and gradients leave through the reduce
+    // bucket as in ZeRO-2.
+    const double layer_pair = 2.0 * static_cast<double>(pc.per_layer) / t;
+    const double live = std::max(std::min(kZero3MaxLiveParameters, params.total()), std::min(layer_pair, params.total()));
+    buffers += sb.weights * live + sb.weights * std::min(kZeroReduceBucketElements, params.total());
+  }
   if (plan.zero_stage == 2)  // DeepSpeed's gradient reduction bucket
     buffers += sb.weights * std::min(kZeroReduceBucketElements, params.total());
   if (plan.tp > 1 && plan.sequence_parallel) buffers += e * T * h;  // all-gathered layer input

@@ -185,6 +185,10 @@ MemoryBreakdown stage_memory(const ModelShape& m, const Scenario& s, const Plan&
 // elements (DeepSpeed config default 5e8, "zero_optimization.reduce_bucket_size"), in the
 // gradients' element type; a stage with fewer parameters fills at most that many.
 inline constexpr double kZeroReduceBucketElements = 5e8;
+// DeepSpeed ZeRO-3 keeps gathered parameters live until this many are (config
+// "zero_optimization.stage3_max_live_parameters", default 1e9): a stage with fewer parameters
+// ends up with all of them gathered, as FSDP without per-layer wrapping.
+inline constexpr double kZero3MaxLiveParameters = 1e9;
 
 // Memory a framework leaves unusable: CUDA context and library handles, NCCL channel buffers,
 // and fragmentation of the caching allocator.
