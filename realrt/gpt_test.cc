@@ -137,9 +137,9 @@ TEST(GptGradCheck, MixtureOfExpertsBackwardMatchesCentralDifferencesInFp64) {
         if (p.name == "wte") i = p.offset + tok[k] * c.hidden + k;
         const double saved = params[i];
         params[i] = saved + h;
-        const double up = loss_of(m, tok, tgt, scale);
+        const double up = loss_of(m, tok, tgt, scale, {});
         params[i] = saved - h;
-        const double down = loss_of(m, tok, tgt, scale);
+        const double down = loss_of(m, tok, tgt, scale, {});
         params[i] = saved;
         const double numeric = (up - down) / (2 * h);
         EXPECT_LE(std::abs(grads[i] - numeric), 1e-6 * std::abs(numeric) + 1e-9)

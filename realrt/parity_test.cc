@@ -18,7 +18,12 @@ namespace {
 // vocab 256, sequence 64, hidden and attention dropout 0.1; global batch 4, micro-batch 1,
 // seed 1, 10 steps. The dropout masks depend on the sample and position only, so every plan
 // must draw the same ones as the single process.
-GptConfig parity_model() { return GptConfig{4, 128, 4, 512, 256, 64, 0.1, 0.1}; }
+GptConfig parity_model() {
+  GptConfig c{4, 128, 4, 512, 256, 64};
+  c.hidden_dropout = 0.1;
+  c.attention_dropout = 0.1;
+  return c;
+}
 TrainSettings parity_training() {
   TrainSettings t;
   t.global_batch_size = 4;
