@@ -147,7 +147,7 @@ void check_timeline(const std::string& scenario_file, int np, const std::string&
       if (s["stream"] == "compute") compute.push_back({t0, t1});
       if (cat == "compute") (nm.rfind("fwd", 0) == 0 ? fwd : bwd) += 1;
       if (cat == "optimizer") ++opt;
-      if (cat == "collective" && nm.find(" embedding") == std::string::npos) collectives.insert(nm);
+      if (cat == "collective") collectives.insert(nm);
     }
     EXPECT_EQ(fwd, per_rank_passes) << "rank " << rank;
     EXPECT_EQ(bwd, per_rank_passes) << "rank " << rank;

@@ -334,7 +334,7 @@ Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan, const Lower
     // that layer is done (overlap_grad_reduce). Every other step is one task per chunk.
     const bool split_first_fwd = zero12 && plan.overlap_param_gather && !costs.layer_param_gather.empty();
     const bool split_last_bwd = !zero3 && plan.overlap_grad_reduce && !costs.layer_grad_reduce.empty();
-    Deps reduce_hold;  // ZeRO-2 without overlap_grad_reduce: the next step waits for the reduction
+    Deps reduce_hold;  // ZeRO-2: the next step waits for the previous micro-batch's reductions
     std::vector<std::vector<Deps>> layer_gather(static_cast<size_t>(V));  // [chunk][layer in chunk]
     std::vector<Deps> start_gather(static_cast<size_t>(V));               // embedding / output gathers
     if (zero12 && plan.overlap_param_gather)
@@ -596,6 +596,7 @@ Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan, const Lower
           const int32_t t = note(b.compute(Phase::kBackward, OpKind::kOutputLoss, costs.output_bwd, -1, 0, c32, mb, cur));
           cur = post_comm(costs.output_bwd_comm, Phase::kBackward, c32, mb, t, cur);
         }
+        const size_t reduces_before = grad_reduces.size();  // this micro-batch's reductions follow
         if (zero3)
           cur = run_layers(Phase::kBackward, first_layer, n, c32, mb, cur, true, first_compute,
                            [&](int64_t l, int64_t j) { return z3_before(i, n, l, j); },
@@ -623,7 +624,10 @@ Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan, const Lower
         if (zero2) {
           const Deps r = reduce_chunk(k, mb, cur, !split);
           append(grad_reduces, r);
-          if (!plan.overlap_grad_reduce) reduce_hold = r;
+          // DeepSpeed stage 2 waits for a micro-batch's reductions at the end of its backward
+          // (independent_gradient_partition_epilogue synchronizes the reduction stream), so they
+          // overlap that backward only, as the cost model counts them: the next step waits.
+          reduce_hold.assign(grad_reduces.begin() + static_cast<std::ptrdiff_t>(reduces_before), grad_reduces.end());
         } else if (!zero3 && plan.overlap_grad_reduce && last_of_chunk) {
           append(grad_reduces, reduce_chunk(k, -1, cur, !split));
         }
