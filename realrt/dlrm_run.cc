@@ -9,41 +9,11 @@
 #include <fstream>
 
 #include "core/cost_model.h"
+#include "realrt/dlrm_mpi_comm.h"
 #include "realrt/run_io.h"
 #include "strategies/dlrm_sharding.h"
 
 namespace monarch::realrt {
-
-namespace {
-
-class MpiDlrmComm : public DlrmComm {
- public:
-  int rank() const override {
-    int r = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &r);
-    return r;
-  }
-  int size() const override {
-    int n = 0;
-    MPI_Comm_size(MPI_COMM_WORLD, &n);
-    return n;
-  }
-  void alltoallv(const std::vector<float>& send, const std::vector<int>& scount, std::vector<float>& recv,
-                 const std::vector<int>& rcount) override {
-    std::vector<int> sdisp(scount.size(), 0), rdisp(rcount.size(), 0);
-    for (size_t i = 1; i < scount.size(); ++i) {
-      sdisp[i] = sdisp[i - 1] + scount[i - 1];
-      rdisp[i] = rdisp[i - 1] + rcount[i - 1];
-    }
-    MPI_Alltoallv(send.data(), scount.data(), sdisp.data(), MPI_FLOAT, recv.data(), rcount.data(), rdisp.data(),
-                  MPI_FLOAT, MPI_COMM_WORLD);
-  }
-  void allreduce_sum(std::vector<float>& data) override {
-    MPI_Allreduce(MPI_IN_PLACE, data.data(), static_cast<int>(data.size()), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-  }
-};
-
-}  // namespace
 
 bool cpu_runs_plan(const DlrmShardingPlan& plan) {
   return std::none_of(plan.tables.begin(), plan.tables.end(),
@@ -234,14 +204,7 @@ int run_dlrm_scenario(const Scenario& sc_in, const std::string& sharding, int64_
         per_rank.push_back(e);
       }
       j["dlrm_send_bytes"] = per_rank;
-      const std::string tmp = output + ".tmp";
-      std::ofstream(tmp) << j.dump(1) << "\n";
-      std::error_code ec;
-      std::filesystem::rename(tmp, output, ec);
-      if (ec) {
-        std::fprintf(stderr, "monarch-run: error: --output: cannot write %s: %s\n", output.c_str(), ec.message().c_str());
-        status = 1;
-      }
+      if (!write_output_file(output, j)) status = 1;
     }
   }
   MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);

@@ -203,14 +203,7 @@ int main(int argc, char** argv) {
         std::printf("step %lld loss %.6f\n", static_cast<long long>(first_step + static_cast<int64_t>(i)), res.losses[i]);
       std::printf("iteration %.4f s, %.0f tokens/s\n", res.iteration_time_s, res.tokens_per_s);
       if (!output.empty()) {
-        const std::string tmp = output + ".tmp";
-        std::ofstream(tmp) << run_output_json(res, first_step, ranks).dump(1) << "\n";
-        std::error_code ec;
-        std::filesystem::rename(tmp, output, ec);
-        if (ec) {
-          std::fprintf(stderr, "monarch-run: error: --output: cannot write %s: %s\n", output.c_str(), ec.message().c_str());
-          status = 1;
-        }
+        if (!write_output_file(output, run_output_json(res, first_step, ranks))) status = 1;
       }
     }
     MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);

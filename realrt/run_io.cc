@@ -1,6 +1,9 @@
 #include "realrt/run_io.h"
 
+#include <cstdio>
+#include <filesystem>
 #include <fstream>
+
 #include <optional>
 #include <set>
 #include <sstream>
@@ -205,6 +208,21 @@ nlohmann::json run_output_json(const BackendResult& result, int64_t first_step, 
   }
   j["ranks"] = rs;
   return j;
+}
+
+bool write_output_file(const std::string& path, const nlohmann::json& j) {
+  const std::string tmp = path + ".tmp";
+  std::error_code ec;
+  {
+    std::ofstream f(tmp);
+    f << j.dump(1) << "\n";
+    if (!f) ec = std::make_error_code(std::errc::io_error);
+  }
+  if (!ec) std::filesystem::rename(tmp, path, ec);
+  if (!ec) return true;
+  std::filesystem::remove(tmp);
+  std::fprintf(stderr, "monarch-run: error: --output: cannot write %s: %s\n", path.c_str(), ec.message().c_str());
+  return false;
 }
 
 }  // namespace monarch::realrt

@@ -64,6 +64,10 @@ struct RankSummary {
 };
 
 // {"format": "monarch-run-result/1", "first_step", "result": <result_to_json>, "ranks": [...]}
+// Writes `j` to the --output path through `path`.tmp and a rename, so a reader never sees half a
+// file; false, after saying why on stderr, when it cannot.
+bool write_output_file(const std::string& path, const nlohmann::json& j);
+
 nlohmann::json run_output_json(const BackendResult& result, int64_t first_step, const std::vector<RankSummary>& ranks);
 inline constexpr const char* kRunOutputFormat = "monarch-run-result/1";
 

@@ -68,7 +68,7 @@ class DevBuf {
     if (n_ <= 0) return;
     MONARCH_CUDA_CHECK(cudaMalloc(&p_, static_cast<size_t>(bytes())));
     MONARCH_CUDA_CHECK(cudaMemset(p_, 0, static_cast<size_t>(bytes())));
-    count_alloc(category_, bytes());
+    count_alloc(static_cast<int>(category_), bytes());
   }
   DevBuf(const DevBuf&) = delete;
   DevBuf& operator=(const DevBuf&) = delete;
@@ -86,7 +86,7 @@ class DevBuf {
   void release() {
     if (p_) {
       MONARCH_CUDA_WARN(cudaFree(p_));
-      count_free(category_, bytes());
+      count_free(static_cast<int>(category_), bytes());
     }
     p_ = nullptr;
     n_ = 0;
