@@ -214,6 +214,26 @@ RunRecord make_record(const Scenario& s, const std::string& scenario_json, int64
   return rec;
 }
 
+#ifdef MONARCH_HAVE_SIMGRID
+// SimGrid on one lowered graph. On Ctrl-C or a problem: says so, sets `exit_status`
+// (kExitInterrupted / kExitInvalid) and returns nullopt.
+std::optional<BackendResult> simulate(const Scenario& s, const PlanGraph& g, const SimgridOptions& options,
+                                      int& exit_status) {
+  auto r = run_simgrid(s, g, options);
+  if (g_interrupted.load()) {
+    std::cerr << "\nmonarch-sim: interrupted; nothing was written\n";
+    exit_status = kExitInterrupted;
+    return std::nullopt;
+  }
+  if (!r) {
+    for (const auto& p : r.problems()) print_error(p.where, p.message);
+    exit_status = kExitInvalid;
+    return std::nullopt;
+  }
+  return std::move(r).value();
+}
+#endif
+
 // Recommendation models: embedding-table sharding plans (strategies/dlrm_sharding.h), ranked
 // by the analytical DLRM model; with SimGrid, the best few are lowered
 // (strategies/dlrm_lowering.h), simulated and re-ranked as LLM plans are. Written to the result
@@ -260,15 +280,9 @@ int run_dlrm(const Scenario& s, const RunOptions& opts, const std::vector<Backen
         for (const auto& p : pr) print_error("lowering " + per_plan[i].entries.front().sharding, p.to_string());
         return 1;
       }
-      auto r = run_simgrid(s, *g, sg_options);
-      if (g_interrupted.load()) {
-        std::cerr << "\nmonarch-sim: interrupted; nothing was written\n";
-        return kExitInterrupted;
-      }
-      if (!r) {
-        for (const auto& p : r.problems()) print_error(p.where, p.message);
-        return kExitInvalid;
-      }
+      int sim_status = 0;
+      auto r = simulate(s, *g, sg_options, sim_status);
+      if (!r) return sim_status;
       // "Tokens" are samples for a recommendation model, as in the analytical result.
       r->tokens_per_s = r->iteration_time_s > 0 ? s.training.global_batch_size / r->iteration_time_s : 0;
       if (i == 0) traced = *r;
@@ -504,15 +518,9 @@ int cmd_run(const RunOptions& opts) {
         for (const auto& p : g.problems()) print_error("lowering " + short_plan(analytical[i].plan), p.to_string());
         return 1;
       }
-      auto r = run_simgrid(s, *g, sg_options);
-      if (g_interrupted.load()) {
-        std::cerr << "\nmonarch-sim: interrupted; nothing was written\n";
-        return kExitInterrupted;
-      }
-      if (!r) {
-        for (const auto& p : r.problems()) print_error(p.where, p.message);
-        return kExitInvalid;
-      }
+      int sim_status = 0;
+      auto r = simulate(s, *g, sg_options, sim_status);
+      if (!r) return sim_status;
       simgrid_results.emplace(i, std::move(r).value());
       if (i == 0) best_graph = std::move(g).value();
     }
