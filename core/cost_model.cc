@@ -430,16 +430,16 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
   gemms[n_gemms++] = linear(c, T, (q + 2.0 * kv) / t, h, true);  // QKV
   gemms[n_gemms++] = linear(c, T, h, q / t, true);               // attention projection
   if (m.moe()) {
+    // Token flow (model_math.h MoeTokenFlow): the router sees the T / tp tokens of this rank's
+    // sequence shard; each of the E / ep local experts computes on its capacity slots from every
+    // rank of the EP group and of the ETP group (ep x etp x cap rows), 1/etp of its columns:
+    // the FLOPs per rank are the same for every etp.
+    const MoeTokenFlow f = moe_token_flow(m, p);
     const double E = static_cast<double>(m.experts);
-    const double ep = static_cast<double>(std::max<int64_t>(p.ep, 1));
-    const double local_experts = E / ep;
-    // Each local expert's rows: its capacity-sized buffer from every rank of the EP group.
-    const double tokens_per_expert = routed_tokens(m, T) * ep / E;
-    const double fe = static_cast<double>(m.expert_ffn);
     first_moe_gemm = n_gemms;
-    gemms[n_gemms++] = linear(c, T, E, h, false);  // router
-    gemms[n_gemms++] = linear(c, tokens_per_expert, (m.gated_mlp ? 2.0 : 1.0) * fe / t, h, true, local_experts);
-    gemms[n_gemms++] = linear(c, tokens_per_expert, h, fe / t, true, local_experts);
+    gemms[n_gemms++] = linear(c, f.routed_tokens, E, h, false);  // router
+    gemms[n_gemms++] = linear(c, f.rows_per_expert, (m.gated_mlp ? 2.0 : 1.0) * f.expert_ffn_local, h, true, f.local_experts);
+    gemms[n_gemms++] = linear(c, f.rows_per_expert, h, f.expert_ffn_local, true, f.local_experts);  // row-parallel partial sums
   } else {
     const double f = static_cast<double>(m.ffn);
     gemms[n_gemms++] = linear(c, T, (m.gated_mlp ? 2.0 : 1.0) * f / t, h, true);  // fc1 (gate+up)
@@ -504,10 +504,9 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
   const double mask = m.dropout ? 1.0 : 0.0;
   ew += 2.0 * (3.0 * e + mask) * h * T_rep;    // two (bias-dropout-)residual adds
   if (m.moe()) {
-    const double fe = static_cast<double>(m.expert_ffn) / t;
-    const double routed = routed_tokens(m, T);
-    const double moe_ew = (m.gated_mlp ? 3.0 : 2.0) * e * fe * routed  // activation
-                          + 4.0 * e * h * routed;                      // permute and unpermute
+    const MoeTokenFlow f = moe_token_flow(m, p);
+    const double moe_ew = (m.gated_mlp ? 3.0 : 2.0) * e * f.expert_ffn_local * f.expert_rows  // activation
+                          + 4.0 * e * h * f.dispatch_rows;  // permute and unpermute (this rank's routed copies)
     ew += moe_ew;
     // The block's share of the one fused elementwise pass below (no extra kernel gap).
     lc.moe_fwd.bytes += moe_ew;
@@ -616,18 +615,40 @@ LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape&
     out.cp_exposed_s = fwd_exposed * (full ? 2.0 : 1.0) + bwd_exposed;
   }
 
-  // --- expert parallel: token dispatch and combine
+  // --- expert parallel: token dispatch and combine, and the expert-TP gather / scatter
+  // (ETP_CONTRACT.md). Both sit on the critical path between attention and the experts (the
+  // experts need the tokens), so they are exposed, not overlapped. Their time is the layer's
+  // EP communication (TimeBreakdown::ep_comm holds the expert block's all-to-all and ETP time).
+  const MoeTokenFlow flow = moe_token_flow(m, p);
   if (m.moe() && p.ep > 1) {
     const GroupSpan span = group_span(GroupKind::kEp, p, gpn);
-    // NCCL size of one all-to-all: every rank sends capacity slots of every expert, padded
-    // (Megatron's drop-and-pad dispatch, moe_pad_expert_input_to_capacity), so the send buffer
-    // is E x capacity x h = routed_tokens x h; 1/ep of it to each EP peer (itself included).
-    const int64_t S = static_cast<int64_t>(e * routed_tokens(m, T) * h);
+    // NCCL size of one all-to-all: every rank sends capacity slots of every expert for the
+    // T / tp tokens it routes, padded (Megatron's drop-and-pad dispatch,
+    // moe_pad_expert_input_to_capacity), so the send buffer is E x cap x h; 1/ep of it to each
+    // EP peer (itself included).
+    const int64_t S = static_cast<int64_t>(e * flow.dispatch_rows * h);
     const double a2a = collective_time_s(CollectiveKind::kAllToAll, S, span, cl);
     const int32_t fwd_n = 2, bwd_n = 2 + (full ? 2 : 0);
     out.collectives.push_back({CollectiveKind::kAllToAll, GroupKind::kEp, S, fwd_n, 2, full ? 2 : 0, a2a});
-    out.ep_total_s = (fwd_n + bwd_n) * a2a;
-    out.ep_exposed_s = out.ep_total_s;
+    out.ep_total_s += (fwd_n + bwd_n) * a2a;
+    out.ep_exposed_s += (fwd_n + bwd_n) * a2a;
+  }
+  if (m.moe() && p.expert_tp() > 1) {
+    // Expert tensor parallel: after the dispatch every expert-TP rank all-gathers the rows of
+    // its etp peers (NCCL size: the gathered etp x E x cap x h tensor, as the TP sequence-parallel
+    // all-gather); after the experts the row-parallel fc2 partial sums are reduce-scattered back
+    // (same size). Backward: all-gather of the output gradients, reduce-scatter of the input
+    // gradients. Full recompute repeats the forward pair.
+    const GroupSpan span = group_span(GroupKind::kExpertTp, p, gpn);
+    const int64_t S = static_cast<int64_t>(e * flow.expert_rows * h);
+    const double ag = collective_time_s(CollectiveKind::kAllGather, S, span, cl);
+    const double rs = collective_time_s(CollectiveKind::kReduceScatter, S, span, cl);
+    const int32_t rec_n = full ? 1 : 0;
+    out.collectives.push_back({CollectiveKind::kAllGather, GroupKind::kExpertTp, S, 1, 1, rec_n, ag});
+    out.collectives.push_back({CollectiveKind::kReduceScatter, GroupKind::kExpertTp, S, 1, 1, rec_n, rs});
+    const double total = (2 + rec_n) * (ag + rs);
+    out.ep_total_s += total;
+    out.ep_exposed_s += total;
   }
 
   // --- embedding (first stage) and output layer + loss (last stage)
@@ -749,7 +770,22 @@ std::string plan_problem(const Scenario& sc, const Plan& p, const ModelShape& m)
   if (m.heads % p.tp != 0 || m.kv_heads % p.tp != 0) return "tensor parallel degree must divide the attention and key/value heads";
   if (m.layers < p.pp * p.vpp) return "fewer layers than pipeline stages x virtual stages";
   if (m.seq % p.cp != 0) return "context parallel degree must divide the sequence length";
-  if ((p.dp * p.cp) % p.ep != 0) return "expert parallel degree must divide dp x cp";
+  if (p.etp < 0) return "expert tensor parallel degree must be at least 1";
+  if ((p.tp * p.dp * p.cp) % (p.expert_tp() * p.ep) != 0) {
+    std::snprintf(buf, sizeof buf, "etp x ep = %lld x %lld must divide the ranks of a pipeline stage (tp x cp x dp = %lld)",
+                  static_cast<long long>(p.expert_tp()), static_cast<long long>(p.ep),
+                  static_cast<long long>(p.tp * p.cp * p.dp));
+    return buf;
+  }
+  if (!m.moe() && p.expert_tp() != p.tp) return "expert tensor parallelism needs a mixture-of-experts model";
+  if (m.moe() && m.expert_ffn % p.expert_tp() != 0) {
+    std::snprintf(buf, sizeof buf, "expert tensor parallel degree %lld must divide the expert FFN size %lld",
+                  static_cast<long long>(p.expert_tp()), static_cast<long long>(m.expert_ffn));
+    return buf;
+  }
+  if (m.moe() && p.tp > 1 && !p.sequence_parallel)
+    return "MoE with tensor parallelism needs sequence parallelism (Megatron's MoELayer: \"During training, performance may "
+           "degrade if MoE and tensor parallelism are enabled without also enabling sequence parallelism\")";
   if (m.moe() && m.experts % p.ep != 0) return "expert parallel degree must divide the number of experts";
   if (!m.moe() && p.ep > 1) return "expert parallelism needs a mixture-of-experts model";
   if (sc.training.global_batch_size % (p.micro_batch_size * p.dp) != 0)
@@ -908,7 +944,7 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
       if (detail) add_comm(it.comm, "all-reduce", "embedding", collective_wire_bytes(CollectiveKind::kAllReduce, bytes, 2), 1, ar);
     }
     const double shards_dense = p.zero_stage >= 1 ? static_cast<double>(dense_group) : 1.0;
-    const double shards_expert = p.zero_stage >= 1 ? static_cast<double>(dense_group) / static_cast<double>(p.ep) : 1.0;
+    const double shards_expert = p.zero_stage >= 1 ? static_cast<double>(group_size(GroupKind::kExpertDp, p)) : 1.0;
     opt_params = most.dense / shards_dense + most.expert / shards_expert;
     grad_params = p.zero_stage >= 2 ? opt_params : most.total();
   }

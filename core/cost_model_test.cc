@@ -398,6 +398,153 @@ TEST(LayerCosts, CapacityFactorSizesTheAllToAllAndTheExperts) {
   EXPECT_NEAR((more_flops - router_flops) / (one_flops - router_flops), 1.25, 1e-9);
 }
 
+// Expert tensor parallelism (ETP_CONTRACT.md): per rank and micro-batch, with T = mbs x seq / cp
+// and T_loc = T / tp routed tokens, cap = capacity(T_loc): dispatch / combine all-to-all of
+// E x cap x h elements over the EP group (2 forward, 2 backward), and with etp > 1 an all-gather
+// and a reduce-scatter of etp x E x cap x h elements over the expert-TP group (1 + 1 each way).
+Scenario moe_on(int64_t gpus) {
+  Scenario s = llama8b("H100-SXM", gpus);
+  s.model.vocab_size = 32000;
+  s.model.seq_length = 4096;
+  s.model.num_experts = 8;
+  s.model.moe_top_k = 2;
+  s.model.moe_capacity_factor = 1.25;
+  s.training.global_batch_size = 256;
+  return s;
+}
+
+struct ExpertCase {
+  int64_t tp, etp, ep, cp, mbs;
+};
+
+TEST(LayerCosts, ExpertTensorParallelBytesFollowTheContract) {
+  const Scenario s = moe_on(64);
+  const double h = 4096, E = 8, e = 2, fe = 14336;
+  for (const ExpertCase& x : {ExpertCase{1, 1, 8, 1, 1}, ExpertCase{2, 1, 4, 1, 1}, ExpertCase{1, 2, 2, 1, 2},
+                              ExpertCase{2, 2, 2, 2, 1}, ExpertCase{4, 2, 8, 1, 1}, ExpertCase{2, 4, 2, 2, 2},
+                              ExpertCase{8, 8, 1, 1, 1}}) {
+    for (Recompute rc : {Recompute::kNone, Recompute::kFull}) {
+      Plan p;
+      p.tp = x.tp;
+      p.etp = x.etp;
+      p.ep = x.ep;
+      p.cp = x.cp;
+      p.dp = 64 / (x.tp * x.cp);
+      p.micro_batch_size = x.mbs;
+      p.sequence_parallel = x.tp > 1;
+      p.recompute = rc;
+      const std::string what = "tp" + std::to_string(x.tp) + " etp" + std::to_string(x.etp) + " ep" + std::to_string(x.ep) +
+                               " cp" + std::to_string(x.cp) + " mbs" + std::to_string(x.mbs) + " " + to_string(rc);
+      ASSERT_TRUE(quick_estimate(s, p).reject_reason.empty() || quick_estimate(s, p).peak_memory_gib > 0) << what;
+      const double T = static_cast<double>(x.mbs) * 4096 / static_cast<double>(x.cp);
+      const double T_loc = T / static_cast<double>(x.tp);
+      const int64_t cap = moe_expert_capacity(static_cast<int64_t>(T_loc), 8, 2, 1.25);
+      const auto dispatch = static_cast<int64_t>(E * static_cast<double>(cap) * h * e);
+      const int64_t gathered = x.etp * dispatch;
+      const int32_t rec = rc == Recompute::kFull ? 1 : 0;
+      const LayerCosts L = layer_costs(s, p);
+      int found = 0;
+      for (const LayerCosts::Collective& c : L.collectives) {
+        if (c.group == GroupKind::kEp) {
+          ++found;
+          EXPECT_EQ(c.kind, CollectiveKind::kAllToAll) << what;
+          EXPECT_EQ(c.bytes, dispatch) << what;
+          EXPECT_EQ(c.forward_count, 2) << what;
+          EXPECT_EQ(c.backward_count, 2) << what;
+          EXPECT_EQ(c.recompute_count, 2 * rec) << what;
+        }
+        if (c.group == GroupKind::kExpertTp) {
+          ++found;
+          EXPECT_TRUE(c.kind == CollectiveKind::kAllGather || c.kind == CollectiveKind::kReduceScatter) << what;
+          EXPECT_EQ(c.bytes, gathered) << what;
+          EXPECT_EQ(c.forward_count, 1) << what;
+          EXPECT_EQ(c.backward_count, 1) << what;
+          EXPECT_EQ(c.recompute_count, rec) << what;
+          EXPECT_GT(c.time_s, 0) << what;
+        }
+      }
+      EXPECT_EQ(found, (x.ep > 1 ? 1 : 0) + (x.etp > 1 ? 2 : 0)) << what;
+      // Router on T_loc tokens; experts: E x cap rows through fc1 (gate + up, 2 fe) and fc2 (fe),
+      // whatever etp (each rank does etp x the rows on 1/etp of the columns).
+      const double flops = 2.0 * T_loc * E * h + 2.0 * E * static_cast<double>(cap) * h * 3.0 * fe;
+      EXPECT_NEAR(L.moe_forward_flops / flops, 1.0, 1e-12) << what;
+      // The ETP time is exposed expert-block communication, like the all-to-all.
+      EXPECT_DOUBLE_EQ(L.ep_exposed_s, L.ep_total_s) << what;
+      EXPECT_EQ(L.ep_total_s > 0, x.ep > 1 || x.etp > 1) << what;
+    }
+  }
+}
+
+TEST(Memory, ExpertStatesAndActivationsFollowExpertTp) {
+  const Scenario s = moe_on(64);
+  const ModelShape m = model_shape(s.model);
+  Plan p;
+  p.tp = 2;
+  p.dp = 32;
+  p.ep = 4;
+  p.sequence_parallel = true;
+  p.zero_stage = 0;
+  const int64_t expert_params = 3 * 4096 * 14336;  // one expert: gate, up, down
+  for (int64_t etp : {1, 2, 4, 8}) {
+    p.etp = etp;
+    const StageParameters sp = stage_parameters(m, p, 0, 32);
+    EXPECT_DOUBLE_EQ(sp.expert, 32.0 * 8 / 4 * static_cast<double>(expert_params) / static_cast<double>(etp)) << etp;
+    // Activations: the expert block keeps the etp x E x cap gathered input rows (h wide); its
+    // FFN internals (etp x E x cap rows, 3 x fe / etp wide) and the router's fp32 probabilities
+    // of the T / tp routed tokens do not depend on etp.
+    const double cap = static_cast<double>(moe_expert_capacity(2048, 8, 2, 1.25));
+    const double with = layer_activation_bytes(m, 1, 2, 1, true, Recompute::kNone, 2.0, etp);
+    const double with_one = layer_activation_bytes(m, 1, 2, 1, true, Recompute::kNone, 2.0, 1);
+    EXPECT_DOUBLE_EQ(with - with_one, 2.0 * static_cast<double>(etp - 1) * 8 * cap * 4096) << etp;
+  }
+  // Without ZeRO every state of the local expert shards is held: etp 2 halves them.
+  p.etp = 1;
+  const MemoryBreakdown one = stage_memory(m, s, p, 0, 32);
+  p.etp = 2;
+  const MemoryBreakdown two = stage_memory(m, s, p, 0, 32);
+  const double expert1 = 32.0 * 2 * static_cast<double>(expert_params);  // etp 1: 2 local experts, whole
+  EXPECT_NEAR(one.weights_bytes - two.weights_bytes, 2.0 * expert1 / 2, 1e3);
+  EXPECT_NEAR(one.optimizer_bytes - two.optimizer_bytes, 12.0 * expert1 / 2, 1e3);
+  // ZeRO-1 shards expert optimizer states over the expert-DP group, tp*cp*dp / (etp*ep) ranks:
+  // 16 ranks of whole experts or 8 ranks of halves hold the same per rank.
+  p.zero_stage = 1;
+  p.etp = 1;
+  const MemoryBreakdown z1 = stage_memory(m, s, p, 0, 32);
+  p.etp = 2;
+  const MemoryBreakdown z2 = stage_memory(m, s, p, 0, 32);
+  EXPECT_NEAR(z1.optimizer_bytes, z2.optimizer_bytes, 1e3);
+  EXPECT_NEAR(z1.weights_bytes - z2.weights_bytes, 2.0 * expert1 / 2, 1e3);
+}
+
+TEST(Iteration, MoeWithTensorParallelismNeedsSequenceParallelism) {
+  const Scenario s = moe_on(64);
+  Plan p;
+  p.tp = 2;
+  p.dp = 32;
+  p.ep = 4;
+  p.sequence_parallel = false;
+  const QuickEstimate q = quick_estimate(s, p);
+  EXPECT_FALSE(q.fits);
+  EXPECT_NE(q.reject_reason.find("needs sequence parallelism"), std::string::npos) << q.reject_reason;
+  p.sequence_parallel = true;
+  EXPECT_TRUE(quick_estimate(s, p).reject_reason.find("sequence parallelism") == std::string::npos);
+  // etp x ep must tile the stage; etp must divide the expert FFN.
+  p.etp = 4;
+  p.ep = 32;
+  EXPECT_NE(quick_estimate(s, p).reject_reason.find("etp x ep"), std::string::npos) << quick_estimate(s, p).reject_reason;
+  Scenario odd = s;
+  odd.model.moe_ffn_hidden_size = 14336 + 2;  // 14338 = 2 x 7169
+  p.ep = 4;
+  EXPECT_NE(quick_estimate(odd, p).reject_reason.find("expert FFN"), std::string::npos) << quick_estimate(odd, p).reject_reason;
+  // Dense models: no expert TP.
+  Scenario dense = llama8b("H100-SXM", 64);
+  Plan d;
+  d.tp = 2;
+  d.dp = 32;
+  d.etp = 1;
+  EXPECT_NE(quick_estimate(dense, d).reject_reason.find("mixture-of-experts"), std::string::npos);
+}
+
 TEST(CalibrationProfiles, MeasuredThroughputReplacesThePresets) {
   CalibrationProfile prof;
   prof.device_kind = DeviceKind::kGpu;

@@ -66,6 +66,25 @@ int64_t moe_expert_capacity(int64_t tokens, int64_t experts, int64_t top_k, doub
   return std::max<int64_t>(1, static_cast<int64_t>(cap));
 }
 
+MoeTokenFlow moe_token_flow(const ModelShape& m, const Plan& p) {
+  MoeTokenFlow f;
+  if (!m.moe()) return f;
+  const double tp = static_cast<double>(std::max<int64_t>(p.tp, 1));
+  const double ep = static_cast<double>(std::max<int64_t>(p.ep, 1));
+  const double etp = static_cast<double>(std::max<int64_t>(p.expert_tp(), 1));
+  const double E = static_cast<double>(m.experts);
+  f.tokens = static_cast<double>(p.micro_batch_size) * static_cast<double>(m.seq) / static_cast<double>(std::max<int64_t>(p.cp, 1));
+  f.routed_tokens = f.tokens / tp;
+  f.capacity = moe_expert_capacity(static_cast<int64_t>(std::llround(f.routed_tokens)), m.experts, m.top_k, m.capacity_factor);
+  const double cap = static_cast<double>(f.capacity);
+  f.dispatch_rows = E * cap;
+  f.local_experts = E / ep;
+  f.rows_per_expert = ep * etp * cap;
+  f.expert_rows = etp * E * cap;
+  f.expert_ffn_local = static_cast<double>(m.expert_ffn) / etp;
+  return f;
+}
+
 ParameterCounts parameter_counts(const ModelShape& m) {
   ParameterCounts p;
   p.embedding = m.vocab * m.hidden + (m.learned_positions ? m.seq * m.hidden : 0);
@@ -100,6 +119,7 @@ std::vector<int64_t> stage_layers(const ModelShape& m, const Plan& plan) {
 StageParameters stage_parameters(const ModelShape& m, const Plan& plan, int64_t stage, int64_t layers) {
   const double t = static_cast<double>(plan.tp);
   const double ep = static_cast<double>(std::max<int64_t>(plan.ep, 1));
+  const double etp = static_cast<double>(plan.expert_tp());
   const double norm = static_cast<double>(norm_params(m));
   StageParameters sp;
   // Attention: column-parallel QKV (weights and bias split), row-parallel projection (weight
@@ -108,8 +128,9 @@ StageParameters stage_parameters(const ModelShape& m, const Plan& plan, int64_t 
                 (m.biases ? static_cast<double>(m.hidden) : 0.0) + norm;
   double mlp_dense = 0, mlp_expert = 0;
   if (m.moe()) {
-    const double one_expert = static_cast<double>(mlp_matrix_params(m, m.expert_ffn)) / t +
-                              static_cast<double>(mlp_bias_params(m, m.expert_ffn)) / t;
+    // Each expert's fc1 columns and fc2 rows split over the expert-TP group.
+    const double one_expert = static_cast<double>(mlp_matrix_params(m, m.expert_ffn)) / etp +
+                              static_cast<double>(mlp_bias_params(m, m.expert_ffn)) / etp;
     mlp_dense = norm + static_cast<double>(m.hidden * m.experts);
     mlp_expert = static_cast<double>(m.experts) / ep * one_expert;
   } else {
@@ -177,7 +198,7 @@ double korthikanti_table2_bytes(int64_t s, int64_t b, int64_t h, int64_t a, int6
 }
 
 double layer_activation_bytes(const ModelShape& m, int64_t micro_batch, int64_t tp, int64_t cp, bool sp,
-                              Recompute r, double e) {
+                              Recompute r, double e, int64_t etp) {
   const double t = static_cast<double>(tp);
   const double s_local = static_cast<double>(m.seq) / static_cast<double>(cp);
   const double T = s_local * static_cast<double>(micro_batch);  // tokens on this rank
@@ -193,13 +214,21 @@ double layer_activation_bytes(const ModelShape& m, int64_t micro_batch, int64_t 
   const double kv = static_cast<double>(m.kv_heads * m.head_dim);
   const double q = static_cast<double>(m.heads * m.head_dim);
   double split = e * T * (q + 2.0 * kv) + e * T * q;
-  double experts_sp = 0;
+  double experts_local = 0;  // the expert block, already per rank
   if (m.moe()) {
-    const double fe = static_cast<double>(m.expert_ffn);
-    const double routed = routed_tokens(m, T);                   // T x top_k x capacity factor
-    split += e * routed * fe * (m.gated_mlp ? 3.0 : 2.0);
-    experts_sp += e * routed * h;                                // dispatched tokens (expert input)
-    replicated += 4.0 * T * static_cast<double>(m.experts);      // fp32 router probabilities
+    Plan p;
+    p.tp = tp;
+    p.cp = cp;
+    p.etp = etp;
+    p.micro_batch_size = micro_batch;
+    const MoeTokenFlow f = moe_token_flow(m, p);
+    // Expert input after the ETP all-gather (etp x E x cap rows, kept for the fc1 weight
+    // gradient) and the expert FFN internals on those rows, 1/etp of the columns.
+    experts_local += e * f.expert_rows * h;
+    experts_local += e * f.expert_rows * f.expert_ffn_local * (m.gated_mlp ? 3.0 : 2.0);
+    // fp32 router probabilities of the T / tp tokens this rank routes (replicated over TP
+    // without sequence parallelism, which Megatron's MoE layer does not allow with tp > 1).
+    experts_local += 4.0 * f.routed_tokens * static_cast<double>(m.experts);
   } else {
     split += e * T * static_cast<double>(m.ffn) * (m.gated_mlp ? 3.0 : 2.0);
   }
@@ -213,7 +242,7 @@ double layer_activation_bytes(const ModelShape& m, int64_t micro_batch, int64_t 
     core = 4.0 * a * T;  // fp32 log-sum-exp per row
   }
   if (r == Recompute::kSelective) core = 0;
-  return replicated / sp_div + (split + core) / t + experts_sp / sp_div;
+  return replicated / sp_div + (split + core) / t + experts_local;
 }
 
 double micro_batches_in_flight(const Plan& plan, int64_t stage, int64_t m) {
@@ -254,7 +283,9 @@ MemoryBreakdown stage_memory(const ModelShape& m, const Scenario& sc, const Plan
   const StageParameters params = stage_parameters(m, plan, stage, layers);
   const StateBytesPerParameter sb = state_bytes_per_parameter(sc.training.precision, sc.training.optimizer);
   const double dense_shards = static_cast<double>(plan.dp * plan.cp);
-  const double expert_shards = dense_shards / static_cast<double>(std::max<int64_t>(plan.ep, 1));
+  // Expert states are sharded over the expert-DP group: tp x cp x dp / (etp x ep) ranks.
+  const double expert_shards = static_cast<double>(plan.tp) * dense_shards /
+                               static_cast<double>(plan.expert_tp() * std::max<int64_t>(plan.ep, 1));
   auto states = [&](double bytes_per_param, bool sharded) {
     return bytes_per_param * (sharded ? params.dense / dense_shards + params.expert / expert_shards
                                       : params.dense + params.expert);
@@ -267,7 +298,7 @@ MemoryBreakdown stage_memory(const ModelShape& m, const Scenario& sc, const Plan
   const int64_t mbs = plan.micro_batch_size;
   const int64_t n_mb = std::max<int64_t>(num_micro_batches(sc, plan), 1);
   const double in_flight = micro_batches_in_flight(plan, stage, n_mb);
-  const double per_layer = layer_activation_bytes(m, mbs, plan.tp, plan.cp, plan.sequence_parallel, plan.recompute, e);
+  const double per_layer = layer_activation_bytes(m, mbs, plan.tp, plan.cp, plan.sequence_parallel, plan.recompute, e, plan.etp);
   const double t = static_cast<double>(plan.tp);
   const double sp_div = plan.sequence_parallel ? t : 1.0;
   const double T = static_cast<double>(m.seq) / static_cast<double>(plan.cp) * static_cast<double>(mbs);
@@ -280,7 +311,7 @@ MemoryBreakdown stage_memory(const ModelShape& m, const Scenario& sc, const Plan
   // kept layer inputs. On the last stage the micro-batch's output-layer activations are freed by
   // then (its backward ran first), so the peak holds the larger of the two.
   const double recomputed = plan.recompute == Recompute::kFull && layers > 0
-                                ? layer_activation_bytes(m, mbs, plan.tp, plan.cp, plan.sequence_parallel, Recompute::kNone, e)
+                                ? layer_activation_bytes(m, mbs, plan.tp, plan.cp, plan.sequence_parallel, Recompute::kNone, e, plan.etp)
                                 : 0.0;
   if (stage == plan.pp - 1) {
     // Korthikanti et al. 2022, section 4.3: final norm input and output projection input

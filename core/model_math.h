@@ -83,6 +83,25 @@ inline double routed_tokens(const ModelShape& m, double tokens) {
          static_cast<double>(moe_expert_capacity(static_cast<int64_t>(std::llround(tokens)), m.experts, m.top_k, m.capacity_factor));
 }
 
+// Token flow of one MoE layer on one rank for one micro-batch, Megatron-Core's drop-and-pad
+// all-to-all dispatcher with expert tensor parallelism (docs/analytical_model.md, "Mixture of
+// experts"; ETP_CONTRACT.md). With sequence parallelism every TP rank routes its own slice of
+// the sequence; the EP all-to-all sends capacity slots of every expert; the ETP all-gather then
+// gives every expert-TP rank the rows of its etp peers, and each rank computes 1/etp of every
+// local expert's FFN columns on them.
+struct MoeTokenFlow {
+  double tokens = 0;             // T = micro_batch x seq / cp
+  double routed_tokens = 0;      // T_loc = T / tp: tokens this rank routes (T when tp = 1)
+  int64_t capacity = 0;          // cap = moe_expert_capacity(T_loc, E, k, capacity factor)
+  double dispatch_rows = 0;      // E x cap: rows of the dispatch / combine all-to-all send buffer
+  double local_experts = 0;      // E / ep
+  double rows_per_expert = 0;    // ep x etp x cap: rows each local expert computes on
+  double expert_rows = 0;        // etp x E x cap = local_experts x rows_per_expert
+  double expert_ffn_local = 0;   // ffn_e / etp: this rank's columns of each expert
+};
+// Zero-filled for a dense model.
+MoeTokenFlow moe_token_flow(const ModelShape& m, const Plan& plan);
+
 // ---------------------------------------------------------------- parameters
 struct ParameterCounts {
   int64_t embedding = 0;       // word (+ position) embeddings
@@ -108,7 +127,8 @@ std::vector<int64_t> stage_layers(const ModelShape& m, const Plan& plan);
 // Parameters held by one rank of a pipeline stage.
 struct StageParameters {
   double dense = 0;   // replicated across data parallel ranks (dp x cp)
-  double expert = 0;  // expert weights, replicated across expert-data-parallel ranks
+  double expert = 0;  // expert weights ((E / ep) experts, 1/etp of each), replicated across the
+                      // expert-data-parallel ranks (tp x cp x dp / (etp x ep) of them)
   double total() const { return dense + expert; }
 };
 StageParameters stage_parameters(const ModelShape& m, const Plan& plan, int64_t stage,
@@ -145,8 +165,11 @@ double korthikanti_table2_bytes(int64_t s, int64_t b, int64_t h, int64_t a, int6
 // MLPs, no dropout, flash attention, MoE and context parallelism). Reproduces Table 2
 // exactly for the GPT block. `element_bytes` is the activation element size (2 for
 // bf16/fp16/fp8, 4 for fp32).
+// For MoE, `etp` is the expert tensor parallel degree (0 = tp): the expert block keeps the
+// etp x E x cap rows of its gathered input and their 1/etp share of the expert FFN (cap for the
+// T / tp tokens each rank routes).
 double layer_activation_bytes(const ModelShape& m, int64_t micro_batch, int64_t tp, int64_t cp,
-                              bool sequence_parallel, Recompute r, double element_bytes);
+                              bool sequence_parallel, Recompute r, double element_bytes, int64_t etp = 0);
 
 // Micro-batches whose activations a stage keeps at its peak, in units of "one micro-batch
 // through all of this rank's layers": GPipe m; 1F1B min(p - stage, m); interleaved

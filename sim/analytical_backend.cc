@@ -16,6 +16,7 @@ Expected<Plan> resolve_plan(const Scenario& s) {
   base.cp = c.cp.value_or(1);
   base.ep = c.ep.value_or(1);
   base.vpp = c.vpp.value_or(1);
+  if (c.etp && *c.etp != base.tp) base.etp = *c.etp;  // absent: expert TP = TP (Megatron's default)
   const int64_t fixed = base.tp * base.pp * base.cp;
   if (c.dp) {
     base.dp = *c.dp;
@@ -43,9 +44,11 @@ Expected<Plan> resolve_plan(const Scenario& s) {
   std::vector<int64_t> zero = c.zero_stage ? std::vector<int64_t>{*c.zero_stage} : std::vector<int64_t>{0, 1, 2, 3};
   std::vector<Recompute> rec = c.recompute ? std::vector<Recompute>{*c.recompute}
                                            : std::vector<Recompute>{Recompute::kNone, Recompute::kSelective, Recompute::kFull};
-  std::vector<bool> sp = c.sequence_parallel ? std::vector<bool>{*c.sequence_parallel}
-                         : base.tp > 1       ? std::vector<bool>{false, true}
-                                             : std::vector<bool>{false};
+  // MoE with tp > 1 runs with sequence parallelism (Megatron's MoELayer requires it).
+  std::vector<bool> sp = c.sequence_parallel              ? std::vector<bool>{*c.sequence_parallel}
+                         : base.tp > 1 && s.model.is_moe() ? std::vector<bool>{true}
+                         : base.tp > 1                     ? std::vector<bool>{false, true}
+                                                           : std::vector<bool>{false};
 
   // Megatron-LM's defaults first (no sequence parallelism, no recompute, no distributed
   // optimizer, the smallest micro-batch): a published run that leaves a switch unstated ran

@@ -17,7 +17,8 @@ BackendResult run_analytical(const Scenario& scenario, const Plan& plan);
 // defaults for absent degrees (tp, pp, cp, ep, vpp = 1; dp = num_gpus / (tp pp cp); schedule
 // 1f1b, interleaved when vpp > 1; overlap switches as Plan's defaults). For the open ones of
 // micro_batch_size, zero_stage, activation_recompute and sequence_parallel: Megatron-LM's
-// defaults (smallest micro-batch, ZeRO 0, no recompute, no sequence parallelism) when that
+// defaults (smallest micro-batch, ZeRO 0, no recompute, no sequence parallelism; with it for
+// MoE with tp > 1, which Megatron requires; expert TP = tp when etp is absent) when that
 // plan fits in memory, else the fitting choice with the shortest predicted iteration (the
 // least memory when none fits). Problems name the parallelism key at fault.
 Expected<Plan> resolve_plan(const Scenario& scenario);
