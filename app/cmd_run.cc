@@ -144,6 +144,7 @@ std::string short_plan(const Plan& p) {
   std::ostringstream o;
   o << "tp" << p.tp << " pp" << p.pp << " dp" << p.dp << " cp" << p.cp;
   if (p.ep > 1) o << " ep" << p.ep;
+  if (p.expert_tp() != p.tp) o << " etp" << p.expert_tp();  // expert TP, shown when it differs from tp
   if (p.vpp > 1) o << " vpp" << p.vpp;
   o << " mbs" << p.micro_batch_size << ' ' << to_string(p.schedule) << (p.sequence_parallel ? " sp" : "")
     << " rc=" << to_string(p.recompute) << " z" << p.zero_stage;

@@ -299,7 +299,7 @@ int cmd_export(Store& store, const RunFilter& filter, const std::string& format,
       "iteration_time_s", "tokens_per_s", "model_tflops_per_gpu", "hardware_tflops_per_gpu", "mfu", "hfu",
       "model_flops_per_iteration", "hardware_flops_per_iteration", "memory_fits", "peak_gib", "capacity_gib",
       "compute_s", "tp_comm_s", "cp_comm_s", "pp_comm_s", "dp_comm_s", "ep_comm_s", "bubble_s", "optimizer_s",
-      "exposed_comm_s", "error_message"};
+      "exposed_comm_s", "error_message", "expert_tensor_parallel_degree"};
   for (size_t i = 0; i < header.size(); ++i) out << (i ? "," : "") << header[i];
   out << "\n";
   for (const StoredRun& r : *runs) {
@@ -318,7 +318,7 @@ int cmd_export(Store& store, const RunFilter& filter, const std::string& format,
         exact(b.hardware_flops_per_iteration), b.memory.fits ? "true" : "false", exact(b.memory.peak_gib),
         exact(b.memory.capacity_gib), exact(t.compute), exact(t.tp_comm), exact(t.cp_comm), exact(t.pp_comm),
         exact(t.dp_comm), exact(t.ep_comm), exact(t.bubble), exact(t.optimizer), exact(t.exposed_comm),
-        rec.error_message};
+        rec.error_message, std::to_string(p.expert_tp())};  // appended: earlier columns keep their positions
     for (size_t i = 0; i < row.size(); ++i) out << (i ? "," : "") << csv_field(row[i]);
     out << "\n";
   }
@@ -329,7 +329,8 @@ int cmd_export(Store& store, const RunFilter& filter, const std::string& format,
 
 std::string plan_label(const Plan& p, bool full) {
   std::string s = "tp" + std::to_string(p.tp) + " pp" + std::to_string(p.pp) + " dp" + std::to_string(p.dp) +
-                  " cp" + std::to_string(p.cp) + " ep" + std::to_string(p.ep) + " vpp" + std::to_string(p.vpp) +
+                  " cp" + std::to_string(p.cp) + " ep" + std::to_string(p.ep) +
+                  (p.expert_tp() != p.tp ? " etp" + std::to_string(p.expert_tp()) : "") + " vpp" + std::to_string(p.vpp) +
                   " mbs" + std::to_string(p.micro_batch_size);
   if (full) {
     s += std::string(" ") + to_string(p.schedule) + (p.sequence_parallel ? " sp" : " no-sp") + " recompute=" +

@@ -13,7 +13,8 @@ namespace monarch {
 
 std::string describe(const Plan& p) {
   std::string s = "tp" + std::to_string(p.tp) + " cp" + std::to_string(p.cp) + " pp" + std::to_string(p.pp) + " dp" +
-                  std::to_string(p.dp) + " ep" + std::to_string(p.ep) + " vpp" + std::to_string(p.vpp) + " mbs" +
+                  std::to_string(p.dp) + " ep" + std::to_string(p.ep) +
+                  (p.expert_tp() != p.tp ? " etp" + std::to_string(p.expert_tp()) : "") + " vpp" + std::to_string(p.vpp) + " mbs" +
                   std::to_string(p.micro_batch_size) + " " + to_string(p.schedule) + (p.sequence_parallel ? " sp" : "") +
                   " recompute=" + to_string(p.recompute) + " zero" + std::to_string(p.zero_stage);
   if (!p.layers_per_stage.empty()) s += " layers=[" + split_text(p.layers_per_stage) + "]";
@@ -157,19 +158,49 @@ SearchResult search_plans(const Scenario& sc, const SearchOptions& opt) {
             continue;
           }
           if (gbs % dp != 0) { reject("batch", p, "the global batch of " + std::to_string(gbs) + " does not split over DP " + std::to_string(dp)); continue; }
-          std::vector<int64_t> eps;
-          if (m.is_moe()) {
-            for (int64_t e : divisors(dp * cp))
-              if (m.num_experts % e == 0) eps.push_back(e);
-          } else {
-            eps = {1};
+          // Expert layouts (ep, etp) of one pipeline stage of S = tp x cp x dp ranks
+          // (core/placement.h): etp x ep must divide S. Dense models: (1, tp) only, so the
+          // dense search space and speed are unchanged.
+          const int64_t stage = tp * cp * dp;
+          std::vector<std::pair<int64_t, int64_t>> layouts;  // (ep, etp)
+          {
+            std::vector<int64_t> eps;
+            if (m.is_moe()) {
+              for (int64_t e : divisors(stage))
+                if (m.num_experts % e == 0) eps.push_back(e);
+            } else {
+              eps = {1};
+            }
+            for (int64_t ep : fixed_or(C.ep, eps)) {
+              if (C.etp || !m.is_moe() || ep < 1 || stage % ep != 0) {
+                layouts.push_back({ep, C.etp.value_or(tp)});
+                continue;
+              }
+              // Searched etp: divisors of the stage with etp x ep | S, at most a node (expert TP
+              // splits every expert GEMM, as dense TP it stays on NVLink), dividing the expert
+              // FFN, and powers of two (the degrees Megatron and torchtitan recipes use) plus
+              // etp == tp (Megatron's default) whatever tp is. etp == 1 is always among them.
+              for (int64_t etp : divisors(stage / ep)) {
+                const bool power_of_two = (etp & (etp - 1)) == 0;
+                if ((power_of_two || etp == tp) && (gpn <= 0 || etp <= gpn) && (ffn <= 0 || ffn % etp == 0))
+                  layouts.push_back({ep, etp});
+              }
+            }
           }
-          for (int64_t ep : fixed_or(C.ep, eps)) {
+          for (const auto& [ep, etp] : layouts) {
             p.ep = ep;
-            if (ep < 1 || (dp * cp) % ep != 0 || (ep > 1 && (!m.is_moe() || m.num_experts % ep != 0))) {
-              reject("ep", p, "EP " + std::to_string(ep) + (m.is_moe() ? " does not divide both DP x CP = " + std::to_string(dp * cp) + " and the " + std::to_string(m.num_experts) + " experts" : " needs a mixture-of-experts model"));
+            p.etp = etp == tp ? 0 : etp;  // 0 = same as tp: one form per plan
+            if (ep < 1 || stage % ep != 0 || (ep > 1 && (!m.is_moe() || m.num_experts % ep != 0))) {
+              reject("ep", p, "EP " + std::to_string(ep) + (m.is_moe() ? " does not divide both TP x CP x DP = " + std::to_string(stage) + " and the " + std::to_string(m.num_experts) + " experts" : " needs a mixture-of-experts model"));
               continue;
             }
+            if (etp != tp && !m.is_moe()) { reject("etp", p, "expert TP " + std::to_string(etp) + " needs a mixture-of-experts model"); continue; }
+            if (etp < 1 || stage % (etp * ep) != 0) {
+              reject("etp", p, "expert TP " + std::to_string(etp) + " x EP " + std::to_string(ep) + " does not divide the " + std::to_string(stage) + " ranks of a pipeline stage (TP x CP x DP)");
+              continue;
+            }
+            if (ffn > 0 && ffn % etp != 0) { reject("etp", p, "expert TP " + std::to_string(etp) + " does not divide the expert FFN width " + std::to_string(ffn)); continue; }
+            if (etp != tp && gpn > 0 && etp > gpn) { reject("etp", p, "expert TP " + std::to_string(etp) + " crosses nodes of " + std::to_string(gpn) + " GPUs"); continue; }
             std::vector<int64_t> vpps{1};
             if (pp > 1)
               for (int64_t v = 2; v <= L / pp; ++v) vpps.push_back(v);
@@ -192,6 +223,10 @@ SearchResult search_plans(const Scenario& sc, const SearchOptions& opt) {
                   if (mbs < 1 || per_replica % mbs != 0) { reject("batch", p, "micro-batch " + std::to_string(mbs) + " does not split the " + std::to_string(per_replica) + " samples per DP replica"); continue; }
                   if (std::string why = schedule_problem(sched, pp, per_replica / mbs, vpp); !why.empty()) { reject("schedule", p, why); continue; }
                   std::vector<bool> sps = tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false};
+                  // Megatron's MoELayer refuses tensor parallelism without sequence parallelism:
+                  // SP is on for MoE with tp > 1 (a scenario fixing it off is rejected by the
+                  // cost model with that reason).
+                  if (m.is_moe() && tp > 1) sps = {true};
                   if (C.sequence_parallel) sps = {*C.sequence_parallel};
                   for (bool sp : sps) {
                     p.sequence_parallel = sp;

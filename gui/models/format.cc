@@ -36,6 +36,7 @@ QString plan_summary(const Plan& p) {
                   .arg(p.vpp)
                   .arg(p.micro_batch_size)
                   .arg(QLatin1String(to_string(p.schedule)));
+  if (p.expert_tp() != p.tp) s += QStringLiteral(" etp=%1").arg(p.expert_tp());  // expert TP when it differs from tp
   if (p.sequence_parallel) s += QStringLiteral(" sp");
   s += QStringLiteral(" recompute=%1 zero=%2")
            .arg(QLatin1String(to_string(p.recompute)))
@@ -53,9 +54,11 @@ int64_t group_size(const Plan& p, std::string_view g) {
   if (g == "dp-cp") return p.dp * p.cp;
   // Tied word embeddings: the first and the last pipeline stage.
   if (g == "embedding") return p.pp > 1 ? 2 : 1;
-  // Expert data parallel (Megatron-core with expert TP = TP): tp*cp*dp / (tp*ep) ranks.
+  // Expert tensor parallel: etp ranks (tp when not set).
+  if (g == "etp") return p.expert_tp();
+  // Expert data parallel (Megatron-core expert layout): tp*cp*dp / (etp*ep) ranks.
   if (g == "edp" || g == "expert-dp" || g == "expert_dp") {
-    const int64_t n = p.cp * p.dp / (p.ep > 0 ? p.ep : 1);
+    const int64_t n = p.tp * p.cp * p.dp / (p.expert_tp() * (p.ep > 0 ? p.ep : 1));
     return n > 0 ? n : 1;
   }
   return 0;

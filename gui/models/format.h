@@ -16,7 +16,7 @@ QString format_bytes(double bytes);
 // "tp=8 pp=8 dp=1 cp=1 ep=1 vpp=3 mbs=1 interleaved-1f1b sp recompute=selective zero=0".
 QString plan_summary(const Plan& plan);
 
-// Ranks in one process group of `group` ("tp", "cp", "ep", "dp", "pp", "edp", "world") under
+// Ranks in one process group of `group` ("tp", "cp", "ep", "dp", "pp", "edp", "etp", "world") under
 // `plan`; 0 when the group name is not known. "pp" is point-to-point between two neighbours.
 int64_t group_size(const Plan& plan, std::string_view group);
 
