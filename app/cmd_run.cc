@@ -157,7 +157,11 @@ void print_table(const Scenario& s, const std::vector<BackendResult>& results, c
             << to_string(s.training.precision) << ", global batch " << s.training.global_batch_size << "\n";
   std::cout << "searched " << sr.plans_in_space << " plans, evaluated " << sr.plans_evaluated << ", "
             << sr.plans_fitting << " fit, " << sr.plans_rejected << " rejected\n\n";
-  std::cout << std::left << std::setw(4) << "#" << std::setw(64) << "plan" << std::setw(12) << "backend" << std::right
+  // The plan column: 64 wide, wider when a plan string needs it (e.g. with " etpN"), so the
+  // backend column never runs into it.
+  int plan_w = 64;
+  for (const auto& r : results) plan_w = std::max(plan_w, static_cast<int>(short_plan(r.plan).size()) + 1);
+  std::cout << std::left << std::setw(4) << "#" << std::setw(plan_w) << "plan" << std::setw(12) << "backend" << std::right
             << std::setw(11) << "iter s" << std::setw(12) << "tokens/s" << std::setw(7) << "MFU" << std::setw(10)
             << "peak GiB" << std::setw(11) << "exposed s" << "\n";
   int rank = 0;
@@ -167,7 +171,7 @@ void print_table(const Scenario& s, const std::vector<BackendResult>& results, c
     if (!same_plan) ++rank;
     last = &r.plan;
     std::cout << std::left << std::setw(4) << (same_plan ? "" : std::to_string(rank))
-              << std::setw(64) << (same_plan ? "" : short_plan(r.plan)) << std::setw(12) << r.backend << std::right
+              << std::setw(plan_w) << (same_plan ? "" : short_plan(r.plan)) << std::setw(12) << r.backend << std::right
               << std::setw(11) << fixed(r.iteration_time_s, 3) << std::setw(12) << fixed(r.tokens_per_s, 0)
               << std::setw(7) << fixed(100 * r.mfu, 1) << std::setw(10) << fixed(r.memory.peak_gib, 1)
               << std::setw(11) << fixed(r.time_breakdown_s.exposed_comm, 3) << "\n";

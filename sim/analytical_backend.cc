@@ -16,7 +16,8 @@ Expected<Plan> resolve_plan(const Scenario& s) {
   base.cp = c.cp.value_or(1);
   base.ep = c.ep.value_or(1);
   base.vpp = c.vpp.value_or(1);
-  if (c.etp && *c.etp != base.tp) base.etp = *c.etp;  // absent: expert TP = TP (Megatron's default)
+  // Absent: expert TP = TP (Megatron's default). Dense models have no experts to split.
+  if (c.etp && *c.etp != base.tp && s.model.is_moe()) base.etp = *c.etp;
   const int64_t fixed = base.tp * base.pp * base.cp;
   if (c.dp) {
     base.dp = *c.dp;

@@ -172,7 +172,11 @@ SearchResult search_plans(const Scenario& sc, const SearchOptions& opt) {
               eps = {1};
             }
             for (int64_t ep : fixed_or(C.ep, eps)) {
-              if (C.etp || !m.is_moe() || ep < 1 || stage % ep != 0) {
+              if (!m.is_moe()) {  // no experts: an expert TP degree means nothing (the scenario allows only 1)
+                layouts.push_back({ep, tp});
+                continue;
+              }
+              if (C.etp || ep < 1 || stage % ep != 0) {
                 layouts.push_back({ep, C.etp.value_or(tp)});
                 continue;
               }

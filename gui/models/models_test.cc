@@ -152,6 +152,10 @@ TEST(Bandwidth, NcclTestsBusFactors) {
   EXPECT_EQ(group_size(p, "dp-cp"), 32);
   EXPECT_EQ(group_size(p, "embedding"), 2);  // first and last stage share the tied embedding
   EXPECT_EQ(group_size(p, "nope"), 0);
+  EXPECT_EQ(group_size(p, "etp"), 8);  // expert TP = TP when not set
+  p.etp = 2;                            // expert layout: 256 stage ranks / (etp 2 x ep 4)
+  EXPECT_EQ(group_size(p, "etp"), 2);
+  EXPECT_EQ(group_size(p, "edp"), 32);
 }
 
 TEST(CommunicationModel, AlgbwAndBusbwTheNcclTestsWay) {
