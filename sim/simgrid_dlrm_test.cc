@@ -30,10 +30,9 @@ Scenario scenario_file(const std::string& name) {
 
 // The planner's ranked plans plus all row-wise, all column-wise (every table over every GPU),
 // all table-wise (table t on GPU t mod n: uneven senders) and a mixed plan.
-std::vector<DlrmShardingPlan> plans_for(const Scenario& s, bool ranked) {
+std::vector<DlrmShardingPlan> plans_for(const Scenario& s) {
   std::vector<DlrmShardingPlan> plans;
-  if (ranked)
-    for (const auto& rp : search_dlrm_sharding(s).ranked) plans.push_back(rp.sharding);
+  for (const auto& rp : search_dlrm_sharding(s).ranked) plans.push_back(rp.sharding);
   const int32_t n = static_cast<int32_t>(s.cluster.num_gpus);
   DlrmShardingPlan rw, cw, tw, mixed;
   rw.name = "all-row-wise";
@@ -85,7 +84,7 @@ void expect_agreement(const Scenario& s, const std::vector<DlrmShardingPlan>& pl
 
 TEST(SimgridDlrm, AgreesWithTheAnalyticalModelOnSeveralShardingPlans) {
   const Scenario s = scenario_file("dlrm-dcnv2-8-h100.json");
-  const auto plans = plans_for(s, true);
+  const auto plans = plans_for(s);
   ASSERT_GE(plans.size(), 5u);
   expect_agreement(s, plans);
 }
@@ -94,7 +93,7 @@ TEST(SimgridDlrm, AgreesWithTheAnalyticalModelOnSeveralShardingPlans) {
 // table-wise plans send uneven rows (per-peer sizes in the graph).
 TEST(SimgridDlrm, AgreesAcrossNodesOnSeveralShardingPlans) {
   const Scenario s = scenario_file("dlrm-dcnv2-64-h100.json");
-  const auto plans = plans_for(s, true);
+  const auto plans = plans_for(s);
   ASSERT_GE(plans.size(), 5u);
   expect_agreement(s, plans);
 }

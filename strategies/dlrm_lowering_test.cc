@@ -142,6 +142,16 @@ TEST(DlrmLowering, CollectivesCarryThePlansSizesAndRanksTheirOwnLoads) {
   auto even = lower_dlrm(s, cw);
   ASSERT_TRUE(even.ok());
   for (const Task& t : even->ranks[5].tasks) EXPECT_TRUE(t.send_bytes.empty());
+  // A row that does not name every member is a malformed graph, reported where it is.
+  PlanGraph bad = *g;
+  for (Task& t : bad.ranks[2].tasks)
+    if (!t.send_bytes.empty()) {
+      t.send_bytes.pop_back();
+      break;
+    }
+  const Problems pr = check_graph(bad);
+  ASSERT_FALSE(pr.empty());
+  EXPECT_NE(pr.front().where.find("/send_bytes"), std::string::npos) << pr.front().to_string();
 }
 
 TEST(DlrmLowering, BadPlanIsAProblemNotACrash) {
