@@ -70,8 +70,8 @@ struct Task {
   // kAllToAll only, optional: bytes this rank sends to each member of the group, in group
   // order (its own entry stays local), when the exchange is uneven (DLRM table-wise sharding).
   // Empty: bytes / group size to every member (NCCL all-to-all; MoE pads to the capacity).
-  // `bytes` is then the size every member's call uses (the busiest sender's, the padded size a
-  // real runtime exchanges).
+  // `bytes` is then the size every member's call uses (the busiest port's: the largest send
+  // or receive total, the padded size a real runtime exchanges).
   std::vector<int64_t> send_bytes;
   // kSend / kRecv
   int32_t peer = -1;         // global rank of the other side
