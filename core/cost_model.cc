@@ -273,6 +273,68 @@ double ring_factor(CollectiveKind kind, double n) {
 
 }  // namespace
 
+// All-to-all (NCCL's ncclGroupStart + ncclSend/ncclRecv to every peer, nccl-tests alltoall_perf).
+//
+// Concurrency: NCCL turns the n - 1 peer exchanges into p2p "rounds" (round d: send to rank + d,
+// receive from rank - d) spread over its p2p channels; each channel runs up to
+// NCCL_MAX_DEV_WORK_P2P_PER_BATCH = 8 rounds of one work batch at once, one warp group each
+// (src/enqueue.cc addP2pToPlan / ncclP2pChannelBaseForRound, src/include/device.h), and NCCL
+// opens up to NCCL_MAX_P2P_NCHANNELS = MAXCHANNELS = 32 p2p channels. So up to 32 x 8 = 256
+// peers are in flight together: every link the exchange uses (NVLink port, NIC) streams at
+// once and the time is the busiest link's bytes over its bandwidth (max, not a sum), plus one
+// end-to-end latency of the slowest path per wave of 256 peers (not n - 1 latencies in series).
+// nccl-tests (S. Jeaugey, NVIDIA/nccl-tests#130): "a portion of the traffic will be local ...
+// the portion that's going through the network will determine the global time"; busbw = algbw x
+// (n-1)/n = N/(N-1) x the network bandwidth per GPU on N nodes.
+namespace {
+constexpr int64_t kP2pChannels = 32;         // NCCL_MAX_P2P_NCHANNELS default (MAXCHANNELS)
+constexpr int64_t kP2pRoundsPerBatch = 8;    // NCCL_MAX_DEV_WORK_P2P_PER_BATCH
+}  // namespace
+
+int64_t all_to_all_latency_waves(int64_t n) {
+  if (n <= 1) return 0;
+  constexpr int64_t in_flight = kP2pChannels * kP2pRoundsPerBatch;
+  return (n - 1 + in_flight - 1) / in_flight;
+}
+
+bool all_to_all_uses_pxn(const GroupSpan& g, const ClusterConfig& c) {
+  return c.topology == Topology::kRailOptimized && g.crosses_nodes() && g.ranks_per_node > 1;
+}
+
+// Per-GPU load of the busiest member, as fractions of its send buffer S (group of n, at most r
+// members per node, N nodes):
+// - NIC: the bytes for members on other nodes, (n - r) / n. Rail-optimized networks: NCCL's
+//   PXN (default since NCCL 2.12, NCCL_PXN_DISABLE=0) first moves a message for a remote GPU on
+//   another rail over NVLink to the local member on that rail, whose NIC sends it on the rail
+//   (NVIDIA "Doubling all2all performance with NCCL 2.12", 2022). Each NIC then carries its
+//   node's traffic for its own rail, r x (N - 1) x S / n: the same volume, but it never leaves
+//   the rail switch, so leaf uplink oversubscription does not apply. Without PXN (fat tree) the
+//   messages cross the leaf uplinks. A NIC shared by several GPUs (nics < gpus per node) is
+//   shared in nic_bytes_per_s_per_gpu.
+// - NVLink: the on-node members' bytes (r - 1) / n, plus with PXN the forwarded share of the
+//   off-node bytes, (n - r) / n x (r - 1) / r (what goes to other rails); sent once and received
+//   once by the rail GPU, both ports of the NVSwitch full duplex. N x r = n: (r - 1) / r.
+AllToAllLoad all_to_all_load(const GroupSpan& g, const ClusterConfig& c) {
+  AllToAllLoad l;
+  const double n = static_cast<double>(g.size);
+  if (g.size <= 1) return l;
+  const double r = static_cast<double>(std::max<int64_t>(1, g.crosses_nodes() ? g.ranks_per_node : g.size));
+  l.nvlink_fraction = (r - 1.0) / n;
+  if (!g.crosses_nodes()) return l;
+  l.nic_fraction = (n - r) / n;
+  l.on_rail = g.rail_aligned;
+  if (all_to_all_uses_pxn(g, c)) {
+    l.nvlink_fraction += (n - r) / n * (r - 1.0) / r;
+    l.on_rail = true;
+  }
+  return l;
+}
+
+double all_to_all_latency_s(const GroupSpan& g, const ClusterConfig& c) {
+  const double alpha = us_to_s(g.crosses_nodes() ? c.inter_node.latency_us : c.intra_node.latency_us);
+  return static_cast<double>(all_to_all_latency_waves(g.size)) * alpha;
+}
+
 double collective_wire_bytes(CollectiveKind kind, int64_t bytes, int64_t n) {
   if (n <= 1) return 0;
   return ring_factor(kind, static_cast<double>(n)) * static_cast<double>(bytes);
@@ -292,6 +354,7 @@ double collective_time_s(CollectiveKind kind, int64_t bytes_per_rank, const Grou
       const double t = profile_collective_time_s(*cal, kind, static_cast<int>(g.size), bytes_per_rank);
       if (t > 0) return t;  // measured on this node (nccl-tests style)
     }
+    if (kind == CollectiveKind::kAllToAll) return all_to_all_latency_s(g, c) + ring_factor(kind, n) * S / bw_intra;
     return steps_factor * (n - 1.0) * lat_intra + ring_factor(kind, n) * S / bw_intra;
   }
   // Across nodes: r members per node, N nodes. Hierarchical algorithm: an intra-node phase on
@@ -301,8 +364,9 @@ double collective_time_s(CollectiveKind kind, int64_t bytes_per_rank, const Grou
   const double N = static_cast<double>(g.nodes);
   const double bw_nic = nic_bytes_per_s_per_gpu(c, g.rail_aligned);
   if (kind == CollectiveKind::kAllToAll) {
-    const double off_node = (n - r) / n, on_node = (r - 1.0) / n;
-    return (n - 1.0) * lat_inter + S * off_node / bw_nic + S * on_node / bw_intra;
+    const AllToAllLoad load = all_to_all_load(g, c);
+    return all_to_all_latency_s(g, c) +
+           std::max(S * load.nic_fraction / nic_bytes_per_s_per_gpu(c, load.on_rail), S * load.nvlink_fraction / bw_intra);
   }
   double intra = r > 1 ? ring_factor(kind, r) * S / bw_intra + steps_factor * (r - 1.0) * lat_intra : 0.0;
   if (cal != nullptr && r > 1) {

@@ -79,6 +79,22 @@ double gemm_efficiency(const GpuSpec& gpu, Precision precision, int64_t m, int64
 // send buffer, the broadcast buffer.
 double collective_time_s(CollectiveKind kind, int64_t bytes_per_rank, const GroupSpan& group,
                          const ClusterConfig& cluster);
+// All-to-all details shared with the SimGrid decomposition (derivation in cost_model.cc).
+// Latency waves: the peers NCCL keeps in flight at once are 32 p2p channels x 8 rounds per
+// work batch; each wave of up to 256 peers pays one end-to-end latency of the slowest path.
+int64_t all_to_all_latency_waves(int64_t group_size);
+// Whether messages to other rails go over NVLink to the member on the destination's rail first
+// (NCCL PXN): rail-optimized topology, group across nodes, several members per node.
+bool all_to_all_uses_pxn(const GroupSpan& group, const ClusterConfig& cluster);
+// Busiest member's bytes per link as fractions of its send buffer; on_rail: the NIC traffic
+// stays on its rail switch (no leaf-uplink oversubscription).
+struct AllToAllLoad {
+  double nic_fraction = 0, nvlink_fraction = 0;
+  bool on_rail = false;
+};
+AllToAllLoad all_to_all_load(const GroupSpan& group, const ClusterConfig& cluster);
+double all_to_all_latency_s(const GroupSpan& group, const ClusterConfig& cluster);
+
 // Bytes one rank sends on the wire for that collective (ring algorithms).
 double collective_wire_bytes(CollectiveKind kind, int64_t bytes_per_rank, int64_t group_size);
 

@@ -103,6 +103,88 @@ TEST(Collectives, AcrossNodesTheNicsPaceTheGroup) {
             collective_time_s(CollectiveKind::kAllToAll, S, inside, c));
 }
 
+// All-to-all: every peer in flight at once (NCCL p2p rounds over its channels), so the busiest
+// link paces it and one latency is paid, not n - 1.
+TEST(AllToAll, InsideANodeIsOneLatencyPlusTheNvlinkShare) {
+  const ClusterConfig c = cluster("H100-SXM", 8);
+  const GroupSpan inside{8, 1, 8, false};
+  const int64_t S = int64_t{1} << 30;
+  const double nvl = 450e9 * gpu_profile(c.gpu).nvlink_efficiency;
+  EXPECT_NEAR(collective_time_s(CollectiveKind::kAllToAll, S, inside, c), us_to_s(c.intra_node.latency_us) + 7.0 / 8 * S / nvl,
+              1e-12);
+  // nccl-tests busbw = algbw x (n-1)/n: NVLink 4 at NCCL's ~80% (~360 GB/s; NVIDIA/nccl-tests#212
+  // reports ~370 GB/s for non-all-reduce operations on 8 H100).
+  const double busbw = S / collective_time_s(CollectiveKind::kAllToAll, S, inside, c) * 7.0 / 8;
+  EXPECT_NEAR(busbw, 360e9, 5e9);
+}
+
+TEST(AllToAll, AcrossNodesNvlinkAndNicOverlap) {
+  const ClusterConfig c = cluster("H100-SXM", 64);
+  const int64_t S = int64_t{1} << 30;
+  const double nic = 50e9 * kInterNodeEfficiency, nvl = 450e9 * gpu_profile(c.gpu).nvlink_efficiency;
+  const double lat = us_to_s(c.inter_node.latency_us);
+  for (int64_t nodes : {2, 8}) {
+    const int64_t n = 8 * nodes;
+    const GroupSpan g{n, nodes, 8, false};
+    const double t = collective_time_s(CollectiveKind::kAllToAll, S, g, c);
+    const double off = static_cast<double>(n - 8) / n * S / nic, on = 7.0 / n * S / nvl;
+    EXPECT_NEAR(t, lat + std::max(off, on), 1e-12) << n;   // max, not off + on
+    EXPECT_LT(t, lat + off + on) << n;
+    // One latency for up to 256 peers: far below n - 1 latencies in series.
+    EXPECT_LT(t, off + (n - 1) * lat) << n;
+  }
+  // 2 nodes: busbw ~ 2 x the NIC's 45 GB/s x (n-1)/n (nccl-tests#130: N/(N-1) x the network
+  // bandwidth per GPU).
+  const GroupSpan two{16, 2, 8, false};
+  EXPECT_NEAR(S / collective_time_s(CollectiveKind::kAllToAll, S, two, c) * 15 / 16, 2 * nic * 15 / 16, 1e9);
+}
+
+TEST(AllToAll, MonotonicInBytesAndMoreNodesNeverFasterPerByte) {
+  const ClusterConfig c = cluster("H100-SXM", 512);
+  double prev = 0;
+  for (int64_t S = 1 << 10; S <= (int64_t{1} << 32); S <<= 2) {
+    const double t = collective_time_s(CollectiveKind::kAllToAll, S, GroupSpan{64, 8, 8, false}, c);
+    EXPECT_GT(t, prev) << S;
+    prev = t;
+  }
+  for (int64_t S : {int64_t{1} << 12, int64_t{1} << 24, int64_t{1} << 32}) {
+    double last = collective_time_s(CollectiveKind::kAllToAll, S, GroupSpan{8, 1, 8, false}, c);
+    for (int64_t nodes = 2; nodes <= 64; nodes *= 2) {
+      const double t = collective_time_s(CollectiveKind::kAllToAll, S, GroupSpan{8 * nodes, nodes, 8, false}, c);
+      EXPECT_GE(t, last) << S << " bytes on " << nodes << " nodes";
+      last = t;
+    }
+  }
+  // Beyond 256 peers a second wave of rounds pays a second latency.
+  EXPECT_EQ(all_to_all_latency_waves(2), 1);
+  EXPECT_EQ(all_to_all_latency_waves(257), 1);
+  EXPECT_EQ(all_to_all_latency_waves(258), 2);
+}
+
+TEST(AllToAll, RailOptimizedPxnAvoidsOversubscribedUplinks) {
+  ClusterConfig fat = cluster("H100-SXM", 64);
+  fat.oversubscription = 2;
+  ClusterConfig rail = fat;
+  rail.topology = Topology::kRailOptimized;
+  const int64_t S = int64_t{1} << 30;
+  const GroupSpan g{64, 8, 8, false};
+  const double nic = 50e9 * kInterNodeEfficiency;
+  const double lat = us_to_s(fat.inter_node.latency_us);
+  // Fat tree: off-node messages cross the leaf uplinks at half rate.
+  EXPECT_NEAR(collective_time_s(CollectiveKind::kAllToAll, S, g, fat), lat + 56.0 / 64 * S / (nic / 2), 1e-12);
+  // Rail-optimized: PXN forwards over NVLink to the rail GPU, NIC traffic stays on the rail.
+  EXPECT_TRUE(all_to_all_uses_pxn(g, rail));
+  const AllToAllLoad load = all_to_all_load(g, rail);
+  EXPECT_TRUE(load.on_rail);
+  EXPECT_NEAR(load.nic_fraction, 56.0 / 64, 1e-12);
+  EXPECT_NEAR(load.nvlink_fraction, 7.0 / 8, 1e-12);  // on-node + forwarded: (r-1)/r
+  EXPECT_NEAR(collective_time_s(CollectiveKind::kAllToAll, S, g, rail), lat + 56.0 / 64 * S / nic, 1e-12);
+  // A slow NVLink makes the forwarded traffic the bottleneck: max picks it.
+  rail.intra_node.bandwidth_GBps = 20;
+  const double nvl = 20e9 * gpu_profile(rail.gpu).nvlink_efficiency;
+  EXPECT_NEAR(collective_time_s(CollectiveKind::kAllToAll, S, g, rail), lat + 7.0 / 8 * S / nvl, 1e-12);
+}
+
 TEST(Collectives, PointToPoint) {
   const ClusterConfig c = cluster("H100-SXM", 16);
   EXPECT_LT(p2p_time_s(64 << 20, false, c), p2p_time_s(64 << 20, true, c));

@@ -253,6 +253,7 @@ std::vector<DlrmRankLoad> dlrm_rank_loads(const Scenario& sc, const DlrmSharding
           l.id_send_bytes += k * static_cast<int64_t>(std::llround(b * p_f)) * kSparseIdBytes;
           l.a2a_backward_send_bytes += b * t.dim * static_cast<int64_t>(e);  // k shards of dim / k
         }
+        for (int32_t r : p.ranks) loads[r].id_receive_bytes += n * static_cast<int64_t>(std::llround(b * p_f)) * kSparseIdBytes;
         break;
       }
       case TableSharding::kRowWise: {
@@ -266,6 +267,7 @@ std::vector<DlrmRankLoad> dlrm_rank_loads(const Scenario& sc, const DlrmSharding
           l.lookup_backward_bytes += backward_bytes(lookups, t.dim) + B * t.dim * e;
           l.rw_reduce_scatter_bytes += B * t.dim * static_cast<int64_t>(e);
           l.id_send_bytes += static_cast<int64_t>(std::llround(b * p_f)) * kSparseIdBytes;
+          l.id_receive_bytes += static_cast<int64_t>(std::llround(b * p_f)) * kSparseIdBytes;  // 1/n from each GPU
         }
         break;
       }
@@ -327,13 +329,49 @@ DlrmDenseCosts dlrm_dense_costs(const Scenario& sc) {
   return c;
 }
 
+DlrmAllToAllMatrices dlrm_all_to_all_matrices(const Scenario& sc, const DlrmShardingPlan& plan) {
+  assert(check_dlrm_plan(sc, plan).empty());
+  const int64_t n = std::max<int64_t>(1, sc.cluster.num_gpus);
+  const auto e = static_cast<int64_t>(dlrm_embedding_bytes_per_element(sc));
+  const double b = static_cast<double>(sc.training.global_batch_size) / static_cast<double>(n);
+  const auto nn = static_cast<size_t>(n);
+  DlrmAllToAllMatrices m;
+  m.pooled_forward.assign(nn, std::vector<int64_t>(nn, 0));
+  m.pooled_backward = m.pooled_forward;
+  m.ids = m.pooled_forward;
+  const auto& tables = sc.model.dlrm.tables;
+  for (size_t i = 0; i < tables.size(); ++i) {
+    const EmbeddingTable& t = tables[i];
+    const TablePlacement& p = plan.tables[i];
+    const int64_t ids = static_cast<int64_t>(std::llround(b * t.pooling_factor)) * kSparseIdBytes;
+    if (p.kind == TableSharding::kTableWise || p.kind == TableSharding::kColumnWise) {
+      const int64_t dim = t.dim / static_cast<int64_t>(p.ranks.size());
+      // b x dim per (owner, GPU) pair, as dlrm_rank_loads counts B x dim per owner.
+      const int64_t piece = static_cast<int64_t>(b) * dim * e;
+      for (int32_t o : p.ranks)
+        for (size_t j = 0; j < nn; ++j) {
+          m.pooled_forward[static_cast<size_t>(o)][j] += piece;
+          m.pooled_backward[j][static_cast<size_t>(o)] += piece;
+          m.ids[j][static_cast<size_t>(o)] += ids;
+        }
+    } else if (p.kind == TableSharding::kRowWise) {
+      // Uniform ids: 1/n of a GPU's ids to every GPU (the remainder to the first ones).
+      for (size_t j = 0; j < nn; ++j)
+        for (size_t o = 0; o < nn; ++o)
+          m.ids[j][o] += ids / n + (static_cast<int64_t>(o) < ids % n ? 1 : 0);
+    }
+  }
+  return m;
+}
+
 DlrmCommSizes dlrm_comm_sizes(const Scenario& sc, const std::vector<DlrmRankLoad>& loads) {
   DlrmCommSizes z;
   double table_grad_bytes = 0;
   for (const DlrmRankLoad& l : loads) {
     z.pooled_a2a_bytes = std::max(z.pooled_a2a_bytes, l.a2a_send_bytes);
-    z.pooled_a2a_backward_bytes = std::max(z.pooled_a2a_backward_bytes, l.a2a_backward_send_bytes);
-    z.id_a2a_bytes = std::max(z.id_a2a_bytes, l.id_send_bytes);
+    // Backward: each GPU sends b x (all shards' dims); the owner receives what it sent forward.
+    z.pooled_a2a_backward_bytes = std::max({z.pooled_a2a_backward_bytes, l.a2a_backward_send_bytes, l.a2a_send_bytes});
+    z.id_a2a_bytes = std::max({z.id_a2a_bytes, l.id_send_bytes, l.id_receive_bytes});
     z.rw_bytes = std::max(z.rw_bytes, l.rw_reduce_scatter_bytes);
     table_grad_bytes = std::max(table_grad_bytes, l.table_grad_bytes);  // the same on every GPU
   }
@@ -420,8 +458,12 @@ BackendResult estimate_dlrm(const Scenario& sc, const DlrmShardingPlan& plan) {
   const double opt_s = optimizer_step_time_s(sc, dense_params, dense_params);
 
   // TorchRec's TrainPipelineSparseDist runs the next batch's input dist during this batch's
-  // dense compute, so only what exceeds it is exposed.
-  const double id_exposed = std::max(0.0, id_s - dense_s);
+  // dense compute, so only what exceeds it is exposed. It starts once the bottom MLP's forward
+  // is issued (as strategies/dlrm_lowering.cc orders it), so the window is the rest of the
+  // dense compute. (The owner of a heavily pooled table receives every sample's ids of it: the
+  // busiest receiver, not the senders, sizes this exchange on many GPUs.)
+  const double id_window_s = dense_s - dense.fwd_s[0];
+  const double id_exposed = std::max(0.0, id_s - id_window_s);
   TimeBreakdown& t = r.time_breakdown_s;
   t.compute = lookup_s + dense_s;
   t.ep_comm = a2a_s + a2a_bwd_s + id_s + rs_s + ag_s;

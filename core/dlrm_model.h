@@ -84,6 +84,7 @@ struct DlrmRankLoad {
                                         // gradients of every table-wise/column-wise shard
   int64_t rw_reduce_scatter_bytes = 0;  // row-wise tables: reduce-scatter input (B x dim)
   int64_t id_send_bytes = 0;         // input-dist all-to-all send buffer (ids)
+  int64_t id_receive_bytes = 0;      // ids this GPU receives (every GPU's lookups of its shards)
 };
 std::vector<DlrmRankLoad> dlrm_rank_loads(const Scenario& scenario, const DlrmShardingPlan& plan);
 
@@ -110,14 +111,26 @@ struct DlrmDenseCosts {
 DlrmDenseCosts dlrm_dense_costs(const Scenario& scenario);
 
 // NCCL sizes (buffer per rank) of one iteration's collectives over all GPUs. All-to-alls are
-// synchronous, so the busiest sender's buffer sets the size: pooled embeddings (forward, and
-// their gradients backward), ids (input dist); rw_bytes: row-wise reduce-scatter input and
-// all-gather output; dp_grad_bytes: the data-parallel all-reduce.
+// synchronous, so the busiest port sets the size: the largest send buffer or the most bytes
+// one GPU receives, whichever is larger (the backward pooled exchange is the forward's
+// transpose: the owner of the most shards receives what it sent forward). Pooled embeddings
+// (forward, and their gradients backward), ids (input dist); rw_bytes: row-wise
+// reduce-scatter input and all-gather output; dp_grad_bytes: the data-parallel all-reduce.
 struct DlrmCommSizes {
   int64_t pooled_a2a_bytes = 0, id_a2a_bytes = 0, rw_bytes = 0, dp_grad_bytes = 0;
   int64_t pooled_a2a_backward_bytes = 0;
 };
 DlrmCommSizes dlrm_comm_sizes(const Scenario& scenario, const std::vector<DlrmRankLoad>& loads);
+
+// Who sends what to whom in the embedding all-to-alls: [src][dst] bytes over all GPUs (the
+// diagonal is what a GPU keeps). Pooled forward: a shard's owner sends each GPU the pooled
+// rows of that GPU's b samples (b x shard dim); backward: the transpose (their gradients);
+// ids: every GPU sends each shard's owner its b samples' ids of that table, and row-wise
+// tables' ids spread evenly over all GPUs. Row sums are DlrmRankLoad's send buffers.
+struct DlrmAllToAllMatrices {
+  std::vector<std::vector<int64_t>> pooled_forward, pooled_backward, ids;
+};
+DlrmAllToAllMatrices dlrm_all_to_all_matrices(const Scenario& scenario, const DlrmShardingPlan& plan);
 
 // Memory of one GPU with these loads (weights, gradients, optimizer, activations, buffers).
 StageMemory dlrm_rank_memory(const Scenario& scenario, const DlrmRankLoad& load);

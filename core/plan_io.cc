@@ -141,6 +141,7 @@ json task_to_json(const Task& t) {
       j["bytes"] = t.bytes;
       j["count"] = t.count;
       j["duration_s"] = t.duration_s;
+      if (!t.send_bytes.empty()) j["send_bytes"] = t.send_bytes;
       break;
     case TaskKind::kSend:
     case TaskKind::kRecv:
@@ -160,7 +161,8 @@ json task_to_json(const Task& t) {
   return j;
 }
 
-void read_task(Reader& r, const json& j, const std::string& path, int64_t index, int64_t world, int64_t num_groups, Task& t) {
+void read_task(Reader& r, const json& j, const std::string& path, int64_t index, int64_t world, int64_t num_groups,
+               bool uneven_ok, Task& t) {
   if (!r.object(j, path)) return;
   r.field_enum(j, path, "kind", kTaskKinds, t.kind, true);
   r.field_enum(j, path, "stream", kStreams, t.stream, true);
@@ -179,14 +181,34 @@ void read_task(Reader& r, const json& j, const std::string& path, int64_t index,
       r.field_number(j, path, "mem_bytes", t.mem_bytes);
       break;
     case TaskKind::kCollective:
-      r.only(j, path, {"kind", "stream", "phase", "chunk", "micro_batch", "layer", "num_layers", "collective", "group", "seq",
-                       "dtype", "bytes", "count", "duration_s", "deps"});
+      if (uneven_ok)
+        r.only(j, path, {"kind", "stream", "phase", "chunk", "micro_batch", "layer", "num_layers", "collective", "group",
+                         "seq", "dtype", "bytes", "count", "duration_s", "deps", "send_bytes"});
+      else
+        r.only(j, path, {"kind", "stream", "phase", "chunk", "micro_batch", "layer", "num_layers", "collective", "group",
+                         "seq", "dtype", "bytes", "count", "duration_s", "deps"});
       r.field_enum(j, path, "collective", kCollectiveKinds, t.collective, true);
       r.field_int(j, path, "group", 0, num_groups - 1, t.group, true);
       r.field_int(j, path, "seq", 0, kMaxIndex, t.seq, true);
       r.field_enum(j, path, "dtype", kDTypes, t.dtype, false);
       r.field_int(j, path, "bytes", 0, std::numeric_limits<int64_t>::max(), t.bytes, true);
       r.field_int(j, path, "count", 1, kMaxIndex, t.count, false);
+      if (auto it = j.find("send_bytes"); uneven_ok && it != j.end()) {
+        if (t.collective != CollectiveKind::kAllToAll) r.fail(path + "/send_bytes", "only an all-to-all has per-peer sizes");
+        else if (r.array(*it, path + "/send_bytes")) {
+          // One entry per group member (checked against the group in graph_check); bounded by
+          // the world size so that a bad file cannot ask for a giant allocation.
+          if (it->size() > static_cast<size_t>(world)) {
+            r.fail(path + "/send_bytes", "has " + std::to_string(it->size()) + " entries, more than the " +
+                                             std::to_string(world) + " ranks");
+          } else {
+            t.send_bytes.resize(it->size());
+            for (size_t k = 0; k < it->size(); ++k)
+              r.integer((*it)[k], path + "/send_bytes/" + std::to_string(k), 0, std::numeric_limits<int64_t>::max(),
+                        t.send_bytes[k]);
+          }
+        }
+      }
       break;
     case TaskKind::kSend:
     case TaskKind::kRecv:
@@ -222,10 +244,18 @@ json plan_graph_to_json(const PlanGraph& g, const Scenario* scenario) {
   json ranks = json::array();
   for (const RankProgram& rp : g.ranks) {
     json tasks = json::array();
-    for (const Task& t : rp.tasks) tasks.push_back(task_to_json(t));
+    for (const Task& t : rp.tasks) {
+      tasks.push_back(task_to_json(t));
+      if (!scenario) tasks.back().erase("send_bytes");  // version 1 has no per-peer sizes
+    }
     ranks.push_back({{"rank", rp.rank}, {"stage", rp.stage}, {"tasks", std::move(tasks)}});
   }
-  json j{{"format", scenario ? PlanGraph::kFormat : PlanGraph::kFormatV1},
+  bool uneven = false;
+  for (const RankProgram& rp : g.ranks)
+    for (const Task& t : rp.tasks) uneven = uneven || !t.send_bytes.empty();
+  // Per-peer sizes need version 3, which carries the scenario; without one they are left out
+  // (version 1: every member's call uses `bytes`, the padded size).
+  json j{{"format", scenario ? (uneven ? PlanGraph::kFormatV3 : PlanGraph::kFormat) : PlanGraph::kFormatV1},
          {"plan", plan_to_json(g.plan)},
          {"world_size", g.world_size},
          {"num_micro_batches", g.num_micro_batches},
@@ -239,20 +269,22 @@ Expected<PlanFile> plan_file_from_json(const json& j, const std::string& base_di
   Problems problems;
   Reader r(problems);
   if (!r.object(j, "")) return problems;
-  const std::string versions = std::string("\"") + PlanGraph::kFormat + "\" or \"" + PlanGraph::kFormatV1 + "\"";
+  const std::string versions = std::string("\"") + PlanGraph::kFormatV3 + "\", \"" + PlanGraph::kFormat + "\" or \"" +
+                               PlanGraph::kFormatV1 + "\"";
   auto fmt = j.find("format");
   if (fmt == j.end()) return Expected<PlanFile>::fail("/format", "missing, expected " + versions);
   const bool v2 = fmt->is_string() && fmt->get<std::string>() == PlanGraph::kFormat;
   const bool v1 = fmt->is_string() && fmt->get<std::string>() == PlanGraph::kFormatV1;
-  if (!v1 && !v2)
+  const bool v3 = fmt->is_string() && fmt->get<std::string>() == PlanGraph::kFormatV3;
+  if (!v1 && !v2 && !v3)
     return Expected<PlanFile>::fail("/format", "found " + describe(*fmt) + ", this build reads " + versions);
   PlanFile file;
   file.format = fmt->get<std::string>();
-  if (v2) {
+  if (v2 || v3) {
     r.only(j, "", {"format", "scenario", "plan", "world_size", "num_micro_batches", "groups", "ranks"});
     auto sj = j.find("scenario");
     if (sj == j.end()) {
-      r.fail("/scenario", std::string("missing: a \"") + PlanGraph::kFormat + "\" file carries the scenario it was planned for");
+      r.fail("/scenario", std::string("missing: a \"") + fmt->get<std::string>() + "\" file carries the scenario it was planned for");
     } else {
       auto s = scenario_from_json(*sj, base_dir);
       if (s) file.scenario = std::move(s).value();
@@ -325,7 +357,7 @@ Expected<PlanFile> plan_file_from_json(const json& j, const std::string& base_di
         rp.tasks.resize(tasks->size());
         for (size_t k = 0; k < tasks->size() && !r.full(); ++k)
           read_task(r, (*tasks)[k], path + "/tasks/" + std::to_string(k), static_cast<int64_t>(k), g.world_size,
-                    static_cast<int64_t>(g.groups.size()), rp.tasks[k]);
+                    static_cast<int64_t>(g.groups.size()), v3, rp.tasks[k]);
       }
     }
   }

@@ -104,7 +104,7 @@ Problems problems_of(const nlohmann::json& j) {
 
 TEST(PlanIo, RejectsOtherVersionsAndNamesTheKey) {
   nlohmann::json j = plan_graph_to_json(tiny());
-  j["format"] = "monarch-plan/3";
+  j["format"] = "monarch-plan/4";
   Problems p = problems_of(j);
   ASSERT_EQ(p.size(), 1u);
   EXPECT_EQ(p[0].where, "/format");
@@ -177,6 +177,54 @@ Scenario tiny_scenario() {
     "training": {"global_batch_size": 1, "micro_batch_size": 1}})"));
   EXPECT_TRUE(s.ok()) << s.problems()[0].to_string();
   return *s;
+}
+
+// tiny() with its collective turned into an uneven all-to-all (rank r sends send_bytes).
+PlanGraph tiny_uneven() {
+  PlanGraph g = tiny();
+  for (RankProgram& rp : g.ranks)
+    for (Task& t : rp.tasks)
+      if (t.kind == TaskKind::kCollective) {
+        t.collective = CollectiveKind::kAllToAll;
+        t.count = 1;
+        t.bytes = 2000;
+        t.send_bytes = rp.rank == 0 ? std::vector<int64_t>{0, 1000} : std::vector<int64_t>{10, 0};
+      }
+  return g;
+}
+
+TEST(PlanIo, Version3CarriesPerPeerAllToAllSizes) {
+  const Scenario sc = tiny_scenario();
+  const nlohmann::json j = plan_graph_to_json(tiny_uneven(), &sc);
+  EXPECT_EQ(j["format"], "monarch-plan/3");
+  auto back = plan_file_from_json(nlohmann::json::parse(j.dump()));
+  ASSERT_TRUE(back.ok()) << back.problems()[0].to_string();
+  EXPECT_EQ(back->format, "monarch-plan/3");
+  for (int r = 0; r < 2; ++r)
+    for (const Task& t : back->graph.ranks[static_cast<size_t>(r)].tasks)
+      if (t.kind == TaskKind::kCollective) EXPECT_EQ(t.send_bytes, tiny_uneven().ranks[static_cast<size_t>(r)].tasks[3].send_bytes);
+  // Plans without them stay version 2 (readable by older builds).
+  EXPECT_EQ(plan_graph_to_json(tiny(), &sc)["format"], "monarch-plan/2");
+  // Version 2 does not know the key; a bad entry is named by its path.
+  nlohmann::json bad = j;
+  bad["format"] = "monarch-plan/2";
+  Problems p = problems_of(bad);
+  ASSERT_FALSE(p.empty());
+  EXPECT_EQ(p[0].where, "/ranks/0/tasks/3/send_bytes") << p[0].to_string();
+  bad = j;
+  bad["ranks"][1]["tasks"][3]["send_bytes"][1] = -5;
+  p = problems_of(bad);
+  ASSERT_FALSE(p.empty());
+  EXPECT_EQ(p[0].where, "/ranks/1/tasks/3/send_bytes/1") << p[0].to_string();
+  bad = j;
+  bad["ranks"][1]["tasks"][3]["send_bytes"] = nlohmann::json::array({1, 2, 3});
+  p = problems_of(bad);
+  ASSERT_FALSE(p.empty());
+  EXPECT_EQ(p[0].where, "/ranks/1/tasks/3/send_bytes") << p[0].to_string();
+  // Version 1 (no scenario) has no per-peer sizes: left out, the padded size stays.
+  const nlohmann::json v1 = plan_graph_to_json(tiny_uneven());
+  EXPECT_EQ(v1["format"], "monarch-plan/1");
+  EXPECT_FALSE(v1["ranks"][0]["tasks"][3].contains("send_bytes"));
 }
 
 TEST(PlanIo, Version2CarriesTheScenarioItWasPlannedFor) {

@@ -69,6 +69,12 @@ struct Task {
   int64_t bytes = 0;         // collective: buffer size per rank (NCCL "size"); p2p: message size;
                              // alloc/free: buffer size
   int32_t count = 1;         // collective: back-to-back calls of `bytes` each this task stands for
+  // kAllToAll only, optional: bytes this rank sends to each member of the group, in group
+  // order (its own entry stays local), when the exchange is uneven (DLRM table-wise sharding).
+  // Empty: bytes / group size to every member (NCCL all-to-all; MoE pads to the capacity).
+  // `bytes` is then the size every member's call uses (the busiest port's: the largest send
+  // or receive total, the padded size a real runtime exchanges).
+  std::vector<int64_t> send_bytes;
   // kSend / kRecv
   int32_t peer = -1;         // global rank of the other side
   int32_t tag = 0;
@@ -91,6 +97,9 @@ struct PlanGraph {
   static constexpr const char* kFormat = "monarch-plan/2";
   // Version 1: the same graph without the scenario. Still read; written when no scenario is given.
   static constexpr const char* kFormatV1 = "monarch-plan/1";
+  // Version 3: version 2 plus the optional per-peer `send_bytes` of uneven all-to-alls; written
+  // (with the scenario) only when some task carries them, so other plans stay version 2.
+  static constexpr const char* kFormatV3 = "monarch-plan/3";
   Plan plan;
   int32_t world_size = 0;
   int64_t num_micro_batches = 0;

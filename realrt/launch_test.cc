@@ -139,11 +139,11 @@ TEST(MonarchRunPlanFile, OtherVersionOrMissingScenarioExits2) {
   const std::string plan = kTmp + "pp2.plan.json", v2 = kTmp + "pp2.v2.plan.json";
   ASSERT_TRUE(write_plan_file(plan, in.graph).empty());
   nlohmann::json j = nlohmann::json::parse(std::ifstream(plan));
-  j["format"] = "monarch-plan/3";
+  j["format"] = "monarch-plan/4";
   std::ofstream(v2) << j.dump();
   const std::string scen = " --scenario " + kData + "tiny_gpt_pp2.json";
   EXPECT_EQ(mpirun(2, v2 + scen, kTmp + "v2.log"), 2);
-  EXPECT_NE(slurp(kTmp + "v2.log").find("monarch-plan/3"), std::string::npos) << slurp(kTmp + "v2.log");
+  EXPECT_NE(slurp(kTmp + "v2.log").find("monarch-plan/4"), std::string::npos) << slurp(kTmp + "v2.log");
   // write_plan_file without a scenario writes version 1, which needs --scenario.
   EXPECT_EQ(mpirun(2, plan, kTmp + "noscen.log"), 2);
   EXPECT_NE(slurp(kTmp + "noscen.log").find("--scenario"), std::string::npos);

@@ -76,8 +76,8 @@ TEST(MonarchRunPlanFile, WrongRankCountVersionOrJsonExits2) {
   const std::string plan = write_json("ranks.json", plan_json(in, true));
   expect_refused(mpirun(1, plan, "plan_ranks"), "the plan needs 2 ranks");
   nlohmann::json j = plan_json(in, true);
-  j["format"] = "monarch-plan/3";
-  expect_refused(mpirun(2, write_json("v3.json", j), "v3"), "found \"monarch-plan/3\" (string), this build reads");
+  j["format"] = "monarch-plan/4";
+  expect_refused(mpirun(2, write_json("v3.json", j), "v3"), "found \"monarch-plan/4\" (string), this build reads");
   std::filesystem::create_directories(kTmp);
   std::ofstream(kTmp + "truncated.json") << plan_json(in, true).dump().substr(0, 200);
   expect_refused(mpirun(2, kTmp + "truncated.json", "truncated"), "truncated.json:1:");

@@ -158,6 +158,64 @@ TEST(SimgridAgreement, CountStandsForBackToBackCalls) {
 
 // ------------------------------------------------------------------------------ contention
 
+// All-to-all as concurrent flows agrees with the analytical formula (max of the NIC and NVLink
+// shares plus one latency) uncontended: 8 ranks in a node, 16 and 64 across nodes, fat tree
+// (oversubscribed uplinks: one leaf per node) and rail-optimized (PXN keeps NIC traffic on
+// the rails, so oversubscription does not matter).
+TEST(SimgridAgreement, AllToAllMatchesTheAnalyticalFormula) {
+  struct Case {
+    int64_t ranks;
+    Topology topo;
+    double over;
+  };
+  SimgridOptions o;
+  o.fat_tree_leaf_ports = 8;
+  for (const Case& k : {Case{8, Topology::kFatTree, 1}, Case{16, Topology::kFatTree, 1}, Case{64, Topology::kFatTree, 1},
+                        Case{64, Topology::kFatTree, 2}, Case{16, Topology::kRailOptimized, 2},
+                        Case{64, Topology::kRailOptimized, 2}}) {
+    const ClusterConfig c = make_cluster(k.ranks, 8, 8, 450, 2, 50, 5, k.topo, k.over);
+    for (double bytes : {64 * kMiB, 1.0 * kMiB, 64.0 * 1024}) {
+      const auto g = collective_graph(static_cast<int32_t>(k.ranks), iota(0, static_cast<int32_t>(k.ranks)),
+                                      CollectiveKind::kAllToAll, static_cast<int64_t>(bytes), 1, GroupKind::kEp);
+      const double expect = analytical_s(CollectiveKind::kAllToAll, bytes, 0, k.ranks, 1, c);
+      EXPECT_NEAR(run_ok(make_scenario(c), g, o).iteration_time_s, expect, 0.03 * expect)
+          << k.ranks << " ranks, " << to_string(k.topo) << " x" << k.over << ", " << bytes << " bytes";
+    }
+  }
+}
+
+// An all-to-all whose members send unequal sizes (DLRM table-wise sharding): SimGrid sends
+// each member's row. Against every member sending the busiest one's size (the uniform,
+// padded form), the real matrix is faster when one sender is busy, and a receiver that gets
+// more than anyone sends is slower than the busiest sender's size alone would say.
+TEST(SimgridAllToAll, PerPeerSizesChangeTheTimeInTheExpectedDirection) {
+  // 2 NICs per node: 4 GPUs share each, so the busy rank's neighbours load its NIC too.
+  const ClusterConfig c = make_cluster(16, 8, 2, 450, 2, 50, 5);
+  const auto sc = make_scenario(c);
+  const int64_t n = 16, piece = 4 << 20;
+  auto graph_with = [&](const std::vector<std::vector<int64_t>>& m, int64_t bytes) {
+    auto g = collective_graph(16, iota(0, 16), CollectiveKind::kAllToAll, bytes, 1, GroupKind::kEp);
+    if (!m.empty())
+      for (int32_t r = 0; r < 16; ++r) g.ranks[static_cast<size_t>(r)].tasks[0].send_bytes = m[static_cast<size_t>(r)];
+    return g;
+  };
+  // Rank 0 owns the big table: it sends 8 pieces to everyone, the others 1 piece each.
+  std::vector<std::vector<int64_t>> busy_sender(n, std::vector<int64_t>(n, piece));
+  for (auto& v : busy_sender[0]) v = 8 * piece;
+  const double padded = run_ok(sc, graph_with({}, n * 8 * piece)).iteration_time_s;
+  const double real = run_ok(sc, graph_with(busy_sender, n * 8 * piece)).iteration_time_s;
+  const double even = run_ok(sc, graph_with({}, n * piece)).iteration_time_s;
+  EXPECT_LT(real, padded);
+  EXPECT_GT(real, even);
+  // The transpose (every rank sends rank 0 8 pieces): rank 0's NIC receives what it sent
+  // above, the same time, although no send buffer is larger than 8 + 15 pieces.
+  std::vector<std::vector<int64_t>> busy_receiver(n, std::vector<int64_t>(n, piece));
+  for (auto& row : busy_receiver) row[0] = 8 * piece;
+  const double transposed = run_ok(sc, graph_with(busy_receiver, n * piece + 7 * piece)).iteration_time_s;
+  EXPECT_NEAR(transposed, real, 0.02 * real);
+  EXPECT_GT(transposed, run_ok(sc, graph_with({}, n * piece + 7 * piece)).iteration_time_s);
+}
+
 TEST(SimgridContention, TwoDpGroupsSharingOneNicTakeTwiceAsLong) {
   // One NIC per node: DP groups of GPU 0 and of GPU 1 both leave the node through NIC 0.
   auto sc = make_scenario(make_cluster(16, 8, 1, 300, 2, 25, 5));

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <unordered_map>
+
+#include "core/cost_model.h"
 
 namespace monarch::simgrid_backend {
 namespace {
@@ -237,20 +240,73 @@ std::vector<FlowPhase> decompose_collective(CollectiveKind kind, const std::vect
       phases.push_back(std::move(p));
       break;
     }
-    case Algorithm::kDirect: {
+    case Algorithm::kDirect:
       // NCCL all-to-all is one group of sends and receives to every peer, all in flight at
       // once: a single round at both fidelities (per-step lockstep would serialize it).
-      const double piece = bytes / static_cast<double>(n);
-      FlowPhase p;
-      for (int64_t i = 0; i < n; ++i)
-        for (int64_t j = 0; j < n; ++j)
-          if (i != j) p.flows.push_back(p2p_flow(gpus[static_cast<size_t>(i)], gpus[static_cast<size_t>(j)], piece, shape));
-      phases.push_back(std::move(p));
-      break;
-    }
+      return decompose_all_to_all(gpus, bytes, {}, shape);
   }
   for (auto& p : phases)
     if (p.latency_s == 0) p.latency_s = alpha;
+  return phases;
+}
+
+std::vector<FlowPhase> decompose_all_to_all(const std::vector<int64_t>& gpus, double bytes,
+                                            const std::vector<const std::vector<int64_t>*>& send_bytes,
+                                            const FabricShape& shape) {
+  std::vector<FlowPhase> phases;
+  const int64_t n = static_cast<int64_t>(gpus.size());
+  if (n < 2) return phases;
+  const auto nodes = by_node(gpus, shape);
+  size_t most = 0;
+  for (const auto& nd : nodes) most = std::max(most, nd.size());
+  const bool pxn = shape.pxn && nodes.size() > 1 && most > 1;  // as core/cost_model.cc
+  std::vector<char> member;
+  if (pxn) {
+    int64_t top = 0;
+    for (int64_t g : gpus) top = std::max(top, g);
+    member.assign(static_cast<size_t>(top + 1), 0);
+    for (int64_t g : gpus) member[static_cast<size_t>(g)] = 1;
+  }
+  // Flows between the same two endpoints share one NCCL connection: merged.
+  std::vector<Flow> flows;
+  std::unordered_map<uint64_t, size_t> flow_of;
+  auto code = [](Endpoint e) { return static_cast<uint64_t>(e.index) * 2 + (e.kind == Endpoint::Kind::kNic ? 1 : 0); };
+  auto add = [&](Endpoint src, Endpoint dst, double b) {
+    const auto [it, fresh] = flow_of.emplace((code(src) << 32) | code(dst), flows.size());
+    if (fresh)
+      flows.push_back({src, dst, b});
+    else
+      flows[it->second].bytes += b;
+  };
+  const double uniform = bytes / static_cast<double>(n);
+  for (int64_t i = 0; i < n; ++i) {
+    const std::vector<int64_t>* row = static_cast<size_t>(i) < send_bytes.size() ? send_bytes[static_cast<size_t>(i)] : nullptr;
+    assert(row == nullptr || row->empty() || static_cast<int64_t>(row->size()) == n);
+    const bool given = row != nullptr && !row->empty();
+    for (int64_t j = 0; j < n; ++j) {
+      if (i == j) continue;
+      const double b = given ? static_cast<double>((*row)[static_cast<size_t>(j)]) : uniform;
+      if (b <= 0) continue;
+      const int64_t src = gpus[static_cast<size_t>(i)], dst = gpus[static_cast<size_t>(j)];
+      if (pxn && shape.node_of(src) != shape.node_of(dst)) {
+        const int64_t proxy = shape.node_of(src) * shape.gpus_per_node + dst % shape.gpus_per_node;
+        if (proxy != src && shape.nic_of(proxy) != shape.nic_of(src) && static_cast<size_t>(proxy) < member.size() &&
+            member[static_cast<size_t>(proxy)]) {
+          add(gpu_ep(src), gpu_ep(proxy), b);
+          add(nic_ep(shape.nic_of(proxy)), nic_ep(shape.nic_of(dst)), b);
+          continue;
+        }
+      }
+      const Flow f = p2p_flow(src, dst, b, shape);
+      add(f.src, f.dst, f.bytes);
+    }
+  }
+  const double alpha = group_latency_s(gpus, shape);
+  FlowPhase p;
+  p.flows = std::move(flows);
+  p.latency_s = alpha;
+  p.extra_latency_s = static_cast<double>(all_to_all_latency_waves(n) - 1) * alpha;
+  phases.push_back(std::move(p));
   return phases;
 }
 

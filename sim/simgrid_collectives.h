@@ -21,7 +21,12 @@
 //   half the buffer up and broadcasts it down, pipelined: latency 2 x depth, bandwidth ~2 x size
 //   per NIC. Used when its alpha-beta time is lower than the ring's (small buffers, many nodes).
 // - broadcast: pipelined ring from the first member, size per edge.
-// - all-to-all: n-1 steps; in step k member i sends size/n to member i+k.
+// - all-to-all: every member sends size/n to every other, all at once (NCCL's grouped
+//   send/recv rounds run concurrently over its p2p channels): one phase, one latency per wave
+//   of 256 peers (core/cost_model.h all_to_all_latency_waves). With `pxn`, a message for a GPU
+//   on another rail of another node goes to the member on that rail of the sender's node over
+//   NVLink and from its NIC to the destination's, both legs concurrently (pipelined chunks).
+//   Uneven all-to-alls (alltoallv) give every member's send sizes per peer.
 //
 // Fidelities: per-step emits one phase per algorithm step (each step's flows see the contention
 // of that moment); aggregated emits one phase with one flow per ring edge carrying the whole
@@ -62,6 +67,9 @@ struct FabricShape {
   double inter_latency_s = 0;   // NIC -> NIC through the fabric, end to end
   double intra_bandwidth_Bps = 0;  // per GPU per direction (for algorithm choice only)
   double inter_bandwidth_Bps = 0;  // per NIC per direction (for algorithm choice only)
+  // Rail-optimized fabric: all-to-all messages to a GPU on another rail go over NVLink to the
+  // group member on that rail first, then NIC to NIC on the rail (NCCL PXN; core/cost_model.cc).
+  bool pxn = false;
 
   int64_t node_of(int64_t gpu) const { return gpu / gpus_per_node; }
   // NIC a GPU uses: GPU i of a node is wired to NIC floor(i * nics / gpus_per_node) (PCIe
@@ -83,6 +91,12 @@ Algorithm choose_algorithm(CollectiveKind kind, const std::vector<int64_t>& gpus
 // Flow phases of one collective. `gpus` are the members' GPU indices in the group's order.
 std::vector<FlowPhase> decompose_collective(CollectiveKind kind, const std::vector<int64_t>& gpus,
                                             double bytes, Algorithm algorithm, Fidelity fidelity,
+                                            const FabricShape& shape);
+
+// Flow phases of an all-to-all where member i sends send_bytes[i][j] to member j (group
+// order; a row may be empty: that member sends `bytes` / n to every peer).
+std::vector<FlowPhase> decompose_all_to_all(const std::vector<int64_t>& gpus, double bytes,
+                                            const std::vector<const std::vector<int64_t>*>& send_bytes,
                                             const FabricShape& shape);
 
 // The single flow of a point-to-point message between two GPUs.

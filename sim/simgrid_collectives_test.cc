@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+
 namespace monarch::simgrid_backend {
 namespace {
 
@@ -94,6 +97,74 @@ TEST(SimgridCollectives, BytesSentFollowNcclTests) {
   EXPECT_DOUBLE_EQ(bytes_sent_per_rank(CollectiveKind::kAllReduce, 4, 100), 150);
   EXPECT_DOUBLE_EQ(bytes_sent_per_rank(CollectiveKind::kAllGather, 4, 100), 75);
   EXPECT_DOUBLE_EQ(bytes_sent_per_rank(CollectiveKind::kAllReduce, 1, 100), 0);
+}
+
+
+// Bytes leaving (out) and entering (in) every endpoint of a phase.
+struct PortLoad {
+  std::map<std::pair<int, int64_t>, double> out, in;
+};
+PortLoad port_load(const FlowPhase& p) {
+  PortLoad l;
+  for (const auto& f : p.flows) {
+    l.out[{static_cast<int>(f.src.kind), f.src.index}] += f.bytes;
+    l.in[{static_cast<int>(f.dst.kind), f.dst.index}] += f.bytes;
+  }
+  return l;
+}
+double most(const std::map<std::pair<int, int64_t>, double>& m, Endpoint::Kind kind) {
+  double v = 0;
+  for (const auto& [k, b] : m)
+    if (k.first == static_cast<int>(kind)) v = std::max(v, b);
+  return v;
+}
+
+TEST(SimgridCollectives, AllToAllIsOnePhaseOfConcurrentFlows) {
+  std::vector<int64_t> gpus;
+  for (int64_t g = 0; g < 16; ++g) gpus.push_back(g);  // 2 nodes x 8
+  const double S = 16e6;
+  auto phases = decompose_collective(CollectiveKind::kAllToAll, gpus, S, Algorithm::kDirect, Fidelity::kPerStep, shape8x8());
+  ASSERT_EQ(phases.size(), 1u);
+  EXPECT_DOUBLE_EQ(phases[0].extra_latency_s, 0.0);  // one latency: 15 peers in flight at once
+  EXPECT_DOUBLE_EQ(phases[0].latency_s, 5e-6);
+  EXPECT_DOUBLE_EQ(total_bytes(phases), 16 * 15 * S / 16);
+  const PortLoad l = port_load(phases[0]);
+  // Fat tree (no PXN): each GPU's own NIC carries its 8 off-node pieces, NVLink its 7 on-node.
+  EXPECT_DOUBLE_EQ(most(l.out, Endpoint::Kind::kNic), 8 * S / 16);
+  EXPECT_DOUBLE_EQ(most(l.out, Endpoint::Kind::kGpu), 7 * S / 16);
+}
+
+TEST(SimgridCollectives, AllToAllWithPxnForwardsOverNvlinkToTheRailGpu) {
+  std::vector<int64_t> gpus;
+  for (int64_t g = 0; g < 64; ++g) gpus.push_back(g);  // 8 nodes x 8
+  FabricShape shape = shape8x8();
+  shape.pxn = true;
+  const double S = 64e6;
+  auto phases = decompose_collective(CollectiveKind::kAllToAll, gpus, S, Algorithm::kDirect, Fidelity::kAggregated, shape);
+  ASSERT_EQ(phases.size(), 1u);
+  for (const auto& f : phases[0].flows)
+    if (f.src.kind == Endpoint::Kind::kNic) EXPECT_EQ(f.src.index % 8, f.dst.index % 8) << "NIC traffic stays on its rail";
+  const PortLoad l = port_load(phases[0]);
+  // NIC: the node's traffic for its rail, 56 pieces; NVLink: on-node 7 + forwarded 49 pieces.
+  EXPECT_DOUBLE_EQ(most(l.out, Endpoint::Kind::kNic), 56 * S / 64);
+  EXPECT_DOUBLE_EQ(most(l.out, Endpoint::Kind::kGpu), 56 * S / 64);
+  EXPECT_DOUBLE_EQ(most(l.in, Endpoint::Kind::kGpu), 56 * S / 64);
+  // Merged per endpoint pair: 8 x 7 NVLink pairs per node, 8 x 7 rail pairs per NIC.
+  EXPECT_EQ(phases[0].flows.size(), 8u * 56 + 64u * 7);
+}
+
+TEST(SimgridCollectives, UnevenAllToAllSendsEachMembersRow) {
+  const std::vector<int64_t> gpus{0, 1, 8, 9};  // 2 nodes x 2
+  const std::vector<int64_t> heavy{0, 100, 200, 300}, none{};
+  std::vector<const std::vector<int64_t>*> rows{&heavy, nullptr, &none, nullptr};
+  auto phases = decompose_all_to_all(gpus, 40, rows, shape8x8());
+  ASSERT_EQ(phases.size(), 1u);
+  // Member 0 sends its row (its own entry stays local); the others 40 / 4 to every peer.
+  EXPECT_DOUBLE_EQ(total_bytes(phases), 600 + 3 * 3 * 10);
+  double to_gpu1 = 0;
+  for (const auto& f : phases[0].flows)
+    if (f.src == Endpoint{Endpoint::Kind::kGpu, 0} && f.dst == Endpoint{Endpoint::Kind::kGpu, 1}) to_gpu1 = f.bytes;
+  EXPECT_DOUBLE_EQ(to_gpu1, 100);
 }
 
 }  // namespace

@@ -65,6 +65,7 @@ Platform build_platform(const ClusterConfig& c, const WhatIf& whatif, const Simg
   const double intra_lat_s = us_to_s(c.intra_node.latency_us);
   const double inter_lat_s = us_to_s(c.inter_node.latency_us);
   p.shape = FabricShape{gpn, nics, intra_lat_s, inter_lat_s, intra_Bps, inter_Bps};
+  p.shape.pxn = c.topology == Topology::kRailOptimized;
 
   std::vector<double> nic_factor(static_cast<size_t>(nodes), 1.0);
   for (const auto& d : whatif.degraded_links) nic_factor[static_cast<size_t>(d.node)] *= d.bandwidth_factor;
@@ -136,6 +137,7 @@ Platform build_platform(const ClusterConfig& c, const WhatIf& whatif, const Simg
 struct CollInstance {
   int expected = 0;
   int arrived = 0;
+  std::vector<const std::vector<int64_t>*> send_bytes;  // uneven all-to-all: each member's row
   sg::SemaphorePtr sem = sg::Semaphore::create(0);
   double start_s = 0;
 };
@@ -258,6 +260,12 @@ double run_collective(Sim& sim, RankRt& r, const Task& t) {
     slot->expected = job.group_expected[static_cast<size_t>(t.group)];
   }
   std::shared_ptr<CollInstance> inst = slot;
+  if (t.collective == CollectiveKind::kAllToAll && !t.send_bytes.empty()) {
+    const auto& members = job.graph->groups[static_cast<size_t>(t.group)].ranks;
+    inst->send_bytes.resize(members.size(), nullptr);
+    const auto at = std::find(members.begin(), members.end(), r.rank);
+    if (at != members.end()) inst->send_bytes[static_cast<size_t>(at - members.begin())] = &t.send_bytes;
+  }
   if (++inst->arrived < inst->expected) {
     inst->sem->acquire();
     return inst->start_s;
@@ -267,8 +275,11 @@ double run_collective(Sim& sim, RankRt& r, const Task& t) {
   const auto& gpus = job.group_gpus[static_cast<size_t>(t.group)];
   const double bytes = static_cast<double>(t.bytes);
   const Algorithm algo = choose_algorithm(t.collective, gpus, bytes, sim.platform.shape, sim.options.allow_tree);
-  run_phases(sim, repeat_phases(decompose_collective(t.collective, gpus, bytes, algo, job.fidelity, sim.platform.shape),
-                                std::max<int32_t>(t.count, 1), job.fidelity));
+  // Uneven all-to-all: the rows of the members simulated (the others send bytes / n each).
+  auto phases = algo == Algorithm::kDirect && !inst->send_bytes.empty()
+                    ? decompose_all_to_all(gpus, bytes, inst->send_bytes, sim.platform.shape)
+                    : decompose_collective(t.collective, gpus, bytes, algo, job.fidelity, sim.platform.shape);
+  run_phases(sim, repeat_phases(std::move(phases), std::max<int32_t>(t.count, 1), job.fidelity));
   for (int i = 1; i < inst->expected; ++i) inst->sem->release();
   return inst->start_s;
 }
@@ -570,8 +581,13 @@ BackendResult assemble(const Sim& sim, size_t job_index) {
         ce.group = to_string(grp.kind);
         // The task stands for `count` back-to-back calls of `bytes` each.
         const int32_t calls = std::max<int32_t>(t.count, 1);
-        ce.bytes += static_cast<int64_t>(std::llround(
-            calls * bytes_sent_per_rank(t.collective, static_cast<int64_t>(grp.ranks.size()), static_cast<double>(t.bytes))));
+        double sent = bytes_sent_per_rank(t.collective, static_cast<int64_t>(grp.ranks.size()), static_cast<double>(t.bytes));
+        if (!t.send_bytes.empty()) {  // uneven all-to-all: what this rank really sends
+          sent = 0;
+          for (size_t k = 0; k < t.send_bytes.size() && k < grp.ranks.size(); ++k)
+            if (grp.ranks[k] != crit->rank) sent += static_cast<double>(t.send_bytes[k]);
+        }
+        ce.bytes += static_cast<int64_t>(std::llround(calls * sent));
         ce.count += calls;
         ce.time_s += d;
       } else if (t.kind == TaskKind::kSend || t.kind == TaskKind::kRecv) {

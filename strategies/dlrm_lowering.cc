@@ -117,6 +117,20 @@ Expected<PlanGraph> lower_dlrm(const Scenario& sc, const DlrmShardingPlan& plan)
   const bool ids = multi && sizes.id_a2a_bytes > 0;
   const bool allreduce = multi && sizes.dp_grad_bytes > 0;
 
+  // The all-to-alls' send matrices, kept only where some pair differs from the uniform
+  // bytes / n of NCCL's all-to-all (table-wise sharding; column-wise over all GPUs is even).
+  DlrmAllToAllMatrices uneven = dlrm_all_to_all_matrices(sc, plan);
+  auto keep_if_uneven = [](std::vector<std::vector<int64_t>>& m) {
+    const int64_t even = m.empty() || m[0].empty() ? 0 : m[0][0];
+    for (const auto& row : m)
+      for (int64_t v : row)
+        if (v != even) return;
+    m.clear();
+  };
+  keep_if_uneven(uneven.pooled_forward);
+  keep_if_uneven(uneven.pooled_backward);
+  keep_if_uneven(uneven.ids);
+
   for (int32_t r = 0; r < static_cast<int32_t>(n); ++r) {
     RankProgram& prog = g.ranks.emplace_back();
     prog.rank = r;
@@ -131,8 +145,12 @@ Expected<PlanGraph> lower_dlrm(const Scenario& sc, const DlrmShardingPlan& plan)
 
     int32_t seq = 0;
     std::vector<int32_t> last_emb;  // the latest embedding collective (ep stream), if any
-    auto emb = [&](Phase ph, CollectiveKind k, int64_t bytes, std::vector<int32_t> deps) {
+    // `matrix`: [src][dst] bytes of an all-to-all whose members send unequal sizes; this rank's
+    // row goes with its task (the SimGrid backend sends it), `bytes` stays the busiest port's.
+    auto emb = [&](Phase ph, CollectiveKind k, int64_t bytes, std::vector<int32_t> deps,
+                   const std::vector<std::vector<int64_t>>* matrix = nullptr) {
       const int32_t id = rb.collective(Stream::kEpComm, ph, k, kEmbGroup, seq++, bytes, dtype, time_of(k, bytes), std::move(deps));
+      if (matrix != nullptr && !matrix->empty()) prog.tasks[static_cast<size_t>(id)].send_bytes = (*matrix)[static_cast<size_t>(r)];
       last_emb = {id};
       return id;
     };
@@ -140,11 +158,11 @@ Expected<PlanGraph> lower_dlrm(const Scenario& sc, const DlrmShardingPlan& plan)
     // ---- forward: lookups, then their exchange, then the dense part.
     const int32_t lf = rb.compute(OpKind::kEmbedding, Phase::kForward, 0, L.lookup_forward_bytes,
                                   L.lookup_forward_bytes / gather_Bps, {});
-    if (pooled) emb(Phase::kForward, CollectiveKind::kAllToAll, sizes.pooled_a2a_bytes, {lf});
+    if (pooled) emb(Phase::kForward, CollectiveKind::kAllToAll, sizes.pooled_a2a_bytes, {lf}, &uneven.pooled_forward);
     if (rw) emb(Phase::kForward, CollectiveKind::kReduceScatter, sizes.rw_bytes, {lf});
     int32_t prev = rb.compute(OpKind::kMlp, Phase::kForward, dense.fwd_flops[0], 0, dense.fwd_s[0], last_emb);
     // Input dist of the next batch beside the dense compute (TrainPipelineSparseDist).
-    if (ids) emb(Phase::kOther, CollectiveKind::kAllToAll, sizes.id_a2a_bytes, {prev});
+    if (ids) emb(Phase::kOther, CollectiveKind::kAllToAll, sizes.id_a2a_bytes, {prev}, &uneven.ids);
     prev = rb.compute(OpKind::kOther, Phase::kForward, dense.fwd_flops[1], 0, dense.fwd_s[1], {});
     prev = rb.compute(OpKind::kMlp, Phase::kForward, dense.fwd_flops[2], 0, dense.fwd_s[2], {});
     // ---- backward: dense (two GEMMs per forward GEMM), the embedding gradients' exchange,
@@ -152,7 +170,7 @@ Expected<PlanGraph> lower_dlrm(const Scenario& sc, const DlrmShardingPlan& plan)
     prev = rb.compute(OpKind::kMlp, Phase::kBackward, 2 * dense.fwd_flops[2], 0, dense.bwd_s[2], {});
     prev = rb.compute(OpKind::kOther, Phase::kBackward, 2 * dense.fwd_flops[1], 0, dense.bwd_s[1], {});
     const int32_t bb = rb.compute(OpKind::kMlp, Phase::kBackward, 2 * dense.fwd_flops[0], 0, dense.bwd_s[0], {});
-    if (pooled) emb(Phase::kBackward, CollectiveKind::kAllToAll, sizes.pooled_a2a_backward_bytes, {bb});
+    if (pooled) emb(Phase::kBackward, CollectiveKind::kAllToAll, sizes.pooled_a2a_backward_bytes, {bb}, &uneven.pooled_backward);
     if (rw) emb(Phase::kBackward, CollectiveKind::kAllGather, sizes.rw_bytes, {bb});
     const int32_t lb = rb.compute(OpKind::kEmbedding, Phase::kBackward, 0, L.lookup_backward_bytes,
                                   L.lookup_backward_bytes / gather_Bps, last_emb);

@@ -13,9 +13,10 @@
 //   - lookups: HBM-bound TBE gathers (forward) and gather + fused optimizer update (backward)
 //     of this rank's shards, each rank with its own load (table-wise imbalance shows);
 //   - pooled all-to-all forward (embeddings) and backward (their gradients), NCCL size = the
-//     busiest sender's send buffer (the graph's collectives carry one size for all members;
-//     all-to-alls are synchronous, so the busiest sender sets the pace, as in the analytical
-//     model); row-wise tables: reduce-scatter of the B x dim partial sums forward and
+//     busiest port's bytes (largest send buffer or receive total; all-to-alls are synchronous,
+//     so it sets the pace, as in the analytical model); when ranks send unequal amounts each
+//     task also carries its per-peer row (Task::send_bytes), which SimGrid sends;
+//     row-wise tables: reduce-scatter of the B x dim partial sums forward and
 //     all-gather of the gradients backward (TorchRec's RW sharding);
 //   - the ids all-to-all (input dist) of the next batch runs beside the dense compute, as
 //     TorchRec's TrainPipelineSparseDist does; the embedding backward waits for it;

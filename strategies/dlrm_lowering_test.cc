@@ -64,15 +64,18 @@ TEST(DlrmLowering, GraphTimeEqualsAnalyticalOnEveryPlan) {
   }
 }
 
+int64_t l_send(const std::vector<DlrmRankLoad>& loads, int32_t rank) { return loads[static_cast<size_t>(rank)].a2a_send_bytes; }
+
 TEST(DlrmLowering, CollectivesCarryThePlansSizesAndRanksTheirOwnLoads) {
   const Scenario s = scenario_file("dlrm-dcnv2-8-h100.json");
   const DlrmShardingPlan plan = uniform(s, TableSharding::kTableWise);  // 26 tables on 8 GPUs: uneven
   const auto loads = dlrm_rank_loads(s, plan);
   const DlrmCommSizes sizes = dlrm_comm_sizes(s, loads);
   // 26 tables on 8 GPUs: the busiest owner sends B x 4 tables x dim forward; backward every
-  // GPU sends its b samples' gradients of all 26 tables.
+  // GPU sends its b samples' gradients of all 26 tables (B/8 x 26 x dim), and that owner
+  // receives what it sent forward, the busiest port.
   EXPECT_EQ(sizes.pooled_a2a_bytes, s.training.global_batch_size * 4 * 128 * 2);
-  EXPECT_EQ(sizes.pooled_a2a_backward_bytes, s.training.global_batch_size / 8 * 26 * 128 * 2);
+  EXPECT_EQ(sizes.pooled_a2a_backward_bytes, s.training.global_batch_size * 4 * 128 * 2);
   auto g = lower_dlrm(s, plan);
   ASSERT_TRUE(g.ok());
   for (const RankProgram& p : g->ranks) {
@@ -91,6 +94,30 @@ TEST(DlrmLowering, CollectivesCarryThePlansSizesAndRanksTheirOwnLoads) {
       if (t.kind == TaskKind::kCompute && t.op == OpKind::kEmbedding) lookup_bytes += t.mem_bytes;
     }
     EXPECT_EQ(a2a, 2) << "rank " << p.rank;  // forward embeddings, backward gradients
+    // Uneven exchange: each all-to-all carries this rank's real sends per peer. Forward: an
+    // owner of k tables sends b x k x dim to every GPU; backward: b x dim per table to its
+    // owner; ids: its b samples' ids of each table to the table's owner.
+    const int64_t b = s.training.global_batch_size / 8;
+    int64_t owned = 0;
+    for (size_t t = 0; t < plan.tables.size(); ++t) owned += plan.tables[t].ranks[0] == p.rank ? 1 : 0;
+    for (const Task& t : p.tasks) {
+      if (t.kind != TaskKind::kCollective || t.collective != CollectiveKind::kAllToAll) continue;
+      ASSERT_EQ(t.send_bytes.size(), 8u) << to_string(t.phase);
+      int64_t sum = 0;
+      for (int64_t v : t.send_bytes) sum += v;
+      if (t.phase == Phase::kForward) {
+        for (int64_t v : t.send_bytes) EXPECT_EQ(v, b * owned * 128 * 2);
+        EXPECT_EQ(sum, l_send(loads, p.rank));
+      } else if (t.phase == Phase::kBackward) {
+        for (int32_t o = 0; o < 8; ++o) {
+          int64_t tables_of_o = 0;
+          for (const auto& tp : plan.tables) tables_of_o += tp.ranks[0] == o ? 1 : 0;
+          EXPECT_EQ(t.send_bytes[static_cast<size_t>(o)], b * tables_of_o * 128 * 2);
+        }
+      } else {
+        EXPECT_EQ(sum, loads[static_cast<size_t>(p.rank)].id_send_bytes);  // ids
+      }
+    }
     EXPECT_EQ(ar, 1);
     EXPECT_EQ(rs, 0);  // no row-wise table
     const DlrmRankLoad& l = loads[static_cast<size_t>(p.rank)];
@@ -109,6 +136,22 @@ TEST(DlrmLowering, CollectivesCarryThePlansSizesAndRanksTheirOwnLoads) {
   }
   EXPECT_EQ(rs, 1);
   EXPECT_EQ(ag, 1);
+  // Column-wise over every GPU is an even exchange: no per-peer sizes (NCCL's plain all-to-all).
+  DlrmShardingPlan cw;
+  for (size_t t = 0; t < s.model.dlrm.tables.size(); ++t) cw.tables.push_back({TableSharding::kColumnWise, {0, 1, 2, 3, 4, 5, 6, 7}});
+  auto even = lower_dlrm(s, cw);
+  ASSERT_TRUE(even.ok());
+  for (const Task& t : even->ranks[5].tasks) EXPECT_TRUE(t.send_bytes.empty());
+  // A row that does not name every member is a malformed graph, reported where it is.
+  PlanGraph bad = *g;
+  for (Task& t : bad.ranks[2].tasks)
+    if (!t.send_bytes.empty()) {
+      t.send_bytes.pop_back();
+      break;
+    }
+  const Problems pr = check_graph(bad);
+  ASSERT_FALSE(pr.empty());
+  EXPECT_NE(pr.front().where.find("/send_bytes"), std::string::npos) << pr.front().to_string();
 }
 
 TEST(DlrmLowering, BadPlanIsAProblemNotACrash) {

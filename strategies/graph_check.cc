@@ -76,6 +76,12 @@ Problems check_graph(const PlanGraph& g, size_t max_problems) {
             add(at(r, i) + "/bytes", "all-to-all of " + std::to_string(t.bytes) + " bytes does not split evenly over the " +
                                          std::to_string(g.groups[static_cast<size_t>(t.group)].ranks.size()) + " members of group " +
                                          std::to_string(t.group));
+          if (!t.send_bytes.empty() &&
+              (t.collective != CollectiveKind::kAllToAll ||
+               t.send_bytes.size() != g.groups[static_cast<size_t>(t.group)].ranks.size()))
+            add(at(r, i) + "/send_bytes", "has " + std::to_string(t.send_bytes.size()) +
+                                              " per-peer sizes, expected one per member of group " + std::to_string(t.group) +
+                                              " on an all-to-all");
           if (t.seq < 0 || static_cast<size_t>(t.seq) > tasks.size() * 4 + 64) {
             add(at(r, i) + "/seq", "seq " + std::to_string(t.seq) + " is out of range");
             break;
