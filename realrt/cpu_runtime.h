@@ -57,6 +57,10 @@ struct RuntimeConfig {
   GptConfig model;
   TrainSettings train;
   Plan plan;
+  // Expert tensor parallel degree (0: same as plan.tp). Until Plan::etp lands from the `etp`
+  // helper (ETP_CONTRACT.md); then plan.expert_tp().
+  int64_t etp = 0;
+  int64_t expert_tp() const { return etp > 0 ? etp : plan.tp; }
 };
 
 // Problems that make the plan impossible to run on this model (degrees that do not divide, ...),
@@ -67,8 +71,9 @@ Problems check_runtime_config(const RuntimeConfig& cfg);
 struct RankCoords {
   int64_t tp = 0, dp = 0, pp = 0;
   int64_t ep = 0, edp = 0;  // expert-parallel and expert-data-parallel index (core/placement.h)
+  int64_t etp = 0;          // expert-tensor-parallel index
 };
-RankCoords rank_coords(const Plan& plan, int64_t rank);
+RankCoords rank_coords(const Plan& plan, int64_t rank, int64_t etp = 0);
 int64_t rank_of(const Plan& plan, const RankCoords& c);
 
 // Time and bytes of one kind of communication in one group, summed over the measured steps.
