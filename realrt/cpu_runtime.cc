@@ -833,8 +833,8 @@ Problems CpuRuntime::load_checkpoint(const std::string& dir) {
 
 namespace {
 const char* const kKinds[] = {"all-reduce", "all-gather", "reduce-scatter", kSendRecv, "all-to-all"};
-const char* const kGroups[] = {"tp", "dp", "pp", "embedding", "ep", "edp"};
-constexpr int kNumKinds = 5, kNumGroups = 6, kPerEntry = 4;  // size bytes, wire bytes, count, time
+const char* const kGroups[] = {"tp", "dp", "pp", "embedding", "ep", "edp", "etp"};
+constexpr int kNumKinds = 5, kNumGroups = 7, kPerEntry = 4;  // size bytes, wire bytes, count, time
 constexpr int kPackSize = 4 + kNumKinds * kNumGroups * kPerEntry + 3 * kNumMemCategories + 1;
 
 std::vector<double> pack(const RankReport& r) {
@@ -966,7 +966,8 @@ BackendResult gather_result(MPI_Comm world, const RuntimeConfig& cfg, const Rank
       res.communication.push_back(e);
       double& slot = g == 0 ? res.time_breakdown_s.tp_comm
                      : g == 2 ? res.time_breakdown_s.pp_comm
-                     : g == 4 ? res.time_breakdown_s.ep_comm : res.time_breakdown_s.dp_comm;
+                     : g == 4 || g == 6 ? res.time_breakdown_s.ep_comm  // MoE: EP and expert-TP
+                                        : res.time_breakdown_s.dp_comm;
       slot += times[i];
     }
   return res;

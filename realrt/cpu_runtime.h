@@ -80,7 +80,8 @@ int64_t rank_of(const Plan& plan, const RankCoords& c);
 // bytes follow NCCL's "size": the whole buffer of an all-reduce, the gathered output of an
 // all-gather, the input of a reduce-scatter, the send buffer of an all-to-all, the message of a
 // send. Groups: "tp", "dp", "pp" (point-to-point), "embedding" (tied-embedding all-reduce
-// between first and last stage), "ep" (MoE all-to-all), "edp" (expert gradient all-reduce).
+// between first and last stage), "ep" (MoE all-to-all), "edp" (expert gradient reduction),
+// "etp" (MoE expert-tensor-parallel all-gather / reduce-scatter).
 struct CommStat {
   int64_t bytes = 0;
   double wire_bytes = 0;  // sent by this rank on the wire (ring algorithms, collective_wire_bytes)
