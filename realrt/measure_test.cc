@@ -256,6 +256,8 @@ struct MemCase {
   const char* name;
   nlohmann::json par;
   int64_t n;
+  const char* base = "tiny_gpt_tp2_pp2.json";
+  bool state_only = false;  // compare weights, gradients and optimizer states only (MoE, below)
 };
 
 // ZeRO-3 buffers follow DeepSpeed's defaults on both sides: a stage under
@@ -263,7 +265,7 @@ struct MemCase {
 // gradients leave through the reduce bucket (5e8 elements): 4 + 4 bytes per stage parameter here.
 void expect_memory_within_five_percent(const MemCase& c) {
   Scenario sc;
-  const Measured m = run(c.name, c.par, c.n, &sc);
+  const Measured m = run(c.name, c.par, c.n, &sc, c.base);
   auto plan = fixed_plan(sc);
   ASSERT_TRUE(plan.ok());
   const ModelShape shape = model_shape(sc.model);
@@ -286,7 +288,9 @@ void expect_memory_within_five_percent(const MemCase& c) {
                                                    {"buffers_bytes", pred.buffers_bytes}};
     for (const auto& [key, w] : want) {
       const double g = got.at(key);
-      EXPECT_NEAR(g, w, 0.05 * w) << c.name << " stage " << stage << " " << key;
+      const bool state = std::string(key) == "weights_bytes" || std::string(key) == "gradients_bytes" ||
+                         std::string(key) == "optimizer_bytes";
+      if (!c.state_only || state) EXPECT_NEAR(g, w, 0.05 * w) << c.name << " stage " << stage << " " << key;
       ::testing::Test::RecordProperty(std::string(c.name) + "_stage" + std::to_string(stage) + "_" + key,
                      std::to_string(g) + " / " + std::to_string(w));
     }
@@ -317,5 +321,25 @@ TEST(Measure, MemoryPerCategoryWithinFivePercentWithRecompute) {
       {"mem_tp2_sp_selective", {{"tp", 2}, {"sequence_parallel", true}, {"activation_recompute", "selective"}}, 2});
 }
 
+}  // namespace
+}  // namespace monarch::realrt
+
+namespace monarch::realrt {
+namespace {
+// MoE (tiny_moe_ep2.json) with ZeRO 0-3: dense parameters sharded over DP 4, experts over
+// expert-DP 2; and with TP 2 + SP (expert TP 2). Weights, gradients and optimizer states within
+// 5% of stage_memory. Activations and buffers are recorded, not compared: the model (core/
+// cost_model.cc, stage_memory's MoE terms) leaves out, per MoE layer and micro-batch, the
+// combine input [E, cap, h] the gate gradient needs (Megatron's unpermute saves it), the router
+// probabilities [T, E] and gates [T, k] (+10% activations here), and the dispatch / all-to-all
+// communication buffers (3 x E cap h: 0 predicted, 192 KiB measured).
+TEST(Measure, MemoryPerCategoryWithinFivePercentForMixtureOfExperts) {
+  for (int zero : {0, 1, 2, 3})
+    expect_memory_within_five_percent({("mem_moe_ep2_dp4_zero" + std::to_string(zero)).c_str(),
+                                       {{"dp", 4}, {"ep", 2}, {"zero_stage", zero}}, 4, "tiny_moe_ep2.json", true});
+  expect_memory_within_five_percent({"mem_moe_tp2_sp_ep2",
+                                     {{"tp", 2}, {"sequence_parallel", true}, {"dp", 2}, {"ep", 2}}, 4,
+                                     "tiny_moe_ep2.json", true});
+}
 }  // namespace
 }  // namespace monarch::realrt
