@@ -134,22 +134,6 @@ struct Segment {
   bool expert = false;       // the rank's experts: sharded over the expert-DP group
 };
 
-// Expert layout of ETP_CONTRACT.md (Megatron-Core's expert RankGenerator, order tp-ep-dp-pp with
-// expert tensor parallel size etp): inside one pipeline stage of S = tp cp dp ranks, local index
-// L = rank - pp_i S: etp_i = L % etp, ep_i = (L / etp) % ep, edp_i = L / (etp ep). With etp == tp
-// it is core/placement's EP / expert-DP layout.
-// TODO(etp merge): core/placement's rank_to_coords / group_ranks(kExpertTp) replace this.
-enum class ExpertGroup { kEtp, kEp, kEdp };
-std::vector<int32_t> expert_group_ranks(ExpertGroup kind, int64_t rank, const Plan& p, int64_t etp) {
-  const int64_t S = p.tp * p.cp * p.dp, base = (rank / S) * S, L = rank - base;
-  const int64_t ep = std::max<int64_t>(p.ep, 1);
-  const int64_t stride = kind == ExpertGroup::kEtp ? 1 : kind == ExpertGroup::kEp ? etp : etp * ep;
-  const int64_t size = kind == ExpertGroup::kEtp ? etp : kind == ExpertGroup::kEp ? ep : S / (etp * ep);
-  const int64_t first = L - ((L / stride) % size) * stride;
-  std::vector<int32_t> out;
-  for (int64_t i = 0; i < size; ++i) out.push_back(static_cast<int32_t>(base + first + i * stride));
-  return out;
-}
 
 struct PendingSend {
   Buf<float> data;
@@ -449,7 +433,7 @@ Problems check_runtime_config(const RuntimeConfig& cfg) {
   if (p.cp != 1) bad("/plan/cp", "the CPU runtime has no context parallelism; cp must be 1");
   if (m.moe()) {
     // Expert layout (ETP_CONTRACT.md): etp x ep must divide the tp x cp x dp ranks of a stage.
-    const int64_t etp = cfg.expert_tp(), stage = p.tp * p.cp * p.dp;
+    const int64_t etp = p.expert_tp(), stage = p.tp * p.cp * p.dp;
     if (p.ep < 1 || etp < 1) {
       bad("/plan/ep", "ep and etp must be positive");
     } else if (stage % (etp * p.ep) != 0) {
@@ -465,7 +449,7 @@ Problems check_runtime_config(const RuntimeConfig& cfg) {
       bad("/plan/sequence_parallel", "mixture of experts with tp > 1 needs sequence parallelism (Megatron-Core)");
   } else {
     if (p.ep != 1) bad("/plan/ep", "expert parallelism needs a mixture-of-experts model (num_experts > 1); ep must be 1");
-    if (cfg.etp > 0 && cfg.etp != p.tp)
+    if (p.etp > 0 && p.etp != p.tp)
       bad("/plan/etp", "expert tensor parallelism needs a mixture-of-experts model (num_experts > 1)");
   }
   if (p.tp < 1 || p.pp < 1 || p.dp < 1 || p.vpp < 1 || p.micro_batch_size < 1) {
@@ -495,16 +479,10 @@ Problems check_runtime_config(const RuntimeConfig& cfg) {
   return pr;
 }
 
-RankCoords rank_coords(const Plan& plan, int64_t rank, int64_t etp) {
-  const monarch::RankCoords c = rank_to_coords(rank, plan);  // core/placement: tp-cp-ep-dp-pp
-  RankCoords out{c.tp, c.dp, c.pp, c.ep, c.edp, c.tp};
-  // Expert coordinates of ETP_CONTRACT.md (equal to placement's when etp == tp).
-  const int64_t q = etp > 0 ? etp : plan.tp, ep = std::max<int64_t>(plan.ep, 1);
-  const int64_t L = rank % (plan.tp * plan.cp * plan.dp);
-  out.etp = L % q;
-  out.ep = (L / q) % ep;
-  out.edp = L / (q * ep);
-  return out;
+RankCoords rank_coords(const Plan& plan, int64_t rank) {
+  // core/placement: dense tp-cp-dp-pp, expert layout etp-ep-edp inside each stage.
+  const monarch::RankCoords c = rank_to_coords(rank, plan);
+  return {c.tp, c.dp, c.pp, c.ep, c.edp, c.etp};
 }
 
 int64_t rank_of(const Plan& plan, const RankCoords& c) {
@@ -584,7 +562,7 @@ Expected<std::unique_ptr<CpuRuntime>> CpuRuntime::create(MPI_Comm world, const R
   MPI_Comm_dup(world, &impl->world);
   MPI_Comm_dup(world, &impl->p2p);
   impl->rank = rank;
-  impl->me = rank_coords(p, rank, cfg.expert_tp());
+  impl->me = rank_coords(p, rank);
   impl->num_mb = cfg.train.global_batch_size / (p.dp * p.micro_batch_size);
   impl->num_vstages = p.pp * p.vpp;
   const RankCoords& me = impl->me;
@@ -601,18 +579,19 @@ Expected<std::unique_ptr<CpuRuntime>> CpuRuntime::create(MPI_Comm world, const R
                      static_cast<int>(me.pp), "embedding");
   if (embed->valid()) impl->pp_embed = std::move(embed);
   if (cfg.model.moe()) {
-    // EP, expert-TP and expert-DP groups of the expert layout: colour = the group's first rank.
-    const int64_t etp = cfg.expert_tp();
-    auto split_group = [&](ExpertGroup kind, bool needed, const char* name) {
-      const std::vector<int32_t> ranks = expert_group_ranks(kind, rank, p, etp);
+    // EP, expert-TP and expert-DP groups of core/placement's expert layout: colour = the group's
+    // first rank.
+    const int64_t etp = p.expert_tp();
+    auto split_group = [&](GroupKind kind, bool needed, const char* name) {
+      const std::vector<int32_t> ranks = group_ranks(kind, rank, p);
       const int key = static_cast<int>(std::find(ranks.begin(), ranks.end(), rank) - ranks.begin());
       return split(needed ? ranks.front() : MPI_UNDEFINED, key, name);
     };
-    auto ep = split_group(ExpertGroup::kEp, p.ep > 1, "ep");
+    auto ep = split_group(GroupKind::kEp, p.ep > 1, "ep");
     if (ep->valid()) impl->ep = std::move(ep);
-    auto etpg = split_group(ExpertGroup::kEtp, etp > 1, "etp");
+    auto etpg = split_group(GroupKind::kExpertTp, etp > 1, "etp");
     if (etpg->valid()) impl->etp = std::move(etpg);
-    impl->edp = split_group(ExpertGroup::kEdp, true, "edp");
+    impl->edp = split_group(GroupKind::kExpertDp, true, "edp");
   }
   Problems late;  // found after the groups exist: every rank must agree before returning
   // Model chunks of this stage.
@@ -634,7 +613,7 @@ Expected<std::unique_ptr<CpuRuntime>> CpuRuntime::create(MPI_Comm world, const R
       c.spec.ep_rank = me.ep;
       c.spec.ep_size = p.ep;
       c.spec.etp_rank = me.etp;
-      c.spec.etp_size = cfg.expert_tp();
+      c.spec.etp_size = p.expert_tp();
     }
     c.model = std::make_unique<GptChunk<float>>(cfg.model, c.spec, p.tp > 1 ? impl->tp.get() : nullptr, impl->ep.get(),
                                                 impl->etp.get());

@@ -104,10 +104,10 @@ TEST(RuntimeConfig, MixtureOfExpertsPlansTheRuntimeCannotRunAreRefusedByKey) {
   EXPECT_TRUE(check_runtime_config(c).empty());
   c.plan.dp = 1;  // etp x ep = 4 > tp x dp = 2
   EXPECT_EQ(first_where(c), "/plan/ep");
-  c.etp = 1;  // expert TP 1 with TP 2: the TP pair is the EP group
+  c.plan.etp = 1;  // expert TP 1 with TP 2: the TP pair is the EP group
   EXPECT_TRUE(check_runtime_config(c).empty());
   c = cfg;
-  c.etp = 3;  // does not divide moe_ffn 64 (nor the 2 ranks)
+  c.plan.etp = 3;  // does not divide moe_ffn 64 (nor the 2 ranks)
   EXPECT_EQ(check_runtime_config(c).back().where, "/plan/etp");
   c = cfg;
   c.plan.zero_stage = 3;  // ZeRO shards experts over expert-DP
@@ -119,7 +119,7 @@ TEST(RuntimeConfig, MixtureOfExpertsPlansTheRuntimeCannotRunAreRefusedByKey) {
   c.model.experts = 0;  // dense model with ep 2
   EXPECT_EQ(first_where(c), "/plan/ep");
   c.plan.ep = 1;
-  c.etp = 2;  // dense model with expert TP 2 != tp 1
+  c.plan.etp = 2;  // dense model with expert TP 2 != tp 1
   EXPECT_EQ(first_where(c), "/plan/etp");
 }
 

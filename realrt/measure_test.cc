@@ -202,29 +202,44 @@ TEST(Measure, MixtureOfExpertsWithTensorParallelBytesEqualTheContract) {
   struct C {
     const char* name;
     nlohmann::json par;
-    int64_t n, tp, ep, dp;
+    int64_t n, tp, etp, ep, dp;
     bool full;
   };
-  for (const C& c : {C{"moe_tp2_sp_ep2", {{"tp", 2}, {"sequence_parallel", true}, {"dp", 2}, {"ep", 2}}, 4, 2, 2, 2, false},
-                     C{"moe_tp2_sp_ep2_full",
-                       {{"tp", 2}, {"sequence_parallel", true}, {"dp", 2}, {"ep", 2}, {"activation_recompute", "full"}},
-                       4, 2, 2, 2, true}}) {
+  for (const C& c :
+       {C{"moe_tp2_sp_ep2", {{"tp", 2}, {"sequence_parallel", true}, {"dp", 2}, {"ep", 2}}, 4, 2, 2, 2, 2, false},
+        C{"moe_tp2_sp_ep2_full",
+          {{"tp", 2}, {"sequence_parallel", true}, {"dp", 2}, {"ep", 2}, {"activation_recompute", "full"}}, 4, 2, 2, 2,
+          2, true},
+        // Expert TP 1 with TP 2 (the TP pair is the EP group): no expert-TP collective.
+        C{"moe_tp2_sp_etp1_ep2",
+          {{"tp", 2}, {"sequence_parallel", true}, {"expert_tensor_parallel_degree", 1}, {"ep", 2}}, 2, 2, 1, 2, 1,
+          false}}) {
     Scenario sc;
     const Measured m = run(c.name, c.par, c.n, &sc, "tiny_moe_ep2.json");
     ASSERT_FALSE(m.wire_bytes.empty()) << c.name;
-    const MoeBytes want = contract_moe_bytes(c.tp, c.tp, c.ep, 4 / c.dp, 4, c.full);
-    EXPECT_EQ(m.wire_bytes.at({"all-to-all", "ep"}), want.a2a_ep) << c.name;
-    EXPECT_EQ(m.wire_bytes.at({"all-gather", "etp"}), want.ag_etp) << c.name;
-    EXPECT_EQ(m.wire_bytes.at({"reduce-scatter", "etp"}), want.rs_etp) << c.name;
+    const MoeBytes want = contract_moe_bytes(c.tp, c.etp, c.ep, 4 / c.dp, 4, c.full);
+    auto got = [&](const char* kind, const char* group) {
+      auto it = m.wire_bytes.find({kind, group});
+      return it == m.wire_bytes.end() ? int64_t{0} : it->second;
+    };
+    EXPECT_EQ(got("all-to-all", "ep"), want.a2a_ep) << c.name;
+    EXPECT_EQ(got("all-gather", "etp"), want.ag_etp) << c.name;
+    EXPECT_EQ(got("reduce-scatter", "etp"), want.rs_etp) << c.name;
     ::testing::Test::RecordProperty(std::string(c.name) + "_a2a_ep_bytes", std::to_string(want.a2a_ep));
     ::testing::Test::RecordProperty(std::string(c.name) + "_ag_etp_bytes", std::to_string(want.ag_etp));
-    // TODO(etp merge): expect_equal(m.wire_bytes, predicted(sc), c.name) once the cost model
-    // follows the contract.
-    const auto pred = predicted(sc);
-    for (const auto& [k, v] : pred)
-      if (m.wire_bytes.count(k) && m.wire_bytes.at(k) != v)
-        std::fprintf(stderr, "%s: %s %s measured %lld predicted %lld\n", c.name, k.first.c_str(), k.second.c_str(),
-                     static_cast<long long>(m.wire_bytes.at(k)), static_cast<long long>(v));
+    // Everything else (the attention block's TP collectives, the SP all-reduce of the replicated
+    // parameters with the router, DP and expert-DP reductions) equals the estimate.
+    // TODO(etp cost model on main): compare the three MoE entries with the estimate as well.
+    auto pred = predicted(sc);
+    auto meas = m.wire_bytes;
+    for (const Key& k : {Key{"all-to-all", "ep"}, Key{"all-gather", "etp"}, Key{"reduce-scatter", "etp"}}) {
+      if (pred.count(k) && meas.count(k) && pred.at(k) != meas.at(k))
+        std::fprintf(stderr, "%s: %s %s measured %lld, estimate %lld\n", c.name, k.first.c_str(), k.second.c_str(),
+                     static_cast<long long>(meas.at(k)), static_cast<long long>(pred.at(k)));
+      pred.erase(k);
+      meas.erase(k);
+    }
+    expect_equal(meas, pred, c.name);
   }
 }
 
