@@ -635,15 +635,21 @@ LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape&
     if (p.sequence_parallel) {
       const double ag = collective_time_s(CollectiveKind::kAllGather, S, span, cl);
       const double rs = collective_time_s(CollectiveKind::kReduceScatter, S, span, cl);
-      const int32_t fwd_n = 2, bwd_n = 2 + (full ? 2 : 0);
-      // Backward: reduce-scatter of the input gradients (2), all-gather of the output
-      // gradients (2), and the all-gather of the saved (sharded) inputs again for the weight
-      // gradients, which Megatron overlaps with the dgrad GEMM (2).
-      const int32_t rec_n = full ? 2 : 0;
-      out.collectives.push_back({CollectiveKind::kAllGather, GroupKind::kTp, S, fwd_n, 4, rec_n, ag});
-      out.collectives.push_back({CollectiveKind::kReduceScatter, GroupKind::kTp, S, fwd_n, 2, rec_n, rs});
-      total = (fwd_n + bwd_n + 2) * ag + (fwd_n + bwd_n) * rs;
-      const double redo = 2.0 * ag;
+      // Blocks with a TP (sequence-parallel) gather / scatter pair: attention and the dense MLP.
+      // An MoE layer's MLP block takes the sequence shard as it is (Megatron-Core MoELayer: the
+      // router sees the T / tp local tokens; its only TP-like traffic is the expert-TP
+      // all-gather / reduce-scatter on kExpertTp), so only attention has the pair there.
+      // (cpumoe helper: minimal fix; the CPU runtime measures exactly this.)
+      const int32_t blocks = m.moe() ? 1 : 2;
+      const int32_t fwd_n = blocks, bwd_n = blocks + (full ? blocks : 0);
+      // Backward: reduce-scatter of the input gradients (1 per block), all-gather of the output
+      // gradients (1 per block), and the all-gather of the saved (sharded) inputs again for the
+      // weight gradients, which Megatron overlaps with the dgrad GEMM (1 per block).
+      const int32_t rec_n = full ? blocks : 0;
+      out.collectives.push_back({CollectiveKind::kAllGather, GroupKind::kTp, S, fwd_n, 2 * blocks, rec_n, ag});
+      out.collectives.push_back({CollectiveKind::kReduceScatter, GroupKind::kTp, S, fwd_n, blocks, rec_n, rs});
+      total = (fwd_n + bwd_n + blocks) * ag + (fwd_n + bwd_n) * rs;
+      const double redo = static_cast<double>(blocks) * ag;
       const double redo_exposed = std::max(0.0, redo - kOverlapEfficiency * 0.5 * lc.gemm_bwd_s);
       exposed = (fwd_n + bwd_n) * (ag + rs) + redo_exposed;
       hidden_window_s = lc.gemm_fwd_s * (full ? 2.0 : 1.0) + lc.gemm_bwd_s;

@@ -34,7 +34,7 @@ constexpr int64_t kMaxTag = 32767;  // smallest MPI_TAG_UB the MPI standard allo
 using StatMap = std::map<std::pair<std::string, std::string>, CommStat>;
 
 // A process group with timed, counted collectives (fp32).
-class Group final : public TpCollectives<float>, public EpCollectives<float> {
+class Group final : public TpCollectives<float>, public EpCollectives<float>, public EtpCollectives<float> {
  public:
   Group(MPI_Comm comm, const char* name, StatMap* stats, Watchdog* wd, SpanRecorder* spans = nullptr)
       : comm_(comm), name_(name), stats_(stats), wd_(wd), spans_(spans) {
@@ -124,13 +124,16 @@ class Group final : public TpCollectives<float>, public EpCollectives<float> {
   double time_s_ = 0;
 };
 
-// A parameter segment of a chunk's flat buffer, split evenly over the data-parallel group.
+// A parameter segment of a chunk's flat buffer, split evenly over the data-parallel group (the
+// expert segment of an MoE chunk over the expert-data-parallel group).
 struct Segment {
   int64_t offset = 0;        // in the chunk's flat layout
   int64_t size = 0;
-  int64_t shard = 0;         // size / dp
+  int64_t shard = 0;         // size / dp (size / expert-dp)
   int64_t shard_offset = 0;  // in the chunk's shard buffers
+  bool expert = false;       // the rank's experts: sharded over the expert-DP group
 };
+
 
 struct PendingSend {
   Buf<float> data;
@@ -151,7 +154,8 @@ struct CpuRuntime::Impl {
   SpanRecorder spans;  // timeline of the recorded step (realrt/span_recorder.h)
   Watchdog* wd = nullptr;
   std::unique_ptr<Group> tp, dp, pp_embed;
-  std::unique_ptr<Group> ep, edp;  // MoE: expert-parallel and expert-data-parallel groups (when > 1 rank)
+  std::unique_ptr<Group> ep, etp;  // MoE: expert-parallel and expert-tensor-parallel groups (when > 1 rank)
+  std::unique_ptr<Group> edp;      // MoE: expert-data-parallel group (may be 1 rank)
 
   struct Chunk {
     ChunkSpec spec;
@@ -170,6 +174,7 @@ struct CpuRuntime::Impl {
   std::vector<PendingSend> sends;
   double compute_time_s = 0;
   std::vector<double> losses, step_times_s;
+  double step_aux_loss = 0;  // MoE: weighted aux losses of this rank's forward passes in the step
 
   ~Impl() {
     if (world != MPI_COMM_NULL) MPI_Comm_free(&world);
@@ -177,6 +182,11 @@ struct CpuRuntime::Impl {
   }
 
   int64_t zero() const { return cfg.plan.zero_stage; }
+  // The group a ZeRO segment is sharded over, this rank's index in it, and whether the group has
+  // more than one rank (a 1-rank expert-DP group needs no collective).
+  Group& seg_group(const Segment& s) const { return s.expert ? *edp : *dp; }
+  int64_t seg_index(const Segment& s) const { return s.expert ? me.edp : me.dp; }
+  bool seg_comm(const Segment& s) const { return !s.expert || edp->size() > 1; }
   int64_t peer_rank(int64_t stage) const { return rank_of(cfg.plan, {me.tp, me.dp, stage}); }
   // Same numbering as the plan graph (strategies/lowering.cc): (mb * vstages + receiver) * 2 + dir.
   int tag(int dir, int64_t vstage, int64_t mb) const {
@@ -241,13 +251,18 @@ struct CpuRuntime::Impl {
   // This rank's reduced gradients of segment s: ZeRO 1 keeps them in its slice of the full
   // gradient buffer (as Megatron's distributed optimizer), ZeRO 2/3 in the shard buffer.
   float* grad_shard(Chunk& c, const Segment& s) {
-    return zero() == 1 ? c.grads.data() + s.offset + me.dp * s.shard : c.gshard.data() + s.shard_offset;
+    return zero() == 1 ? c.grads.data() + s.offset + seg_index(s) * s.shard : c.gshard.data() + s.shard_offset;
   }
 
   // ZeRO 3: the chunk's full parameters gathered from the shards, [total] (communication buffer).
   Buf<float> gather_params(Chunk& c) {
     Buf<float> full(c.model->layout().total, MemCategory::kBuffers);
-    for (const Segment& s : c.segs) dp->all_gather(c.pshard.data() + s.shard_offset, full.data() + s.offset, s.shard);
+    for (const Segment& s : c.segs) {
+      if (seg_comm(s))
+        seg_group(s).all_gather(c.pshard.data() + s.shard_offset, full.data() + s.offset, s.shard);
+      else
+        std::memcpy(full.data() + s.offset, c.pshard.data() + s.shard_offset, sizeof(float) * s.shard);
+    }
     return full;
   }
 
@@ -255,14 +270,16 @@ struct CpuRuntime::Impl {
   // rank's part to the shard.
   void reduce_scatter_into_shard(Chunk& c, float* grads) {
     for (const Segment& s : c.segs) {
-      dp->reduce_scatter_in_place(grads + s.offset, s.shard);
+      if (seg_comm(s)) seg_group(s).reduce_scatter_in_place(grads + s.offset, s.shard);
       float* g = c.gshard.data() + s.shard_offset;
       for (int64_t i = 0; i < s.shard; ++i) g[i] += grads[s.offset + i];
     }
   }
 
   // Seconds spent so far in the collectives the model calls itself (TP, EP all-to-all).
-  double model_comm_s() const { return (tp ? tp->time_s() : 0) + (ep ? ep->time_s() : 0); }
+  double model_comm_s() const {
+    return (tp ? tp->time_s() : 0) + (ep ? ep->time_s() : 0) + (etp ? etp->time_s() : 0);
+  }
 
   double run_op(const PipeOp& op, int64_t step) {
     Chunk& c = chunks[static_cast<size_t>(op.chunk)];
@@ -290,6 +307,7 @@ struct CpuRuntime::Impl {
       const double tp_before = model_comm_s();
       const auto t0 = Clock::now();
       loss = c.model->forward(op.mb, tokens.data(), targets.data(), nullptr, scale, {cfg.train.seed, sample0});
+      step_aux_loss += c.model->aux_loss();
       spans.compute(SpanWhat::kForward, op.chunk, op.mb, t0, Clock::now());
       compute_time_s += seconds_since(t0) - (model_comm_s() - tp_before);
       if (vs + 1 < num_vstages) {  // the output itself is sent, then freed (Megatron's deallocate_output_tensor)
@@ -328,23 +346,28 @@ struct CpuRuntime::Impl {
     const bool sp = cfg.plan.sequence_parallel && cfg.plan.tp > 1;
     for (Chunk& c : chunks) {
       const ParamLayout& lay = c.model->layout();
+      // Dense gradients over DP, the rank's experts (MoE, from expert_offset on) over expert-DP;
+      // with SP the TP-replicated dense parameters (norms, row-parallel biases, positions, the
+      // MoE router) over TP. Experts are never reduced over TP: expert-TP ranks hold different
+      // shards, and each computes its replicated proj bias's whole gradient (realrt/moe.h).
+      const int64_t dense = lay.expert_offset;
       if (zero() == 0) {
-        // MoE: dense gradients over DP, the rank's experts over expert-DP (ZeRO 0 only).
-        const int64_t dense = cfg.model.moe() ? lay.expert_offset : lay.total;
         if (cfg.plan.dp > 1) dp->all_reduce_sum(c.grads.data(), dense);
-        if (edp && lay.total > dense) edp->all_reduce_sum(c.grads.data() + dense, lay.total - dense);
-        if (sp) tp->all_reduce_sum(c.grads.data() + lay.replicated_offset, lay.total - lay.replicated_offset);
+        if (edp && edp->size() > 1 && lay.total > dense) edp->all_reduce_sum(c.grads.data() + dense, lay.total - dense);
+        if (sp) tp->all_reduce_sum(c.grads.data() + lay.replicated_offset, dense - lay.replicated_offset);
         continue;
       }
       if (zero() == 1)
         for (const Segment& s : c.segs) {  // in place in the gradient buffer, as Megatron's distributed optimizer
-          dp->reduce_scatter_in_place(c.grads.data() + s.offset, s.shard);
-          if (me.dp > 0) std::memcpy(grad_shard(c, s), c.grads.data() + s.offset, sizeof(float) * s.shard);
+          if (!seg_comm(s)) continue;
+          seg_group(s).reduce_scatter_in_place(c.grads.data() + s.offset, s.shard);
+          if (seg_index(s) > 0) std::memcpy(grad_shard(c, s), c.grads.data() + s.offset, sizeof(float) * s.shard);
         }
       if (sp) {  // the replicated parameters this rank owns, segment by segment
         for (const Segment& s : c.segs) {
+          if (s.expert) continue;
           const int64_t lo = std::max(s.offset + me.dp * s.shard, lay.replicated_offset);
-          const int64_t hi = s.offset + (me.dp + 1) * s.shard;
+          const int64_t hi = std::min(s.offset + (me.dp + 1) * s.shard, dense);
           if (hi > lo) tp->all_reduce_sum(grad_shard(c, s) + (lo - s.offset - me.dp * s.shard), hi - lo);
         }
       }
@@ -366,7 +389,7 @@ struct CpuRuntime::Impl {
         continue;
       }
       for (const Segment& s : c.segs) {
-        float* p = zero() == 3 ? c.pshard.data() + s.shard_offset : c.params.data() + s.offset + me.dp * s.shard;
+        float* p = zero() == 3 ? c.pshard.data() + s.shard_offset : c.params.data() + s.offset + seg_index(s) * s.shard;
         adam_update(p, grad_shard(c, s), c.m.data() + s.shard_offset, c.v.data() + s.shard_offset, s.shard, step + 1);
       }
     }
@@ -374,7 +397,8 @@ struct CpuRuntime::Impl {
     compute_time_s += seconds_since(t0);
     if (zero() == 1 || zero() == 2)
       for (Chunk& c : chunks)
-        for (const Segment& s : c.segs) dp->all_gather_in_place(c.params.data() + s.offset, s.shard);
+        for (const Segment& s : c.segs)
+          if (seg_comm(s)) seg_group(s).all_gather_in_place(c.params.data() + s.offset, s.shard);
   }
 
   double run_step(int64_t step) {
@@ -386,14 +410,16 @@ struct CpuRuntime::Impl {
       if (zero() >= 2) c.gshard.zero();
     }
     double loss = 0;
+    step_aux_loss = 0;
     for (const PipeOp& op : schedule) loss += run_op(op, step);
     reap_sends(true);
     finish_step(step);
     // Mean loss of the step over the whole batch: the last virtual stage's TP rank 0 of every
     // data-parallel replica holds its share, and with MoE every stage's TP rank 0 the aux losses
-    // of its layers (bookkeeping communicator, not measured).
+    // of its layers; under TP (sequence parallel) every TP rank routes its own sequence shard, so
+    // every TP rank adds its shard's aux losses (bookkeeping communicator, not measured).
     const bool holder = me.tp == 0;
-    double contribution = holder ? loss : 0.0, total = 0;
+    double contribution = holder ? loss : (cfg.model.moe() ? step_aux_loss : 0.0), total = 0;
     MPI_Allreduce(&contribution, &total, 1, MPI_DOUBLE, MPI_SUM, world);
     return total;
   }
@@ -406,12 +432,25 @@ Problems check_runtime_config(const RuntimeConfig& cfg) {
   auto bad = [&](const char* where, const std::string& what) { pr.push_back({where, what}); };
   if (p.cp != 1) bad("/plan/cp", "the CPU runtime has no context parallelism; cp must be 1");
   if (m.moe()) {
-    if (p.ep < 1 || p.dp % p.ep != 0) bad("/plan/ep", "must divide dp (expert parallelism is carved from data parallelism)");
-    else if (m.experts % p.ep != 0) bad("/plan/ep", "must divide num_experts (" + std::to_string(m.experts) + ")");
-    if (p.tp != 1) bad("/plan/tp", "the CPU runtime's mixture of experts needs tp 1");
-    if (p.zero_stage != 0) bad("/plan/zero_stage", "the CPU runtime's mixture of experts needs ZeRO stage 0");
-  } else if (p.ep != 1) {
-    bad("/plan/ep", "expert parallelism needs a mixture-of-experts model (num_experts > 1); ep must be 1");
+    // Expert layout (ETP_CONTRACT.md): etp x ep must divide the tp x cp x dp ranks of a stage.
+    const int64_t etp = p.expert_tp(), stage = p.tp * p.cp * p.dp;
+    if (p.ep < 1 || etp < 1) {
+      bad("/plan/ep", "ep and etp must be positive");
+    } else if (stage % (etp * p.ep) != 0) {
+      bad("/plan/ep", "etp x ep (" + std::to_string(etp) + " x " + std::to_string(p.ep) +
+                          ") must divide the ranks of a pipeline stage, tp x cp x dp (" + std::to_string(stage) + ")");
+    } else if (m.experts % p.ep != 0) {
+      bad("/plan/ep", "must divide num_experts (" + std::to_string(m.experts) + ")");
+    }
+    if (etp >= 1 && m.moe_ffn % etp != 0)
+      bad("/plan/etp", "must divide moe_ffn_hidden_size (" + std::to_string(m.moe_ffn) + ")");
+    // Megatron-Core's MoE layer with tensor parallelism takes the sequence-parallel hidden states.
+    if (p.tp > 1 && !p.sequence_parallel)
+      bad("/plan/sequence_parallel", "mixture of experts with tp > 1 needs sequence parallelism (Megatron-Core)");
+  } else {
+    if (p.ep != 1) bad("/plan/ep", "expert parallelism needs a mixture-of-experts model (num_experts > 1); ep must be 1");
+    if (p.etp > 0 && p.etp != p.tp)
+      bad("/plan/etp", "expert tensor parallelism needs a mixture-of-experts model (num_experts > 1)");
   }
   if (p.tp < 1 || p.pp < 1 || p.dp < 1 || p.vpp < 1 || p.micro_batch_size < 1) {
     bad("/plan", "tp, pp, dp, vpp and micro_batch_size must be positive");
@@ -441,8 +480,9 @@ Problems check_runtime_config(const RuntimeConfig& cfg) {
 }
 
 RankCoords rank_coords(const Plan& plan, int64_t rank) {
-  const monarch::RankCoords c = rank_to_coords(rank, plan);  // core/placement: tp-cp-ep-dp-pp
-  return {c.tp, c.dp, c.pp, c.ep, c.edp};
+  // core/placement: dense tp-cp-dp-pp, expert layout etp-ep-edp inside each stage.
+  const monarch::RankCoords c = rank_to_coords(rank, plan);
+  return {c.tp, c.dp, c.pp, c.ep, c.edp, c.etp};
 }
 
 int64_t rank_of(const Plan& plan, const RankCoords& c) {
@@ -539,15 +579,19 @@ Expected<std::unique_ptr<CpuRuntime>> CpuRuntime::create(MPI_Comm world, const R
                      static_cast<int>(me.pp), "embedding");
   if (embed->valid()) impl->pp_embed = std::move(embed);
   if (cfg.model.moe()) {
-    // EP: ep consecutive DP indices (same tp, pp, expert-DP index); expert-DP: same tp, pp, EP
-    // index (core/placement.h).
-    const int64_t edp_size = p.dp / p.ep;
-    auto ep = split(p.ep > 1 ? static_cast<int>(me.tp + p.tp * (me.edp + edp_size * me.pp)) : MPI_UNDEFINED,
-                    static_cast<int>(me.ep), "ep");
+    // EP, expert-TP and expert-DP groups of core/placement's expert layout: colour = the group's
+    // first rank.
+    const int64_t etp = p.expert_tp();
+    auto split_group = [&](GroupKind kind, bool needed, const char* name) {
+      const std::vector<int32_t> ranks = group_ranks(kind, rank, p);
+      const int key = static_cast<int>(std::find(ranks.begin(), ranks.end(), rank) - ranks.begin());
+      return split(needed ? ranks.front() : MPI_UNDEFINED, key, name);
+    };
+    auto ep = split_group(GroupKind::kEp, p.ep > 1, "ep");
     if (ep->valid()) impl->ep = std::move(ep);
-    auto edp = split(edp_size > 1 ? static_cast<int>(me.tp + p.tp * (me.ep + p.ep * me.pp)) : MPI_UNDEFINED,
-                     static_cast<int>(me.edp), "edp");
-    if (edp->valid()) impl->edp = std::move(edp);
+    auto etpg = split_group(GroupKind::kExpertTp, etp > 1, "etp");
+    if (etpg->valid()) impl->etp = std::move(etpg);
+    impl->edp = split_group(GroupKind::kExpertDp, true, "edp");
   }
   Problems late;  // found after the groups exist: every rank must agree before returning
   // Model chunks of this stage.
@@ -568,19 +612,28 @@ Expected<std::unique_ptr<CpuRuntime>> CpuRuntime::create(MPI_Comm world, const R
     if (cfg.model.moe()) {
       c.spec.ep_rank = me.ep;
       c.spec.ep_size = p.ep;
+      c.spec.etp_rank = me.etp;
+      c.spec.etp_size = p.expert_tp();
     }
-    c.model = std::make_unique<GptChunk<float>>(cfg.model, c.spec, p.tp > 1 ? impl->tp.get() : nullptr, impl->ep.get());
+    c.model = std::make_unique<GptChunk<float>>(cfg.model, c.spec, p.tp > 1 ? impl->tp.get() : nullptr, impl->ep.get(),
+                                                impl->etp.get());
     const ParamLayout& lay = c.model->layout();
     const ParamInfo* wte = lay.find("wte");
-    const int64_t w = wte ? wte->size : 0;
-    for (auto [off, n] : {std::pair<int64_t, int64_t>{0, w}, {w, lay.total - w}}) {
+    const int64_t w = wte ? wte->size : 0, eo = lay.expert_offset;
+    // ZeRO segments: the tied embedding and the other dense parameters over DP, the rank's
+    // experts over expert-DP.
+    const int64_t edp_n = impl->edp ? impl->edp->size() : 1;
+    for (auto [off, n, expert] : {std::tuple<int64_t, int64_t, bool>{0, w, false}, {w, eo - w, false},
+                                  {eo, lay.total - eo, true}}) {
       if (n == 0) continue;
-      if (p.zero_stage >= 1 && n % p.dp != 0 && late.empty())
-        late.push_back({"/plan/zero_stage", "ZeRO needs every parameter segment divisible by dp; rank " +
+      const int64_t parts = expert ? edp_n : p.dp;
+      if (p.zero_stage >= 1 && n % parts != 0 && late.empty())
+        late.push_back({"/plan/zero_stage", std::string("ZeRO needs every parameter segment divisible by ") +
+                                                (expert ? "the expert-data-parallel size" : "dp") + "; rank " +
                                                 std::to_string(rank) + " chunk " + std::to_string(v) +
                                                 " has a segment of " + std::to_string(n) + " elements"});
-      c.segs.push_back({off, n, n / p.dp, c.shard_total});
-      c.shard_total += n / p.dp;
+      c.segs.push_back({off, n, n / parts, c.shard_total, expert});
+      c.shard_total += n / parts;
     }
     // Buffers by ZeRO stage (see the header).
     Buf<float> init(lay.total, MemCategory::kBuffers);
@@ -591,7 +644,8 @@ Expected<std::unique_ptr<CpuRuntime>> CpuRuntime::create(MPI_Comm world, const R
     } else {
       c.pshard = Buf<float>(c.shard_total, MemCategory::kWeights);
       for (const Segment& s : c.segs)
-        std::memcpy(c.pshard.data() + s.shard_offset, init.data() + s.offset + me.dp * s.shard, sizeof(float) * s.shard);
+        std::memcpy(c.pshard.data() + s.shard_offset, init.data() + s.offset + impl->seg_index(s) * s.shard,
+                    sizeof(float) * s.shard);
     }
     init.release();
     if (p.zero_stage <= 1) c.grads = Buf<float>(lay.total, MemCategory::kGradients);
@@ -758,8 +812,8 @@ Problems CpuRuntime::load_checkpoint(const std::string& dir) {
 
 namespace {
 const char* const kKinds[] = {"all-reduce", "all-gather", "reduce-scatter", kSendRecv, "all-to-all"};
-const char* const kGroups[] = {"tp", "dp", "pp", "embedding", "ep", "edp"};
-constexpr int kNumKinds = 5, kNumGroups = 6, kPerEntry = 4;  // size bytes, wire bytes, count, time
+const char* const kGroups[] = {"tp", "dp", "pp", "embedding", "ep", "edp", "etp"};
+constexpr int kNumKinds = 5, kNumGroups = 7, kPerEntry = 4;  // size bytes, wire bytes, count, time
 constexpr int kPackSize = 4 + kNumKinds * kNumGroups * kPerEntry + 3 * kNumMemCategories + 1;
 
 std::vector<double> pack(const RankReport& r) {
@@ -891,7 +945,8 @@ BackendResult gather_result(MPI_Comm world, const RuntimeConfig& cfg, const Rank
       res.communication.push_back(e);
       double& slot = g == 0 ? res.time_breakdown_s.tp_comm
                      : g == 2 ? res.time_breakdown_s.pp_comm
-                     : g == 4 ? res.time_breakdown_s.ep_comm : res.time_breakdown_s.dp_comm;
+                     : g == 4 || g == 6 ? res.time_breakdown_s.ep_comm  // MoE: EP and expert-TP
+                                        : res.time_breakdown_s.dp_comm;
       slot += times[i];
     }
   return res;

@@ -23,12 +23,16 @@
 // with pp > 1, an all-reduce of the tied embedding's gradient between the first and last stage
 // (Megatron's embedding group; counted under group "pp").
 //
-// Mixture of experts (realrt/moe.h; tp 1, ZeRO 0): expert parallelism of degree ep is carved
-// from data parallelism as core/placement does (ep consecutive DP indices form an EP group);
-// each EP rank holds num_experts / ep experts of every layer and exchanges tokens with
-// MPI_Alltoall (group "ep", 2 per layer and micro-batch forward, 2 backward, 2 more under full
-// recompute). Dense gradients are all-reduced over DP, expert gradients over the
-// expert-data-parallel group (group "edp": ranks with the same EP index, dp / ep of them).
+// Mixture of experts (realrt/moe.h): the expert layout of core/placement (Megatron-Core's
+// expert RankGenerator, ETP_CONTRACT.md): inside a stage, expert-TP groups of plan.expert_tp()
+// consecutive ranks, EP groups of stride etp, expert-DP groups of stride etp x ep. Each EP rank
+// holds num_experts / ep experts of every layer, sharded over its expert-TP group; tokens go out
+// and back with MPI_Alltoall (group "ep", 2 per layer and micro-batch forward, 2 backward, 2 more
+// under full recompute) and, with etp > 1, an all-gather and a reduce-scatter around the experts
+// (group "etp", 1 + 1 forward, 1 + 1 backward, +1 + 1 under full recompute). With tp > 1 (sequence
+// parallel) each TP rank routes its own sequence shard. Dense gradients are reduced over DP,
+// expert gradients over the expert-data-parallel group (group "edp"); ZeRO shards them the same
+// way (three segments: tied embedding and dense over DP, experts over expert-DP).
 #pragma once
 
 #include <mpi.h>
@@ -67,6 +71,7 @@ Problems check_runtime_config(const RuntimeConfig& cfg);
 struct RankCoords {
   int64_t tp = 0, dp = 0, pp = 0;
   int64_t ep = 0, edp = 0;  // expert-parallel and expert-data-parallel index (core/placement.h)
+  int64_t etp = 0;          // expert-tensor-parallel index (core/placement.h)
 };
 RankCoords rank_coords(const Plan& plan, int64_t rank);
 int64_t rank_of(const Plan& plan, const RankCoords& c);
@@ -75,7 +80,8 @@ int64_t rank_of(const Plan& plan, const RankCoords& c);
 // bytes follow NCCL's "size": the whole buffer of an all-reduce, the gathered output of an
 // all-gather, the input of a reduce-scatter, the send buffer of an all-to-all, the message of a
 // send. Groups: "tp", "dp", "pp" (point-to-point), "embedding" (tied-embedding all-reduce
-// between first and last stage), "ep" (MoE all-to-all), "edp" (expert gradient all-reduce).
+// between first and last stage), "ep" (MoE all-to-all), "edp" (expert gradient reduction),
+// "etp" (MoE expert-tensor-parallel all-gather / reduce-scatter).
 struct CommStat {
   int64_t bytes = 0;
   double wire_bytes = 0;  // sent by this rank on the wire (ring algorithms, collective_wire_bytes)

@@ -88,7 +88,7 @@ ParamLayout make_param_layout(const GptConfig& cfg, const ChunkSpec& spec) {
   const double std_resid = kInitStd / std::sqrt(2.0 * static_cast<double>(cfg.num_layers));
   ParamLayout out;
   auto add = [&](std::string name, int64_t rows, int64_t cols, ShardKind shard, double std, double value) {
-    ParamInfo p{std::move(name), 0, rows, cols, shard, std, value, 0};
+    ParamInfo p{std::move(name), 0, rows, cols, shard, false, std, value, 0};
     p.size = local_size(p, spec.tp_size);
     p.offset = out.total;
     out.total += p.size;
@@ -127,14 +127,22 @@ ParamLayout make_param_layout(const GptConfig& cfg, const ChunkSpec& spec) {
   }
   out.expert_offset = out.total;
   if (cfg.moe()) {  // the rank's experts, each fc_w, fc_b, proj_w, proj_b (MoeParams' order)
+    // Sharded over the expert-TP group: fc column-parallel, proj row-parallel, proj_b replicated.
     const int64_t el = cfg.experts / spec.ep_size, Fe = cfg.moe_ffn;
+    auto add_expert = [&](std::string name, int64_t rows, int64_t cols, ShardKind shard, double std) {
+      ParamInfo p{std::move(name), 0, rows, cols, shard, true, std, 0, 0};
+      p.size = local_size(p, spec.etp_size);
+      p.offset = out.total;
+      out.total += p.size;
+      out.params.push_back(std::move(p));
+    };
     for (int64_t l = spec.first_layer; l < spec.first_layer + spec.num_layers; ++l)
       for (int64_t j = spec.ep_rank * el; j < (spec.ep_rank + 1) * el; ++j) {
         const std::string h = "h" + std::to_string(l) + ".e" + std::to_string(j) + ".";
-        add(h + "fc_w", C, Fe, ShardKind::kReplicated, kInitStd, 0);
-        add(h + "fc_b", 1, Fe, ShardKind::kReplicated, 0, 0);
-        add(h + "proj_w", Fe, C, ShardKind::kReplicated, std_resid, 0);
-        add(h + "proj_b", 1, C, ShardKind::kReplicated, 0, 0);
+        add_expert(h + "fc_w", C, Fe, ShardKind::kColumns, kInitStd);
+        add_expert(h + "fc_b", 1, Fe, ShardKind::kColumns, 0);
+        add_expert(h + "proj_w", Fe, C, ShardKind::kRows, std_resid);
+        add_expert(h + "proj_b", 1, C, ShardKind::kReplicated, 0);
       }
   }
   return out;
@@ -142,8 +150,8 @@ ParamLayout make_param_layout(const GptConfig& cfg, const ChunkSpec& spec) {
 
 template <typename T>
 void init_params(T* params, const ParamLayout& layout, const GptConfig&, const ChunkSpec& spec, uint64_t seed) {
-  const int64_t tp = spec.tp_size, t = spec.tp_rank;
   for (const auto& p : layout.params) {
+    const int64_t tp = p.expert ? spec.etp_size : spec.tp_size, t = p.expert ? spec.etp_rank : spec.tp_rank;
     std::vector<double> full(static_cast<size_t>(p.rows * p.cols), p.init_value);
     if (p.init_std > 0) {
       uint64_t state = hash3(seed, name_hash(p.name), 0x1217);
@@ -247,7 +255,8 @@ struct GptChunk<T>::LayerParams {
 };
 
 template <typename T>
-GptChunk<T>::GptChunk(const GptConfig& cfg, const ChunkSpec& spec, TpCollectives<T>* tp, EpCollectives<T>* ep)
+GptChunk<T>::GptChunk(const GptConfig& cfg, const ChunkSpec& spec, TpCollectives<T>* tp, EpCollectives<T>* ep,
+                      EtpCollectives<T>* etp)
     : cfg_(cfg), spec_(spec), tp_(tp), layout_(make_param_layout(cfg, spec)) {
   const int64_t t = spec.tp_size;
   assert(t == 1 || tp != nullptr);
@@ -262,17 +271,21 @@ GptChunk<T>::GptChunk(const GptConfig& cfg, const ChunkSpec& spec, TpCollectives
   hd_ = cfg.hidden / cfg.heads;
   for (const auto& p : layout_.params) offsets_[p.name] = p.offset;
   if (cfg.moe()) {
-    assert(t == 1);
+    // Megatron's MoE with tensor parallelism takes the sequence-parallel hidden states.
+    assert(t == 1 || spec.sequence_parallel);
+    assert(spec.moe_route_groups >= 1 && nl_ % spec.moe_route_groups == 0);
     MoeDims d;
-    d.tokens = n_;
+    d.tokens = nl_ / spec.moe_route_groups;
     d.hidden = cfg.hidden;
     d.experts = cfg.experts;
     d.top_k = cfg.top_k;
     d.ffn = cfg.moe_ffn;
-    d.capacity = moe_expert_capacity(n_, cfg.experts, cfg.top_k, cfg.capacity_factor);
+    d.capacity = moe_expert_capacity(d.tokens, cfg.experts, cfg.top_k, cfg.capacity_factor);
     d.ep_size = spec.ep_size;
     d.ep_rank = spec.ep_rank;
-    moe_ = std::make_unique<MoeBlock<T>>(d, ep);
+    d.etp_size = spec.etp_size;
+    d.etp_rank = spec.etp_rank;
+    moe_ = std::make_unique<MoeBlock<T>>(d, ep, etp);
   }
 }
 
@@ -414,15 +427,20 @@ void GptChunk<T>::layer_forward(int64_t l, const T* in, LayerActs& a, const Drop
   a.ln2_mean = Buf<T>(nl_, act);
   a.ln2_rstd = Buf<T>(nl_, act);
   layernorm_forward(a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.res2.data(), w.ln2_w, w.ln2_b, nl_, C);
-  gather_rows(a.ln2.data(), full.data(), C);
-  if (moe_) {  // tp 1: full rows are the local rows
+  if (moe_) {  // routes the local rows (the sequence shard under SP), group by group
     a.out = Buf<T>(nl_ * C, act);
-    aux_loss_ += moe_->forward(moe_params(l), full.data(), a.out.data(), a.moe, aux_weight_);
+    const int64_t G = spec_.moe_route_groups, ng = moe_->dims().tokens;
+    a.moe.resize(static_cast<size_t>(G));
+    const MoeParams<T> mw = moe_params(l);
+    for (int64_t g = 0; g < G; ++g)
+      aux_loss_ += moe_->forward(mw, a.ln2.data() + g * ng * C, a.out.data() + g * ng * C, a.moe[static_cast<size_t>(g)],
+                                 loss_scale_ * static_cast<T>(ng));
     if (hdrop) hidden_mask(a.mask2, key, l, DropoutSite::kMlpOutput);
     for (int64_t i = 0; i < nl_ * C; ++i)
       a.out[i] = a.res2[i] + (hdrop ? (a.mask2[i] ? a.out[i] * hscale : T(0)) : a.out[i]);
     return;
   }
+  gather_rows(a.ln2.data(), full.data(), C);
   a.fch = Buf<T>(n_ * fl_, act);
   matmul_forward(a.fch.data(), full.data(), w.fc_w, w.fc_b, n_, C, fl_);
   a.fch_gelu = Buf<T>(n_ * fl_, act);
@@ -458,7 +476,7 @@ void GptChunk<T>::release_layer_internals(LayerActs& a) {
   for (Buf<T>* b : {&a.ln1, &a.ln1_mean, &a.ln1_rstd, &a.qkv, &a.att, &a.att_drop, &a.atty, &a.res2, &a.ln2,
                     &a.ln2_mean, &a.ln2_rstd, &a.fch, &a.fch_gelu})
     b->release();
-  a.moe.release();
+  a.moe.clear();
   for (Buf<uint8_t>* b : {&a.att_mask, &a.mask1, &a.mask2}) b->release();
 }
 
@@ -483,7 +501,12 @@ void GptChunk<T>::layer_backward(int64_t l, const T* in, LayerActs& a, const T* 
   if (moe_) {
     Buf<T> dbranch(nl_ * C, buf);  // [Nl, C] gradient of the MoE block's output
     std::memcpy(dbranch.data(), dsmall.data(), sizeof(T) * nl_ * C);
-    moe_->backward(moe_params(l), a.ln2.data(), dbranch.data(), dsmall.data(), a.moe);
+    const int64_t ng = moe_->dims().tokens;
+    const MoeParams<T> mw = moe_params(l);
+    for (size_t g = 0; g < a.moe.size(); ++g) {
+      const int64_t off = static_cast<int64_t>(g) * ng * C;
+      moe_->backward(mw, a.ln2.data() + off, dbranch.data() + off, dsmall.data() + off, a.moe[g]);
+    }
   } else {
   for (int64_t i = 0; i < nl_; ++i)
     for (int64_t j = 0; j < C; ++j) w.dfcproj_b[j] += dsmall[i * C + j];
@@ -538,7 +561,7 @@ double GptChunk<T>::forward(int64_t mb, const int32_t* tokens, const int32_t* ta
   MbActs& m = acts_[mb];
   m.key = dropout;
   const int64_t C = cfg_.hidden, B = spec_.micro_batch_size;
-  aux_weight_ = loss_scale * static_cast<T>(n_);
+  loss_scale_ = loss_scale;
   aux_loss_ = 0;
   const auto act = MemCategory::kActivations;
   if (!prepared) m.in = Buf<T>(nl_ * C, act);

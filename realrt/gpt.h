@@ -110,10 +110,18 @@ struct ChunkSpec {
   bool sequence_parallel = false;
   Recompute recompute = Recompute::kNone;
   int64_t micro_batch_size = 1;  // B
-  // Expert parallelism (MoE only; needs tp_size 1): this rank holds experts
-  // [ep_rank E/ep_size, (ep_rank + 1) E/ep_size) of every layer.
+  // Expert parallelism (MoE only; tp_size > 1 needs sequence_parallel): this rank holds experts
+  // [ep_rank E/ep_size, (ep_rank + 1) E/ep_size) of every layer, each sharded over the
+  // expert-tensor-parallel group (etp_size ranks; realrt/moe.h).
   int64_t ep_rank = 0;
   int64_t ep_size = 1;
+  int64_t etp_rank = 0;
+  int64_t etp_size = 1;
+  // Routing groups per micro-batch in one chunk (MoE): the chunk's rows are routed in this many
+  // contiguous groups, each with its own capacity and aux loss. The distributed runtime routes
+  // one group per rank (its sequence shard under SP); the single-process reference of a plan
+  // with tp ranks and SP uses tp groups so that it drops and balances exactly as that plan.
+  int64_t moe_route_groups = 1;
 };
 
 // How a parameter is split over the tensor-parallel group.
@@ -130,6 +138,7 @@ struct ParamInfo {
   int64_t rows = 0;        // full shape (before sharding); a vector has rows 1
   int64_t cols = 0;
   ShardKind shard = ShardKind::kReplicated;
+  bool expert = false;     // an expert's tensor: sharded over the expert-TP group, not TP
   double init_std = 0;     // normal(0, std); 0 with init_value for constants
   double init_value = 0;
   int64_t size = 0;        // local elements
@@ -169,8 +178,9 @@ void synthetic_batch(int32_t* tokens, int32_t* targets, uint64_t seed, int64_t f
 template <typename T>
 class GptChunk {
  public:
-  // tp may be null when spec.tp_size == 1, ep when spec.ep_size == 1.
-  GptChunk(const GptConfig& cfg, const ChunkSpec& spec, TpCollectives<T>* tp, EpCollectives<T>* ep = nullptr);
+  // tp may be null when spec.tp_size == 1, ep when spec.ep_size == 1, etp when spec.etp_size == 1.
+  GptChunk(const GptConfig& cfg, const ChunkSpec& spec, TpCollectives<T>* tp, EpCollectives<T>* ep = nullptr,
+           EtpCollectives<T>* etp = nullptr);
 
   const GptConfig& config() const { return cfg_; }
   const ChunkSpec& spec() const { return spec_; }
@@ -204,6 +214,8 @@ class GptChunk {
   // into the bound gradient buffer; returns dinput[N_l, C] (null on the first chunk), valid until
   // the next call. Frees the micro-batch's activations.
   const T* backward(int64_t mb, const T* dout);
+  // The weighted aux losses (MoE) included in the last forward()'s return value.
+  double aux_loss() const { return aux_loss_; }
   // Drops micro-batch mb's activations without a backward pass (evaluation only).
   void discard(int64_t mb) { acts_.erase(mb); }
 
@@ -228,7 +240,7 @@ class GptChunk {
     Buf<T> fch_gelu;   // [N, FL]
     Buf<uint8_t> mask2;  // [Nl, C] hidden dropout keep mask after the MLP
     Buf<T> out;        // [Nl, C]  layer output (residual after the MLP)
-    MoeActs<T> moe;    // MoE block (instead of fch, fch_gelu)
+    std::vector<MoeActs<T>> moe;  // MoE block, one per routing group (instead of fch, fch_gelu)
   };
 
   struct MbActs {
@@ -274,7 +286,7 @@ class GptChunk {
   std::map<int64_t, MbActs> acts_;
   Buf<T> dbuf_a_, dbuf_b_;
   std::unique_ptr<MoeBlock<T>> moe_;  // null when dense
-  T aux_weight_ = 0;                  // loss_scale x tokens of the current forward pass
+  T loss_scale_ = 0;                  // of the current forward pass (aux weight: x group tokens)
   double aux_loss_ = 0;               // weighted aux losses of the current forward pass
 };
 

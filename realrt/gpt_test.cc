@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <barrier>
 #include <cmath>
+#include <thread>
 #include <vector>
 
 #include "realrt/reference.h"
@@ -101,6 +103,7 @@ TEST(GptGradCheck, BackwardMatchesCentralDifferencesInFp64) {
 // parameters; this seed's routing has no near-tie (a flipped choice would move the loss by far
 // more than the tolerance, so a tie would show as a failure, not pass silently).
 TEST(GptGradCheck, MixtureOfExpertsBackwardMatchesCentralDifferencesInFp64) {
+  for (int64_t groups : {1, 2})  // 2: two routing groups per micro-batch, as the reference of TP 2 + SP
   for (Recompute r : {Recompute::kNone, Recompute::kFull}) {
     GptConfig c = tiny();
     c.experts = 4;
@@ -108,7 +111,8 @@ TEST(GptGradCheck, MixtureOfExpertsBackwardMatchesCentralDifferencesInFp64) {
     c.moe_ffn = 8;
     c.capacity_factor = 0.75;
     const int64_t B = 2;
-    const ChunkSpec spec = whole(c, B, r);
+    ChunkSpec spec = whole(c, B, r);
+    spec.moe_route_groups = groups;
     GptChunk<double> m(c, spec, nullptr);
     const int64_t n = m.layout().total;
     ASSERT_TRUE(m.layout().find("h1.router_w") && m.layout().find("h1.e3.proj_w"));
@@ -144,11 +148,124 @@ TEST(GptGradCheck, MixtureOfExpertsBackwardMatchesCentralDifferencesInFp64) {
         const double numeric = (up - down) / (2 * h);
         EXPECT_LE(std::abs(grads[i] - numeric), 1e-6 * std::abs(numeric) + 1e-9)
             << p.name << "[" << i - p.offset << "] analytic " << grads[i] << " numeric " << numeric
-            << " recompute " << to_string(r);
+            << " recompute " << to_string(r) << " routing groups " << groups;
         ++checked;
       }
     }
     EXPECT_GT(checked, 100);
+  }
+}
+
+// Expert tensor parallelism of one MoE block in fp64, two ranks as two threads with in-memory
+// all-gather / reduce-scatter: each rank routes its own 24 tokens and holds half of every
+// expert's hidden units (fc columns, proj rows, the proj bias whole). Its output and input
+// gradient must equal the unsharded block's on its tokens, its expert-weight gradients the
+// matching slices of the unsharded gradients summed over both ranks' tokens (the proj bias: the
+// whole sum on each rank), and its router gradient the unsharded one on its own tokens (the
+// runtime then sums it over TP with the other replicated parameters). Together with the
+// finite-difference check above (unsharded), this checks the ETP backward.
+class ThreadEtp final : public EtpCollectives<double> {
+ public:
+  ThreadEtp(std::barrier<>& bar, std::vector<std::vector<double>>& slots, int rank) : bar_(bar), slots_(slots), rank_(rank) {}
+  void all_gather(const double* in, double* out, int64_t n) override {
+    slots_[rank_].assign(in, in + n);
+    bar_.arrive_and_wait();
+    for (size_t q = 0; q < slots_.size(); ++q) std::copy(slots_[q].begin(), slots_[q].end(), out + q * n);
+    bar_.arrive_and_wait();
+  }
+  void reduce_scatter(const double* in, double* out, int64_t n) override {
+    slots_[rank_].assign(in, in + n * static_cast<int64_t>(slots_.size()));
+    bar_.arrive_and_wait();
+    for (int64_t i = 0; i < n; ++i) {
+      double s = 0;
+      for (const auto& sl : slots_) s += sl[rank_ * n + i];
+      out[i] = s;
+    }
+    bar_.arrive_and_wait();
+  }
+
+ private:
+  std::barrier<>& bar_;
+  std::vector<std::vector<double>>& slots_;
+  size_t rank_;
+};
+
+TEST(MoeBlock, ExpertTensorParallelShardsGiveTheUnshardedBlocksOutputsAndGradients) {
+  MoeDims d;
+  d.tokens = 24;
+  d.hidden = 8;
+  d.experts = 4;
+  d.top_k = 2;
+  d.ffn = 12;
+  d.capacity = 10;  // 48 assignments, 40 slots: some drops
+  const int64_t N = d.tokens, C = d.hidden, E = d.experts, F = d.ffn, Q = 2, Fl = F / Q;
+  std::vector<double> router(C * E), experts(E * d.expert_params());
+  for (size_t i = 0; i < router.size(); ++i) router[i] = std::sin(1.7 * static_cast<double>(i)) + (i % 4 == 0 ? 0.8 : 0);
+  for (size_t i = 0; i < experts.size(); ++i) experts[i] = 0.1 * std::cos(0.3 * static_cast<double>(i));
+  std::vector<std::vector<double>> x(Q, std::vector<double>(N * C)), dout(Q, std::vector<double>(N * C));
+  for (int64_t q = 0; q < Q; ++q)
+    for (int64_t i = 0; i < N * C; ++i) {
+      x[q][i] = std::sin(0.37 * static_cast<double>(i + 1000 * q));
+      dout[q][i] = std::cos(0.23 * static_cast<double>(i + 500 * q));
+    }
+  // Unsharded: per rank's tokens; expert gradients summed over both.
+  MoeBlock<double> full(d, nullptr);
+  std::vector<double> dexp_full(experts.size(), 0.0);
+  std::vector<std::vector<double>> out_ref(Q), dx_ref(Q), drouter_ref(Q);
+  for (int64_t q = 0; q < Q; ++q) {
+    drouter_ref[q].assign(router.size(), 0.0);
+    MoeParams<double> w{router.data(), drouter_ref[q].data(), experts.data(), dexp_full.data()};
+    MoeActs<double> a;
+    out_ref[q].resize(N * C);
+    dx_ref[q].resize(N * C);
+    full.forward(w, x[q].data(), out_ref[q].data(), a, 0.5);
+    full.backward(w, x[q].data(), dout[q].data(), dx_ref[q].data(), a);
+  }
+  // Sharded: rank q's slice of every expert.
+  MoeDims ds = d;
+  ds.etp_size = Q;
+  const int64_t ep_full = d.expert_params(), ep_l = ds.expert_params();
+  auto shard = [&](const std::vector<double>& src, int64_t q) {
+    std::vector<double> dst(E * ep_l);
+    for (int64_t j = 0; j < E; ++j) {
+      const double* f = src.data() + j * ep_full;
+      double* o = dst.data() + j * ep_l;
+      for (int64_t r = 0; r < C; ++r)
+        for (int64_t c = 0; c < Fl; ++c) o[r * Fl + c] = f[r * F + q * Fl + c];  // fc_w columns
+      for (int64_t c = 0; c < Fl; ++c) o[C * Fl + c] = f[C * F + q * Fl + c];    // fc_b
+      for (int64_t r = 0; r < Fl; ++r)
+        for (int64_t c = 0; c < C; ++c) o[C * Fl + Fl + r * C + c] = f[C * F + F + (q * Fl + r) * C + c];  // proj_w rows
+      for (int64_t c = 0; c < C; ++c) o[C * Fl + Fl + Fl * C + c] = f[C * F + F + F * C + c];  // proj_b
+    }
+    return dst;
+  };
+  std::barrier<> bar(Q);
+  std::vector<std::vector<double>> slots(Q);
+  std::vector<std::vector<double>> out(Q, std::vector<double>(N * C)), dx(Q, std::vector<double>(N * C)),
+      dexp(Q, std::vector<double>(E * ep_l, 0.0)), drouter(Q, std::vector<double>(router.size(), 0.0)), wexp(Q);
+  std::vector<std::thread> threads;
+  for (int64_t q = 0; q < Q; ++q) {
+    wexp[q] = shard(experts, q);
+    threads.emplace_back([&, q] {
+      ThreadEtp coll(bar, slots, static_cast<int>(q));
+      MoeDims dq = ds;
+      dq.etp_rank = q;
+      MoeBlock<double> blk(dq, nullptr, &coll);
+      MoeParams<double> w{router.data(), drouter[q].data(), wexp[q].data(), dexp[q].data()};
+      MoeActs<double> a;
+      blk.forward(w, x[q].data(), out[q].data(), a, 0.5);
+      blk.backward(w, x[q].data(), dout[q].data(), dx[q].data(), a);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int64_t q = 0; q < Q; ++q) {
+    const std::vector<double> want = shard(dexp_full, q);
+    for (int64_t i = 0; i < N * C; ++i) {
+      EXPECT_NEAR(out[q][i], out_ref[q][i], 1e-12) << "rank " << q << " output " << i;
+      EXPECT_NEAR(dx[q][i], dx_ref[q][i], 1e-12) << "rank " << q << " dx " << i;
+    }
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(dexp[q][i], want[i], 1e-12) << "rank " << q << " expert grad " << i;
+    for (size_t i = 0; i < router.size(); ++i) EXPECT_NEAR(drouter[q][i], drouter_ref[q][i], 1e-12) << "router " << i;
   }
 }
 

@@ -90,7 +90,7 @@ TEST(RuntimeConfig, MixtureOfExpertsPlansTheRuntimeCannotRunAreRefusedByKey) {
     return pr.empty() ? std::string() : pr[0].where;
   };
   RuntimeConfig c = cfg;
-  c.plan.ep = 4;  // does not divide dp 2
+  c.plan.ep = 4;  // etp x ep = 4 does not divide the stage's tp x dp = 2 ranks
   EXPECT_EQ(first_where(c), "/plan/ep");
   c = cfg;
   c.plan.dp = 6;
@@ -98,14 +98,29 @@ TEST(RuntimeConfig, MixtureOfExpertsPlansTheRuntimeCannotRunAreRefusedByKey) {
   c.train.global_batch_size = 6;
   EXPECT_EQ(first_where(c), "/plan/ep");
   c = cfg;
-  c.plan.tp = 2;
-  EXPECT_EQ(first_where(c), "/plan/tp");
+  c.plan.tp = 2;  // MoE with TP needs sequence parallelism (Megatron-Core)
+  EXPECT_EQ(first_where(c), "/plan/sequence_parallel");
+  c.plan.sequence_parallel = true;  // tp 2 x dp 2, etp = tp = 2, ep 2: runnable
+  EXPECT_TRUE(check_runtime_config(c).empty());
+  c.plan.dp = 1;  // etp x ep = 4 > tp x dp = 2
+  EXPECT_EQ(first_where(c), "/plan/ep");
+  c.plan.etp = 1;  // expert TP 1 with TP 2: the TP pair is the EP group
+  EXPECT_TRUE(check_runtime_config(c).empty());
   c = cfg;
-  c.plan.zero_stage = 1;
-  EXPECT_EQ(first_where(c), "/plan/zero_stage");
+  c.plan.etp = 3;  // does not divide moe_ffn 64 (nor the 2 ranks)
+  EXPECT_EQ(check_runtime_config(c).back().where, "/plan/etp");
+  c = cfg;
+  c.plan.zero_stage = 3;  // ZeRO shards experts over expert-DP
+  EXPECT_TRUE(check_runtime_config(c).empty());
+  c = cfg;
+  c.plan.cp = 2;  // no context parallelism in the CPU runtime
+  EXPECT_EQ(first_where(c), "/plan/cp");
   c = cfg;
   c.model.experts = 0;  // dense model with ep 2
   EXPECT_EQ(first_where(c), "/plan/ep");
+  c.plan.ep = 1;
+  c.plan.etp = 2;  // dense model with expert TP 2 != tp 1
+  EXPECT_EQ(first_where(c), "/plan/etp");
 }
 
 TEST(RunRealCpu, RefusesPlansLargerThanTheMachineAllows) {

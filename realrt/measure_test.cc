@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -175,6 +176,85 @@ TEST(Measure, ExpertParallelAllToAllBytesEqualThePrediction) {
   }
 }
 
+// MoE with tensor + sequence parallelism (tiny_moe_ep2.json, Megatron-Core's MoE layer on the
+// sequence shard, ETP_CONTRACT.md): each TP rank routes T / tp = 32 tokens, capacity
+// ceil(32 x 2 / 4) = 16, so every all-to-all's send buffer is E x cap x h = 4 x 16 x 128 fp32 =
+// 32 KiB (2 forward + 2 backward per layer and micro-batch), and with expert TP = TP = 2 the
+// expert-TP all-gather (forward inputs, backward output gradients) and reduce-scatter (forward
+// partial outputs, backward partial input gradients) move etp x E x cap x h = 64 KiB each, 1
+// forward + 1 backward (+1 each under full recompute). Wire bytes: x (n - 1) / n.
+struct MoeBytes {
+  int64_t a2a_ep = 0, ag_etp = 0, rs_etp = 0;
+};
+MoeBytes contract_moe_bytes(int64_t tp, int64_t etp, int64_t ep, int64_t micro_batches, int64_t layers, bool full) {
+  const int64_t E = 4, h = 128, k = 2, T = 64, e = 4;
+  const int64_t T_loc = T / tp, cap = moe_expert_capacity(T_loc, E, k, 1.0);
+  const int64_t a2a = E * cap * h * e, gathered = etp * a2a;
+  const int64_t per = micro_batches * layers;
+  MoeBytes b;
+  b.a2a_ep = ep > 1 ? per * (full ? 6 : 4) * a2a * (ep - 1) / ep : 0;
+  b.ag_etp = etp > 1 ? per * (full ? 3 : 2) * gathered * (etp - 1) / etp : 0;
+  b.rs_etp = b.ag_etp;
+  return b;
+}
+
+TEST(Measure, MixtureOfExpertsWithTensorParallelBytesEqualTheContract) {
+  struct C {
+    const char* name;
+    nlohmann::json par;
+    int64_t n, tp, etp, ep, dp;
+    bool full;
+  };
+  for (const C& c :
+       {C{"moe_tp2_sp_ep2", {{"tp", 2}, {"sequence_parallel", true}, {"dp", 2}, {"ep", 2}}, 4, 2, 2, 2, 2, false},
+        C{"moe_tp2_sp_ep2_full",
+          {{"tp", 2}, {"sequence_parallel", true}, {"dp", 2}, {"ep", 2}, {"activation_recompute", "full"}}, 4, 2, 2, 2,
+          2, true},
+        // Expert TP 1 with TP 2 (the TP pair is the EP group): no expert-TP collective.
+        C{"moe_tp2_sp_etp1_ep2",
+          {{"tp", 2}, {"sequence_parallel", true}, {"expert_tensor_parallel_degree", 1}, {"ep", 2}}, 2, 2, 1, 2, 1,
+          false}}) {
+    Scenario sc;
+    const Measured m = run(c.name, c.par, c.n, &sc, "tiny_moe_ep2.json");
+    ASSERT_FALSE(m.wire_bytes.empty()) << c.name;
+    const MoeBytes want = contract_moe_bytes(c.tp, c.etp, c.ep, 4 / c.dp, 4, c.full);
+    auto got = [&](const char* kind, const char* group) {
+      auto it = m.wire_bytes.find({kind, group});
+      return it == m.wire_bytes.end() ? int64_t{0} : it->second;
+    };
+    EXPECT_EQ(got("all-to-all", "ep"), want.a2a_ep) << c.name;
+    EXPECT_EQ(got("all-gather", "etp"), want.ag_etp) << c.name;
+    EXPECT_EQ(got("reduce-scatter", "etp"), want.rs_etp) << c.name;
+    ::testing::Test::RecordProperty(std::string(c.name) + "_a2a_ep_bytes", std::to_string(want.a2a_ep));
+    ::testing::Test::RecordProperty(std::string(c.name) + "_ag_etp_bytes", std::to_string(want.ag_etp));
+    // Everything else (the attention block's TP collectives, the SP all-reduce of the replicated
+    // parameters with the router, DP and expert-DP reductions) equals the estimate.
+    // TODO(etp cost model on main): compare the three MoE entries with the estimate as well.
+    auto pred = predicted(sc);
+    auto meas = m.wire_bytes;
+    for (const Key& k : {Key{"all-to-all", "ep"}, Key{"all-gather", "etp"}, Key{"reduce-scatter", "etp"}}) {
+      if (pred.count(k) && meas.count(k) && pred.at(k) != meas.at(k))
+        std::fprintf(stderr, "%s: %s %s measured %lld, estimate %lld\n", c.name, k.first.c_str(), k.second.c_str(),
+                     static_cast<long long>(meas.at(k)), static_cast<long long>(pred.at(k)));
+      pred.erase(k);
+      meas.erase(k);
+    }
+    expect_equal(meas, pred, c.name);
+  }
+}
+
+// ZeRO with MoE: dense parameters sharded over the dp x cp group, experts over the expert-DP
+// group (dp / ep = 2 ranks here); every (kind, group) equals the estimate.
+TEST(Measure, MixtureOfExpertsZeroBytesEqualThePrediction) {
+  for (int zero : {1, 2, 3}) {
+    Scenario sc;
+    const std::string name = "moe_ep2_dp4_zero" + std::to_string(zero);
+    const Measured m = run(name, {{"dp", 4}, {"ep", 2}, {"zero_stage", zero}}, 4, &sc, "tiny_moe_ep2.json");
+    ASSERT_FALSE(m.wire_bytes.empty()) << name;
+    expect_equal(m.wire_bytes, predicted(sc), name);
+  }
+}
+
 // Peak memory per category of the busiest rank of every stage (max over its ranks) within 5% of
 // the analytical model's stage_memory, fp32 Adam (4 + 4 + 8 bytes per parameter before ZeRO),
 // hidden and attention dropout 0.1 (gpt defaults): weights, gradients, optimizer states,
@@ -191,6 +271,8 @@ struct MemCase {
   const char* name;
   nlohmann::json par;
   int64_t n;
+  const char* base = "tiny_gpt_tp2_pp2.json";
+  bool state_only = false;  // compare weights, gradients and optimizer states only (MoE, below)
 };
 
 // ZeRO-3 buffers follow DeepSpeed's defaults on both sides: a stage under
@@ -198,7 +280,7 @@ struct MemCase {
 // gradients leave through the reduce bucket (5e8 elements): 4 + 4 bytes per stage parameter here.
 void expect_memory_within_five_percent(const MemCase& c) {
   Scenario sc;
-  const Measured m = run(c.name, c.par, c.n, &sc);
+  const Measured m = run(c.name, c.par, c.n, &sc, c.base);
   auto plan = fixed_plan(sc);
   ASSERT_TRUE(plan.ok());
   const ModelShape shape = model_shape(sc.model);
@@ -221,7 +303,9 @@ void expect_memory_within_five_percent(const MemCase& c) {
                                                    {"buffers_bytes", pred.buffers_bytes}};
     for (const auto& [key, w] : want) {
       const double g = got.at(key);
-      EXPECT_NEAR(g, w, 0.05 * w) << c.name << " stage " << stage << " " << key;
+      const bool state = std::string(key) == "weights_bytes" || std::string(key) == "gradients_bytes" ||
+                         std::string(key) == "optimizer_bytes";
+      if (!c.state_only || state) EXPECT_NEAR(g, w, 0.05 * w) << c.name << " stage " << stage << " " << key;
       ::testing::Test::RecordProperty(std::string(c.name) + "_stage" + std::to_string(stage) + "_" + key,
                      std::to_string(g) + " / " + std::to_string(w));
     }
@@ -252,5 +336,25 @@ TEST(Measure, MemoryPerCategoryWithinFivePercentWithRecompute) {
       {"mem_tp2_sp_selective", {{"tp", 2}, {"sequence_parallel", true}, {"activation_recompute", "selective"}}, 2});
 }
 
+}  // namespace
+}  // namespace monarch::realrt
+
+namespace monarch::realrt {
+namespace {
+// MoE (tiny_moe_ep2.json) with ZeRO 0-3: dense parameters sharded over DP 4, experts over
+// expert-DP 2; and with TP 2 + SP (expert TP 2). Weights, gradients and optimizer states within
+// 5% of stage_memory. Activations and buffers are recorded, not compared: the model (core/
+// cost_model.cc, stage_memory's MoE terms) leaves out, per MoE layer and micro-batch, the
+// combine input [E, cap, h] the gate gradient needs (Megatron's unpermute saves it), the router
+// probabilities [T, E] and gates [T, k] (+10% activations here), and the dispatch / all-to-all
+// communication buffers (3 x E cap h: 0 predicted, 192 KiB measured).
+TEST(Measure, MemoryPerCategoryWithinFivePercentForMixtureOfExperts) {
+  for (int zero : {0, 1, 2, 3})
+    expect_memory_within_five_percent({("mem_moe_ep2_dp4_zero" + std::to_string(zero)).c_str(),
+                                       {{"dp", 4}, {"ep", 2}, {"zero_stage", zero}}, 4, "tiny_moe_ep2.json", true});
+  expect_memory_within_five_percent({"mem_moe_tp2_sp_ep2",
+                                     {{"tp", 2}, {"sequence_parallel", true}, {"dp", 2}, {"ep", 2}}, 4,
+                                     "tiny_moe_ep2.json", true});
+}
 }  // namespace
 }  // namespace monarch::realrt

@@ -18,11 +18,34 @@ void MoeActs<T>::release() {
 }
 
 template <typename T>
-MoeBlock<T>::MoeBlock(const MoeDims& dims, EpCollectives<T>* ep) : d_(dims), ep_(ep) {
+MoeBlock<T>::MoeBlock(const MoeDims& dims, EpCollectives<T>* ep, EtpCollectives<T>* etp)
+    : d_(dims), ep_(ep), etp_(etp) {
   assert(d_.experts > 1 && d_.top_k >= 1 && d_.top_k <= d_.experts);
   assert(d_.ep_size >= 1 && d_.experts % d_.ep_size == 0);
   assert(d_.ep_size == 1 || ep != nullptr);
+  assert(d_.etp_size >= 1 && d_.ffn % d_.etp_size == 0);
+  assert(d_.etp_size == 1 || etp != nullptr);
   assert(d_.capacity >= 1);
+}
+
+template <typename T>
+void MoeBlock<T>::gather_rows(const T* mine, T* all) {
+  const int64_t Q = d_.etp_size, El = d_.local_experts(), pc = d_.ep_size * d_.capacity, C = d_.hidden;
+  Buf<T> g(Q * El * pc * C, MemCategory::kBuffers);  // [Q, El, P * cap, C] gathered
+  etp_->all_gather(mine, g.data(), El * pc * C);
+  for (int64_t q = 0; q < Q; ++q)
+    for (int64_t j = 0; j < El; ++j)
+      std::memcpy(all + (j * Q + q) * pc * C, g.data() + (q * El + j) * pc * C, sizeof(T) * pc * C);
+}
+
+template <typename T>
+void MoeBlock<T>::reduce_scatter_rows(const T* partial, T* mine) {
+  const int64_t Q = d_.etp_size, El = d_.local_experts(), pc = d_.ep_size * d_.capacity, C = d_.hidden;
+  Buf<T> s(Q * El * pc * C, MemCategory::kBuffers);  // [Q, El, P * cap, C] by destination
+  for (int64_t q = 0; q < Q; ++q)
+    for (int64_t j = 0; j < El; ++j)
+      std::memcpy(s.data() + (q * El + j) * pc * C, partial + (j * Q + q) * pc * C, sizeof(T) * pc * C);
+  etp_->reduce_scatter(s.data(), mine, El * pc * C);
 }
 
 template <typename T>
@@ -56,7 +79,7 @@ void MoeBlock<T>::exchange_to_tokens(const T* by_local, T* by_expert) {
 template <typename T>
 double MoeBlock<T>::forward(const MoeParams<T>& w, const T* x, T* out, MoeActs<T>& a, T aux_weight) {
   const int64_t N = d_.tokens, C = d_.hidden, E = d_.experts, K = d_.top_k, F = d_.ffn, cap = d_.capacity;
-  const int64_t P = d_.ep_size, El = d_.local_experts(), rows = P * cap;
+  const int64_t P = d_.ep_size, El = d_.local_experts(), rows = d_.expert_rows();
   const auto act = MemCategory::kActivations;
   // Router: probabilities [N, E].
   a.probs = Buf<T>(N * E, act);
@@ -92,7 +115,8 @@ double MoeBlock<T>::forward(const MoeParams<T>& w, const T* x, T* out, MoeActs<T
       if (fill[static_cast<size_t>(e)] < cap) a.slot[i] = static_cast<int32_t>(fill[static_cast<size_t>(e)]++);
     }
   }
-  // Dispatch: padded [E, cap, C] -> [El, P * cap, C].
+  // Dispatch: padded [E, cap, C] -> [El, P * cap, C] (-> [El, Q * P * cap, C] with ETP).
+  const int64_t Q = d_.etp_size, Fl = d_.local_ffn(), pc = P * cap;
   {
     Buf<T> disp(E * cap * C, MemCategory::kBuffers);
     for (int64_t n = 0; n < N; ++n)
@@ -102,21 +126,43 @@ double MoeBlock<T>::forward(const MoeParams<T>& w, const T* x, T* out, MoeActs<T
         std::memcpy(disp.data() + (a.expert[i] * cap + a.slot[i]) * C, x + n * C, sizeof(T) * C);
       }
     a.xin = Buf<T>(El * rows * C, act);
-    exchange_to_experts(disp.data(), a.xin.data());
+    if (Q == 1) {
+      exchange_to_experts(disp.data(), a.xin.data());
+    } else {
+      Buf<T> mine(El * pc * C, MemCategory::kBuffers);
+      exchange_to_experts(disp.data(), mine.data());
+      disp.release();
+      gather_rows(mine.data(), a.xin.data());
+    }
   }
-  // Experts on their P * cap rows (padding included: fixed shapes, as drop-and-pad).
-  a.fch = Buf<T>(El * rows * F, act);
-  a.fch_gelu = Buf<T>(El * rows * F, act);
-  Buf<T> yl(El * rows * C, MemCategory::kBuffers);  // [El, P * cap, C]
+  // Experts on their Q * P * cap rows (padding included: fixed shapes, as drop-and-pad); with
+  // ETP each rank holds F/Q of every expert's hidden units and the proj output is a partial sum.
+  a.fch = Buf<T>(El * rows * Fl, act);
+  a.fch_gelu = Buf<T>(El * rows * Fl, act);
+  Buf<T> yl(El * pc * C, MemCategory::kBuffers);  // [El, P * cap, C]
+  Buf<T> ypart(Q > 1 ? El * rows * C : 0, kWorkspace);  // [El, Q * P * cap, C] partial sums
   const int64_t ep = d_.expert_params();
   for (int64_t j = 0; j < El; ++j) {
     const T* fc_w = w.experts + j * ep;
-    const T* fc_b = fc_w + C * F;
-    const T* proj_w = fc_b + F;
-    const T* proj_b = proj_w + F * C;
-    matmul_forward(a.fch.data() + j * rows * F, a.xin.data() + j * rows * C, fc_w, fc_b, rows, C, F);
-    gelu_forward(a.fch_gelu.data() + j * rows * F, a.fch.data() + j * rows * F, rows * F);
-    matmul_forward(yl.data() + j * rows * C, a.fch_gelu.data() + j * rows * F, proj_w, proj_b, rows, F, C);
+    const T* fc_b = fc_w + C * Fl;
+    const T* proj_w = fc_b + Fl;
+    const T* proj_b = proj_w + Fl * C;
+    matmul_forward(a.fch.data() + j * rows * Fl, a.xin.data() + j * rows * C, fc_w, fc_b, rows, C, Fl);
+    gelu_forward(a.fch_gelu.data() + j * rows * Fl, a.fch.data() + j * rows * Fl, rows * Fl);
+    if (Q == 1)
+      matmul_forward(yl.data() + j * rows * C, a.fch_gelu.data() + j * rows * Fl, proj_w, proj_b, rows, Fl, C);
+    else
+      matmul_forward(ypart.data() + j * rows * C, a.fch_gelu.data() + j * rows * Fl, proj_w,
+                     static_cast<const T*>(nullptr), rows, Fl, C);
+  }
+  if (Q > 1) {  // sum the partial outputs over the group, then the replicated bias
+    reduce_scatter_rows(ypart.data(), yl.data());
+    ypart.release();
+    for (int64_t j = 0; j < El; ++j) {
+      const T* proj_b = w.experts + j * ep + C * Fl + Fl + Fl * C;
+      for (int64_t r = 0; r < pc; ++r)
+        for (int64_t c = 0; c < C; ++c) yl[(j * pc + r) * C + c] += proj_b[c];
+    }
   }
   // Combine.
   a.y = Buf<T>(E * cap * C, act);
@@ -145,7 +191,7 @@ double MoeBlock<T>::forward(const MoeParams<T>& w, const T* x, T* out, MoeActs<T
 template <typename T>
 void MoeBlock<T>::backward(const MoeParams<T>& w, const T* x, const T* dout, T* dx, MoeActs<T>& a) {
   const int64_t N = d_.tokens, C = d_.hidden, E = d_.experts, K = d_.top_k, F = d_.ffn, cap = d_.capacity;
-  const int64_t P = d_.ep_size, El = d_.local_experts(), rows = P * cap;
+  const int64_t P = d_.ep_size, El = d_.local_experts(), rows = d_.expert_rows();
   const auto buf = MemCategory::kBuffers;
   // Combine backward: d gate and d y (gate x dout) per slot.
   Buf<T> dgate(N * K, buf);
@@ -164,28 +210,40 @@ void MoeBlock<T>::backward(const MoeParams<T>& w, const T* x, const T* dout, T* 
       }
       dgate[n * K + k] = s;
     }
-  // Experts backward on the rank holding them.
-  Buf<T> dyl(El * rows * C, buf);  // [El, P * cap, C]
-  exchange_to_experts(dy.data(), dyl.data());
+  // Experts backward on the rank holding them (gathered over the expert-TP group).
+  const int64_t Q = d_.etp_size, Fl = d_.local_ffn(), pc = P * cap;
+  Buf<T> dyl(El * rows * C, buf);  // [El, Q * P * cap, C]
+  if (Q == 1) {
+    exchange_to_experts(dy.data(), dyl.data());
+  } else {
+    Buf<T> mine(El * pc * C, buf);
+    exchange_to_experts(dy.data(), mine.data());
+    gather_rows(mine.data(), dyl.data());
+  }
   dy.release();
-  Buf<T> dxl(El * rows * C, buf);
+  Buf<T> dxl(El * rows * C, buf);  // [El, Q * P * cap, C] (partial sums with ETP)
   {
-    Buf<T> dg(rows * F, buf), dh(rows * F, buf);
+    Buf<T> dg(rows * Fl, buf), dh(rows * Fl, buf);
     const int64_t ep = d_.expert_params();
     for (int64_t j = 0; j < El; ++j) {
       const T* fc_w = w.experts + j * ep;
-      const T* proj_w = fc_w + C * F + F;
+      const T* proj_w = fc_w + C * Fl + Fl;
       T* dfc_w = w.dexperts + j * ep;
-      T* dfc_b = dfc_w + C * F;
-      T* dproj_w = dfc_b + F;
-      T* dproj_b = dproj_w + F * C;
-      matmul_backward(dg.data(), dproj_w, dproj_b, dyl.data() + j * rows * C, a.fch_gelu.data() + j * rows * F, proj_w,
-                      rows, F, C);
-      gelu_backward(dh.data(), a.fch.data() + j * rows * F, dg.data(), rows * F);
-      matmul_backward(dxl.data() + j * rows * C, dfc_w, dfc_b, dh.data(), a.xin.data() + j * rows * C, fc_w, rows, C, F);
+      T* dfc_b = dfc_w + C * Fl;
+      T* dproj_w = dfc_b + Fl;
+      T* dproj_b = dproj_w + Fl * C;
+      matmul_backward(dg.data(), dproj_w, dproj_b, dyl.data() + j * rows * C, a.fch_gelu.data() + j * rows * Fl, proj_w,
+                      rows, Fl, C);
+      gelu_backward(dh.data(), a.fch.data() + j * rows * Fl, dg.data(), rows * Fl);
+      matmul_backward(dxl.data() + j * rows * C, dfc_w, dfc_b, dh.data(), a.xin.data() + j * rows * C, fc_w, rows, C, Fl);
     }
   }
   dyl.release();
+  if (Q > 1) {
+    Buf<T> mine(El * pc * C, buf);
+    reduce_scatter_rows(dxl.data(), mine.data());
+    dxl = std::move(mine);
+  }
   Buf<T> dxe(E * cap * C, buf);  // [E, cap, C] input gradients back at the token's rank
   exchange_to_tokens(dxl.data(), dxe.data());
   dxl.release();

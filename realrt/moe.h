@@ -27,6 +27,23 @@
 // E x capacity x C elements per rank, fixed, and a layer does 2 forward + 2 backward (+2 when
 // full recompute reruns the forward).
 //
+// Expert tensor parallelism over Q ranks (Megatron-Core's expert_tensor_parallel_size, "MoE
+// parallel folding"): each expert's fc is column-parallel (F_e / Q columns and bias entries per
+// rank) and its proj row-parallel (F_e / Q rows; the proj bias is replicated and added after the
+// reduction). After the dispatch all-to-all the Q ranks of the expert-TP group all-gather their
+// [E/P, P * cap, C] expert inputs (the gathered tensor has Q x E x cap x C elements), each runs
+// its slice of every local expert on all Q x P x cap rows, and a reduce-scatter over the group
+// sums the partial outputs and hands each rank back its own rows before the combine all-to-all.
+// The backward pass mirrors it (all-gather of the output gradients, reduce-scatter of the
+// partial input gradients). Every rank of the group computes the whole proj-bias gradient from
+// the gathered rows.
+//
+// Sequence parallelism (tensor parallelism with tp ranks): each TP rank routes its own sequence
+// shard of the micro-batch (Megatron's MoE layer takes the sequence-parallel hidden states), so
+// the routing group is that shard, capacity comes from its N / tp tokens, and the aux loss is the
+// shard's. The single-process reference reproduces it by routing the micro-batch in tp
+// contiguous groups (GptChunk with ChunkSpec::moe_route_groups).
+//
 // Auxiliary load-balancing loss (Switch Transformer eq. 4, Megatron switch_load_balancing_loss):
 //   aux = kMoeAuxLossCoeff * E / (N^2 k) * sum_e count_e * sum_n p[n, e]
 // with count_e the group's top-k assignments to expert e before dropping (a constant: the
@@ -55,6 +72,17 @@ class EpCollectives {
   virtual void all_to_all(const T* in, T* out, int64_t n) = 0;
 };
 
+// Collectives of the expert-tensor-parallel group (same signatures as TpCollectives).
+template <typename T>
+class EtpCollectives {
+ public:
+  virtual ~EtpCollectives() = default;
+  // out[Q * n] = the ranks' in[n] in rank order.
+  virtual void all_gather(const T* in, T* out, int64_t n) = 0;
+  // out[n] = sum over ranks of in[rank * n .. rank * n + n).
+  virtual void reduce_scatter(const T* in, T* out, int64_t n) = 0;
+};
+
 struct MoeDims {
   int64_t tokens = 0;     // N, tokens of one routing group (micro-batch)
   int64_t hidden = 0;     // C
@@ -64,9 +92,15 @@ struct MoeDims {
   int64_t capacity = 0;   // slots per expert per group
   int64_t ep_size = 1;    // P
   int64_t ep_rank = 0;
+  int64_t etp_size = 1;   // Q, expert tensor parallelism
+  int64_t etp_rank = 0;
   int64_t local_experts() const { return experts / ep_size; }
-  // Elements of one expert's parameters: fc_w [C, F], fc_b [F], proj_w [F, C], proj_b [C].
-  int64_t expert_params() const { return 2 * hidden * ffn + ffn + hidden; }
+  int64_t local_ffn() const { return ffn / etp_size; }  // F_e / Q
+  // Rows every local expert runs on: capacity slots from each of the Q x P ranks.
+  int64_t expert_rows() const { return etp_size * ep_size * capacity; }
+  // Elements of one expert's parameters on this rank: fc_w [C, F/Q], fc_b [F/Q], proj_w [F/Q, C],
+  // proj_b [C].
+  int64_t expert_params() const { return 2 * hidden * local_ffn() + local_ffn() + hidden; }
 };
 
 // Parameters of one layer's block: the router and the rank's local experts, back to back in the
@@ -87,8 +121,8 @@ struct MoeActs {
   std::vector<int32_t> slot;    // [N, k] slot in the expert's capacity, -1 dropped
   Buf<T> gate;                  // [N, k] renormalised gates
   std::vector<int64_t> count;   // [E] assignments before dropping
-  Buf<T> xin;                   // [E/P, P * cap, C] expert inputs (padded)
-  Buf<T> fch, fch_gelu;         // [E/P, P * cap, F]
+  Buf<T> xin;                   // [E/P, Q * P * cap, C] expert inputs (padded)
+  Buf<T> fch, fch_gelu;         // [E/P, Q * P * cap, F/Q]
   Buf<T> y;                     // [E, cap, C] expert outputs back at the token's rank
   T aux_weight = 0;             // weight of the aux loss in the objective
   void release();
@@ -97,8 +131,8 @@ struct MoeActs {
 template <typename T>
 class MoeBlock {
  public:
-  // ep may be null when dims.ep_size == 1.
-  MoeBlock(const MoeDims& dims, EpCollectives<T>* ep);
+  // ep may be null when dims.ep_size == 1, etp when dims.etp_size == 1.
+  MoeBlock(const MoeDims& dims, EpCollectives<T>* ep, EtpCollectives<T>* etp = nullptr);
   const MoeDims& dims() const { return d_; }
 
   // out[N, C] = sum over the token's kept experts of gate x expert(x[N, C]). Returns the
@@ -112,8 +146,14 @@ class MoeBlock {
   // [E, cap, C] per destination <-> [E/P, P * cap, C] per local expert.
   void exchange_to_experts(const T* by_expert, T* by_local);
   void exchange_to_tokens(const T* by_local, T* by_expert);
+  // [E/P, P * cap, C] of this rank -> [E/P, Q * P * cap, C] of the expert-TP group (all-gather).
+  void gather_rows(const T* mine, T* all);
+  // [E/P, Q * P * cap, C] partial sums -> [E/P, P * cap, C] summed over the group, this rank's
+  // rows (reduce-scatter).
+  void reduce_scatter_rows(const T* partial, T* mine);
   MoeDims d_;
   EpCollectives<T>* ep_;
+  EtpCollectives<T>* etp_;
 };
 
 extern template class MoeBlock<float>;

@@ -3,9 +3,12 @@
 // train_single_process for the same model, data and seed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -46,11 +49,20 @@ GptConfig moe_parity_model() {
 }
 #define MONARCH_MOE_ARGS "--experts 4 --top-k 2 --moe-ffn 128 --capacity-factor 1 "
 
-const std::vector<double>& reference_losses(bool moe) {
+// MoE under tensor (sequence) parallelism routes each TP rank's sequence shard on its own
+// (realrt/moe.h): its single-process reference routes every micro-batch in `route_groups` = tp
+// contiguous groups.
+const std::vector<double>& reference_losses(bool moe, int64_t route_groups) {
   static const std::vector<double> dense = train_single_process(parity_model(), parity_training(), Recompute::kNone);
-  static const std::vector<double> experts =
-      train_single_process(moe_parity_model(), parity_training(), Recompute::kNone);
-  return moe ? experts : dense;
+  static std::map<int64_t, std::vector<double>> experts;
+  if (!moe) return dense;
+  auto it = experts.find(route_groups);
+  if (it == experts.end())
+    it = experts
+             .emplace(route_groups,
+                      train_single_process(moe_parity_model(), parity_training(), Recompute::kNone, route_groups))
+             .first;
+  return it->second;
 }
 
 struct Case {
@@ -58,6 +70,7 @@ struct Case {
   int ranks;
   const char* args;
   bool moe = false;
+  int64_t route_groups = 1;  // MoE: tp under sequence parallelism
 };
 
 std::string run_worker(const Case& c, int* status) {
@@ -83,11 +96,22 @@ TEST_P(Parity, LossOfEveryStepMatchesSingleProcess) {
   ASSERT_TRUE(f) << out;
   const auto j = nlohmann::json::parse(f);
   const auto losses = j.at("losses").get<std::vector<double>>();
-  const auto& ref = reference_losses(c.moe);
+  const auto& ref = reference_losses(c.moe, c.route_groups);
   ASSERT_EQ(losses.size(), ref.size());
   for (size_t i = 0; i < ref.size(); ++i)
     EXPECT_NEAR(losses[i], ref[i], 1e-5 * std::abs(ref[i])) << c.name << " step " << i;
   EXPECT_LT(ref.back(), ref.front());  // it trains
+}
+
+// The TP cases compare against a reference that routes sequence shards: it must be a different
+// training run from the whole-micro-batch routing (other drops, other aux loss), else those
+// cases would not tell the two apart.
+TEST(ParityReference, RoutingBySequenceShardChangesTheRun) {
+  const auto& whole = reference_losses(true, 1);
+  const auto& shards = reference_losses(true, 2);
+  double most = 0;
+  for (size_t i = 0; i < whole.size(); ++i) most = std::max(most, std::abs(whole[i] - shards[i]) / std::abs(whole[i]));
+  EXPECT_GT(most, 1e-3);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -111,7 +135,21 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"moe_ep2", 2, MONARCH_MOE_ARGS "--dp 2 --ep 2", true},
                       Case{"moe_ep2_dp2", 4, MONARCH_MOE_ARGS "--dp 4 --ep 2", true},
                       Case{"moe_ep2_pp2_full", 4, MONARCH_MOE_ARGS "--dp 2 --ep 2 --pp 2 --recompute full", true},
-                      Case{"moe_dp2", 2, MONARCH_MOE_ARGS "--dp 2", true}),
+                      Case{"moe_dp2", 2, MONARCH_MOE_ARGS "--dp 2", true},
+                      // MoE with tensor + sequence parallelism (Megatron-Core): expert TP = TP
+                      // (all-gather / reduce-scatter of the expert inputs and outputs over the
+                      // expert-TP group), with expert-DP 2; expert TP 1 with TP 2 (the TP pair is
+                      // the EP group).
+                      Case{"moe_tp2_sp_ep2", 4, MONARCH_MOE_ARGS "--tp 2 --sp --dp 2 --ep 2", true, 2},
+                      Case{"moe_tp2_sp_ep2_dp4", 8, MONARCH_MOE_ARGS "--tp 2 --sp --dp 4 --ep 2", true, 2},
+                      Case{"moe_tp2_sp_etp1_ep2", 2, MONARCH_MOE_ARGS "--tp 2 --sp --etp 1 --ep 2", true, 2},
+                      // ZeRO with MoE: dense parameters sharded over DP 4, experts over
+                      // expert-DP 2; and with TP 2 + SP.
+                      Case{"moe_ep2_dp4_zero1", 4, MONARCH_MOE_ARGS "--dp 4 --ep 2 --zero 1", true},
+                      Case{"moe_ep2_dp4_zero2", 4, MONARCH_MOE_ARGS "--dp 4 --ep 2 --zero 2", true},
+                      Case{"moe_ep2_dp4_zero3", 4, MONARCH_MOE_ARGS "--dp 4 --ep 2 --zero 3", true},
+                      Case{"moe_tp2_sp_etp1_ep2_dp2_zero3", 4,
+                           MONARCH_MOE_ARGS "--tp 2 --sp --etp 1 --dp 2 --ep 2 --zero 3", true, 2}),
     [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -52,6 +52,7 @@ int main(int argc, char** argv) {
   app.add_option("--moe-ffn", cfg.model.moe_ffn);
   app.add_option("--capacity-factor", cfg.model.capacity_factor);
   app.add_option("--ep", cfg.plan.ep);
+  app.add_option("--etp", cfg.plan.etp, "expert tensor parallel degree (0: tp)");
   app.add_option("--hidden-dropout", cfg.model.hidden_dropout);
   app.add_option("--attention-dropout", cfg.model.attention_dropout);
   app.add_option("--out", out);

@@ -2,13 +2,15 @@
 
 namespace monarch::realrt {
 
-std::vector<double> train_single_process(const GptConfig& cfg, const TrainSettings& t, Recompute recompute) {
+std::vector<double> train_single_process(const GptConfig& cfg, const TrainSettings& t, Recompute recompute,
+                                         int64_t moe_route_groups) {
   ChunkSpec spec;
   spec.first_layer = 0;
   spec.num_layers = cfg.num_layers;
   spec.has_embedding = spec.has_head = true;
   spec.recompute = recompute;
   spec.micro_batch_size = t.micro_batch_size;
+  spec.moe_route_groups = moe_route_groups;
   GptChunk<float> model(cfg, spec, nullptr);
   const int64_t n = model.layout().total;
   Buf<float> params(n, MemCategory::kWeights), grads(n, MemCategory::kGradients);

@@ -45,7 +45,9 @@ inline int64_t first_sample(const TrainSettings& t, int64_t dp, int64_t step, in
 
 // Trains the whole model in one process (fp32, gradient accumulation over global_batch /
 // micro_batch micro-batches) and returns the mean loss of every step (computed in that step's
-// forward passes, before its update).
-std::vector<double> train_single_process(const GptConfig& cfg, const TrainSettings& t, Recompute recompute);
+// forward passes, before its update). moe_route_groups: MoE routing groups per micro-batch
+// (ChunkSpec::moe_route_groups; tp for the reference of a plan with tp ranks and SP).
+std::vector<double> train_single_process(const GptConfig& cfg, const TrainSettings& t, Recompute recompute,
+                                         int64_t moe_route_groups = 1);
 
 }  // namespace monarch::realrt

@@ -25,6 +25,7 @@ Expected<Plan> fixed_plan(const Scenario& s) {
   p.pp = c.pp.value_or(1);
   p.cp = c.cp.value_or(1);
   p.ep = c.ep.value_or(1);
+  p.etp = c.etp.value_or(0);  // 0: expert TP = tp
   p.vpp = c.vpp.value_or(1);
   const int64_t tpc = p.tp * p.pp * p.cp;
   p.dp = c.dp && *c.dp > 0 ? *c.dp : (tpc > 0 ? s.cluster.num_gpus / tpc : 1);

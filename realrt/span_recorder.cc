@@ -20,7 +20,7 @@ int group_index(const char* name) {
 const char* stream_of_group(const std::string& g) {
   if (g == "tp") return to_string(Stream::kTpComm);
   if (g == "cp") return to_string(Stream::kCpComm);
-  if (g == "ep") return to_string(Stream::kEpComm);
+  if (g == "ep" || g == "etp") return to_string(Stream::kEpComm);  // MoE token exchange
   return to_string(Stream::kDpComm);  // dp, edp, embedding, ...: the plan's stream_for rule
 }
 }  // namespace

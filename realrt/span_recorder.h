@@ -48,7 +48,7 @@ struct RecordedSpan {
 };
 
 // Group names the runtime gives its communicators, as recorded.
-inline constexpr const char* kSpanGroups[] = {"tp", "cp", "ep", "dp", "edp", "pp", "embedding", "world", "other"};
+inline constexpr const char* kSpanGroups[] = {"tp", "cp", "ep", "dp", "edp", "pp", "embedding", "world", "etp", "other"};
 
 class SpanRecorder {
  public:
