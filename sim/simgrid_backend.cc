@@ -2,6 +2,7 @@
 // runs the simulation (SimGrid allows one engine per process).
 #include "sim/simgrid_backend.h"
 
+#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -152,6 +153,10 @@ void check_graph(const PlanGraph& g, const std::string& at, Problems& ps) {
     }
 }
 
+// How often the parent asks options.cancelled while the child simulates: short enough that
+// Cancel feels immediate in the GUI, long enough to cost nothing.
+constexpr int kCancelPollInterval_ms = 100;
+
 Results run_child(const ClusterConfig& cluster, const WhatIf& whatif, const std::vector<SimgridJob>& jobs,
                   const SimgridOptions& options) {
   if (!options.isolate_process) return simgrid_backend::simulate(cluster, whatif, jobs, options);
@@ -192,7 +197,22 @@ Results run_child(const ClusterConfig& cluster, const WhatIf& whatif, const std:
   close(fds[1]);
   std::string text;
   char buf[1 << 16];
+  bool cancelled = false;
   for (;;) {
+    if (options.cancelled) {
+      // Wait for output at most one poll interval, then ask whether the caller gave up.
+      pollfd pfd{fds[0], POLLIN, 0};
+      const int ready = poll(&pfd, 1, kCancelPollInterval_ms);
+      if (ready < 0 && errno != EINTR) break;
+      if (ready <= 0) {
+        if (options.cancelled()) {
+          cancelled = true;
+          kill(pid, SIGKILL);
+          break;
+        }
+        continue;
+      }
+    }
     const ssize_t n = read(fds[0], buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
@@ -202,6 +222,7 @@ Results run_child(const ClusterConfig& cluster, const WhatIf& whatif, const std:
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  if (cancelled) return Results::fail("simgrid", "simulation cancelled");
   if (WIFSIGNALED(status))
     return Results::fail("simgrid", "the simulation process was killed by signal " + std::to_string(WTERMSIG(status)) +
                                         (WTERMSIG(status) == SIGINT ? " (interrupted)" : ""));

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,10 @@ struct SimgridOptions {
   // Run each simulation in a forked child process. SimGrid keeps global state (one engine per
   // process, the clock is never reset), so a process can run only one simulation in-process.
   bool isolate_process = true;
+  // Polled every kCancelPollInterval_ms while the forked child simulates (isolate_process only):
+  // when it returns true the child is killed and reaped and the run fails with "simulation
+  // cancelled". The GUI's Cancel button sets it; the command line relies on Ctrl-C instead.
+  std::function<bool()> cancelled;
 };
 
 // Applies one `--set simgrid.KEY=VALUE` override (KEY without the "simgrid." prefix):

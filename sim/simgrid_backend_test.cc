@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
+#include <cerrno>
 #include <cmath>
 
 #include "sim/chrome_trace_check.h"
@@ -475,5 +478,39 @@ TEST(SimgridBackend, OptionsFromSetOverrides) {
   EXPECT_FALSE(apply_simgrid_option(o, "colour", "red").empty());
 }
 
+
+// The GUI's Cancel: the parent polls options.cancelled while the forked child simulates and
+// kills it; the child is reaped (no zombie left) and the run says it was cancelled.
+TEST(SimgridBackend, CancelKillsTheSimulationChild) {
+  // Per-step ring all-reduces over 512 ranks: seconds of simulation, far longer than one poll.
+  auto sc = make_scenario(make_cluster(512, 8, 8));
+  std::vector<int32_t> all(512);
+  for (int32_t i = 0; i < 512; ++i) all[static_cast<size_t>(i)] = i;
+  const auto g = collective_graph(512, all, CollectiveKind::kAllReduce, 64 << 20, 20);
+  SimgridOptions o;
+  o.fidelity = SimgridFidelity::kPerStep;
+  int polls = 0;
+  o.cancelled = [&polls] { return ++polls >= 2; };
+  const auto r = run_simgrid(sc, g, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.problems().front().message.find("cancelled"), std::string::npos) << r.problems().front().message;
+  EXPECT_EQ(polls, 2);
+  errno = 0;
+  EXPECT_EQ(waitpid(-1, nullptr, WNOHANG), -1);
+  EXPECT_EQ(errno, ECHILD);
+}
+
+TEST(SimgridBackend, UncancelledRunWithACancelHookMatchesAPlainRun) {
+  auto sc = make_scenario(make_cluster(8, 8, 8));
+  StepShape sh;
+  sh.tp = 2;
+  sh.dp = 4;
+  sh.tp_bytes = 4 << 20;
+  sh.dp_bytes = 64 << 20;
+  const auto g = training_graph(sh);
+  SimgridOptions hooked;
+  hooked.cancelled = [] { return false; };
+  EXPECT_DOUBLE_EQ(run_ok(sc, g).iteration_time_s, run_ok(sc, g, hooked).iteration_time_s);
+}
 }  // namespace
 }  // namespace monarch

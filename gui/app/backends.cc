@@ -48,6 +48,7 @@ Expected<BackendResult> estimate(const Scenario& scenario, const Plan& plan) {
   c.dp = plan.dp;
   c.cp = plan.cp;
   c.ep = plan.ep;
+  if (plan.etp > 0) c.etp = plan.etp;
   c.vpp = plan.vpp;
   c.schedule = plan.schedule;
   c.sequence_parallel = plan.sequence_parallel;
@@ -76,6 +77,7 @@ Expected<BackendResult> simulate_simgrid(const Scenario& scenario, const Plan& p
   if (job.cancel) return Expected<BackendResult>::fail("", "simulation cancelled");
   SimgridOptions options;
   options.record_timeline = true;
+  options.cancelled = [&job] { return job.cancel.load(); };  // Cancel kills the forked simulation
   Expected<BackendResult> result = run_simgrid(scenario, *graph, options);
   job.fraction = 1;
   return result;

@@ -9,7 +9,9 @@
 #include <QFormLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QHBoxLayout>
 #include <QLegend>
+#include <QPushButton>
 #include <QSplitter>
 #include <QTableView>
 #include <QVBoxLayout>
@@ -31,6 +33,15 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
   form->addRow(QStringLiteral("Run A"), a_);
   form->addRow(QStringLiteral("Run B"), b_);
   layout->addLayout(form);
+  auto* buttons = new QHBoxLayout;
+  timeline_a_ = new QPushButton(QStringLiteral("Timeline of A"), this);
+  timeline_b_ = new QPushButton(QStringLiteral("Timeline of B"), this);
+  buttons->addWidget(timeline_a_);
+  buttons->addWidget(timeline_b_);
+  buttons->addStretch(1);
+  layout->addLayout(buttons);
+  connect(timeline_a_, &QPushButton::clicked, this, [this] { open_timeline(0); });
+  connect(timeline_b_, &QPushButton::clicked, this, [this] { open_timeline(1); });
   note_ = new QLabel(this);
   note_->setWordWrap(true);
   layout->addWidget(note_);
@@ -74,6 +85,20 @@ void CompareView::set_runs(std::vector<RunChoice> runs) {
   refresh();
 }
 
+bool CompareView::has_timeline(int which) const {
+  const int i = which == 0 ? a_->currentIndex() : b_->currentIndex();
+  if (i < 0 || i >= run_count()) return false;
+  const RunChoice& run = runs_[static_cast<size_t>(i)];
+  return run.result && !run.result->timeline.empty();
+}
+
+bool CompareView::open_timeline(int which) {
+  if (!has_timeline(which)) return false;
+  const RunChoice& run = runs_[static_cast<size_t>(which == 0 ? a_->currentIndex() : b_->currentIndex())];
+  emit timeline_requested(*run.result, run.label);
+  return true;
+}
+
 void CompareView::choose(int a, int b) {
   const QSignalBlocker ba(a_), bb(b_);
   a_->setCurrentIndex(a);
@@ -100,6 +125,19 @@ bool CompareView::ensure_loaded(int i, QString* why) {
 void CompareView::refresh() {
   const int ia = a_->currentIndex();
   const int ib = b_->currentIndex();
+  // Whatever the branch below, the timeline buttons follow the loaded runs.
+  struct UpdateButtons {
+    CompareView* v;
+    ~UpdateButtons() {
+      for (int which = 0; which < 2; ++which) {
+        QPushButton* b = which == 0 ? v->timeline_a_ : v->timeline_b_;
+        const bool has = v->has_timeline(which);
+        b->setEnabled(has);
+        b->setToolTip(has ? QStringLiteral("Show this run's per-rank timeline in the Timeline tab")
+                          : QStringLiteral("This run recorded no timeline (analytical runs have none)"));
+      }
+    }
+  } update_buttons{this};
   auto* chart = new QChart;
   QString why;
   if (ia < 0 || ib < 0 || ia >= run_count() || ib >= run_count()) {

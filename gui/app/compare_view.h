@@ -15,6 +15,7 @@
 class QComboBox;
 class QChartView;
 class QLabel;
+class QPushButton;
 class QTableView;
 
 namespace monarch::gui {
@@ -38,6 +39,14 @@ class CompareView : public QWidget {
   void choose(int a, int b);
   CompareModel* model() const { return model_; }
   int run_count() const { return static_cast<int>(runs_.size()); }
+  // Asks for the timeline of run A (which = 0) or B (1): emits timeline_requested when that run
+  // recorded one (simgrid and real runs do; analytical ones have none). False when it has none.
+  bool open_timeline(int which);
+  // Whether run A (0) or B (1) has a timeline to open.
+  bool has_timeline(int which) const;
+
+ signals:
+  void timeline_requested(const BackendResult& result, const QString& title);
 
  private:
   void refresh();
@@ -52,6 +61,8 @@ class CompareView : public QWidget {
   QTableView* table_;
   QChartView* chart_view_;
   QLabel* note_;
+  QPushButton* timeline_a_;
+  QPushButton* timeline_b_;
 };
 
 }  // namespace monarch::gui

@@ -51,6 +51,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   memory_ = new MemoryView(this);
   communication_ = new CommunicationView(this);
   compare_ = new CompareView(this);
+  connect(compare_, &CompareView::timeline_requested, this, [this](const BackendResult& r, const QString& title) {
+    timeline_->show_result(r, title);
+    tabs_->setCurrentWidget(timeline_);
+  });
   whatif_ = new WhatIfView(&estimate, this);
 
   auto* central = new QWidget(this);

@@ -210,6 +210,10 @@ TEST(MainWindow, ComparesTwoRunsOfTheResultsStore) {
     real.result.backend = "real-gpu";
     real.result.measured = true;
     real.result.iteration_time_s = 2.5;
+    // Only the measured run recorded a timeline: two ranks' compute and one all-reduce.
+    real.result.timeline = {{0, "compute", "fwd L0 mb0", "compute", 0.0, 1.0},
+                            {1, "compute", "fwd L0 mb0", "compute", 0.0, 1.2},
+                            {0, "tp", "ncclAllReduce tp", "collective", 1.2, 1.5}};
     ASSERT_TRUE(store->record_run(sim).ok());
     ASSERT_TRUE(store->record_run(real).ok());
   }
@@ -221,6 +225,14 @@ TEST(MainWindow, ComparesTwoRunsOfTheResultsStore) {
   ASSERT_GT(m->rowCount(), 0);
   EXPECT_EQ(m->data(m->index(0, CompareModel::kMetric)).toString(), "iteration time (s)");
   EXPECT_EQ(m->data(m->index(0, CompareModel::kPercent)).toString(), "+25.0%");
+  // The stored measured run's timeline opens in the Timeline tab; the simulated one has none.
+  EXPECT_FALSE(w.compare()->has_timeline(0));
+  EXPECT_FALSE(w.compare()->open_timeline(0));
+  ASSERT_TRUE(w.compare()->has_timeline(1));
+  ASSERT_TRUE(w.compare()->open_timeline(1));
+  const TimelineRows& rows = w.timeline()->canvas()->rows();
+  EXPECT_EQ(rows.row_count(), 3);  // rank 0 compute, rank 0 tp, rank 1 compute
+  EXPECT_DOUBLE_EQ(rows.end_s(), 1.5);
   // A file that is not a store: a message, no runs, no crash.
   const QString junk = dir.filePath("junk.db");
   QFile f(junk);
