@@ -34,6 +34,7 @@ ModelShape model_shape(const ModelConfig& c) {
   m.top_k = c.moe_top_k > 0 ? c.moe_top_k : 1;
   m.expert_ffn = c.moe_ffn_hidden_size > 0 ? c.moe_ffn_hidden_size : m.ffn;
   m.capacity_factor = c.moe_capacity_factor;
+  m.dropless = c.moe_dropless;
   m.attention = default_attention_kernel(c);
   return m;
 }

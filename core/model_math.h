@@ -57,6 +57,7 @@ struct ModelShape {
   int64_t top_k = 1;
   int64_t expert_ffn = 0;
   double capacity_factor = 1.0;
+  bool dropless = false;       // model.moe_dropless: no capacity, load imbalance paces the EP group
   AttentionKernel attention = AttentionKernel::kFlash;
 
   bool moe() const { return experts > 1; }

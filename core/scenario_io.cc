@@ -276,7 +276,7 @@ std::optional<std::string> read_text_file(Ctx& ctx, const std::string& path, con
 const std::vector<std::string> kTransformerKeys = {
     "num_layers", "hidden_size", "num_attention_heads", "num_kv_heads", "ffn_hidden_size", "vocab_size",
     "seq_length", "tie_embeddings", "num_experts", "moe_top_k", "moe_ffn_hidden_size", "moe_capacity_factor",
-    "hidden_dropout", "attention_dropout"};
+    "moe_dropless", "hidden_dropout", "attention_dropout"};
 const std::vector<std::string> kDlrmKeys = {"embedding_tables", "bottom_mlp", "top_mlp", "dense_features",
                                             "interaction", "dcn_rank", "dcn_layers", "embedding_optimizer"};
 
@@ -506,6 +506,7 @@ void read_model(Ctx& ctx, const json* mj, const std::string& base_dir, ModelConf
   else if (o.has("moe_top_k")) m.moe_top_k = -1;
   if (auto f = get_int(ctx, o, "moe_ffn_hidden_size", 1, kMaxFfnHiddenSize)) m.moe_ffn_hidden_size = *f;
   if (auto c = get_num(ctx, o, "moe_capacity_factor", 0, kMaxCapacityFactor, true)) m.moe_capacity_factor = *c;
+  if (auto d = get_bool(ctx, o, "moe_dropless")) m.moe_dropless = *d;
   // Dropout probabilities: 0 <= p < 1 (p = 1 would drop everything and divide by zero).
   for (auto [key, out] : {std::pair<const char*, std::optional<double>*>{"hidden_dropout", &m.hidden_dropout},
                           {"attention_dropout", &m.attention_dropout}}) {
@@ -547,7 +548,11 @@ void read_model(Ctx& ctx, const json* mj, const std::string& base_dir, ModelConf
     else if (m.moe_top_k > m.num_experts)
       ctx.add(o.at("moe_top_k"), "found " + fmt_int(m.moe_top_k) + ", expected at most num_experts (" + fmt_int(m.num_experts) + ")");
     if (m.moe_ffn_hidden_size == 0) m.moe_ffn_hidden_size = m.ffn_hidden_size;
+    if (m.moe_dropless && o.has("moe_capacity_factor"))
+      ctx.add(o.at("moe_dropless"), "true, but moe_capacity_factor is given; dropless routing has no capacity (Megatron: "
+                                    "leave --moe-expert-capacity-factor unset), expected one of them");
   } else if (m.num_experts == 1 || m.num_experts == 0) {
+    if (m.moe_dropless) ctx.add(o.at("moe_dropless"), "true, but the model is dense; expected num_experts > 1 with it");
     if (o.has("moe_top_k") && m.moe_top_k > 0)
       ctx.add(o.at("moe_top_k"), "set, but the model is dense; expected num_experts > 1 with it");
   }
@@ -1157,6 +1162,9 @@ Expected<Scenario> scenario_from_json(const nlohmann::json& j_in, const std::str
     if (mj && mj->is_object() && mj->contains("moe_capacity_factor") && s.model.moe_capacity_factor != *training_capacity)
       ctx.add("/training/moe_capacity_factor", "found " + fmt_num(*training_capacity) + ", but /model/moe_capacity_factor is " +
                                                    fmt_num(s.model.moe_capacity_factor) + "; expected one of them, or equal values");
+    if (s.model.moe_dropless)
+      ctx.add("/training/moe_capacity_factor", "found " + fmt_num(*training_capacity) +
+                                                   ", but /model/moe_dropless is true (dropless routing has no capacity); expected one of them");
     s.model.moe_capacity_factor = *training_capacity;
   }
   const json* pj = section(ctx, top.get("parallelism"), "/parallelism");
@@ -1217,7 +1225,8 @@ nlohmann::json scenario_to_json(const Scenario& s) {
       mj["num_experts"] = m.num_experts;
       mj["moe_top_k"] = m.moe_top_k;
       mj["moe_ffn_hidden_size"] = m.moe_ffn_hidden_size;
-      mj["moe_capacity_factor"] = m.moe_capacity_factor;
+      if (m.moe_dropless) mj["moe_dropless"] = true;
+      else mj["moe_capacity_factor"] = m.moe_capacity_factor;
     }
   }
   j["model"] = mj;
