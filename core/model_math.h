@@ -40,7 +40,7 @@ struct ModelShape {
   int64_t hidden = 0;          // h
   int64_t heads = 0;           // a
   int64_t kv_heads = 0;        // g
-  int64_t head_dim = 0;        // d = h / a
+  int64_t head_dim = 0;        // d = h / a, or model.head_dim
   int64_t ffn = 0;             // f (dense MLP)
   int64_t vocab = 0;           // V
   int64_t seq = 0;             // s

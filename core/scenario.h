@@ -62,6 +62,7 @@ struct ModelConfig {
   int64_t hidden_size = 0;
   int64_t num_attention_heads = 0;
   int64_t num_kv_heads = 0;     // = num_attention_heads when absent
+  int64_t head_dim = 0;         // per-head width; 0 = hidden_size / num_attention_heads (Qwen3 sets it)
   int64_t ffn_hidden_size = 0;  // 4 x hidden for gpt when absent
   int64_t vocab_size = 0;
   int64_t seq_length = 0;

@@ -274,7 +274,7 @@ std::optional<std::string> read_text_file(Ctx& ctx, const std::string& path, con
 // ----------------------------------------------------------------------------- model
 
 const std::vector<std::string> kTransformerKeys = {
-    "num_layers", "hidden_size", "num_attention_heads", "num_kv_heads", "ffn_hidden_size", "vocab_size",
+    "num_layers", "hidden_size", "num_attention_heads", "num_kv_heads", "head_dim", "ffn_hidden_size", "vocab_size",
     "seq_length", "tie_embeddings", "num_experts", "moe_top_k", "moe_ffn_hidden_size", "moe_capacity_factor",
     "moe_dropless", "hidden_dropout", "attention_dropout"};
 const std::vector<std::string> kDlrmKeys = {"embedding_tables", "bottom_mlp", "top_mlp", "dense_features",
@@ -310,7 +310,7 @@ void apply_hf_config(Ctx& ctx, const std::string& file, const std::string& where
     return v.has_value();
   };
   std::string type = h.value("model_type", std::string());
-  static const std::vector<std::string> kLlamaLike = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe"};
+  static const std::vector<std::string> kLlamaLike = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe"};
   static const std::vector<std::string> kGptLike = {"gpt2"};
   if (std::find(kLlamaLike.begin(), kLlamaLike.end(), type) != kLlamaLike.end()) {
     m.architecture = Architecture::kLlama;
@@ -319,6 +319,7 @@ void apply_hf_config(Ctx& ctx, const std::string& file, const std::string& where
     int_field("hidden_size", kMaxHiddenSize, m.hidden_size, true);
     int_field("num_attention_heads", kMaxAttentionHeads, m.num_attention_heads, true);
     if (int_field("num_key_value_heads", kMaxAttentionHeads, m.num_kv_heads, false)) seen.kv_heads = true;
+    int_field("head_dim", kMaxHiddenSize, m.head_dim, false);  // Qwen3: 128 with hidden 2048 and 32 heads
     if (int_field("intermediate_size", kMaxFfnHiddenSize, m.ffn_hidden_size, true)) seen.ffn = true;
     int_field("vocab_size", kMaxVocabSize, m.vocab_size, true);
     int_field("max_position_embeddings", kMaxSeqLength, m.seq_length, false);
@@ -495,6 +496,7 @@ void read_model(Ctx& ctx, const json* mj, const std::string& base_dir, ModelConf
       bad = true;
     }
   }
+  if (auto d = get_int(ctx, o, "head_dim", 1, kMaxHiddenSize)) m.head_dim = *d;
   if (auto t = get_bool(ctx, o, "tie_embeddings")) {
     m.tie_embeddings = *t;
     seen.tie = true;
@@ -537,7 +539,7 @@ void read_model(Ctx& ctx, const json* mj, const std::string& base_dir, ModelConf
   if (bad) return;
 
   // Shapes.
-  if (m.hidden_size > 0 && m.num_attention_heads > 0 && m.hidden_size % m.num_attention_heads != 0)
+  if (m.head_dim == 0 && m.hidden_size > 0 && m.num_attention_heads > 0 && m.hidden_size % m.num_attention_heads != 0)
     ctx.add(o.at("hidden_size"), "found " + fmt_int(m.hidden_size) + ", expected a multiple of num_attention_heads (" +
                                      fmt_int(m.num_attention_heads) + ")");
   if (m.num_kv_heads > 0 && m.num_attention_heads > 0 && m.num_attention_heads % m.num_kv_heads != 0)
@@ -1215,6 +1217,7 @@ nlohmann::json scenario_to_json(const Scenario& s) {
     mj["hidden_size"] = m.hidden_size;
     mj["num_attention_heads"] = m.num_attention_heads;
     mj["num_kv_heads"] = m.num_kv_heads;
+    if (m.head_dim > 0) mj["head_dim"] = m.head_dim;
     mj["ffn_hidden_size"] = m.ffn_hidden_size;
     mj["vocab_size"] = m.vocab_size;
     mj["seq_length"] = m.seq_length;

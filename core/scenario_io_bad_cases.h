@@ -108,6 +108,7 @@ inline const BadCase kBadCases[] = {
     {"dropless not a bool", {{"/model/num_experts", "8"}, {"/model/moe_top_k", "2"}, {"/model/moe_dropless", "1"}}, "/model/moe_dropless", "true or false"},
     {"dropless with a capacity factor", {{"/model/num_experts", "8"}, {"/model/moe_top_k", "2"}, {"/model/moe_capacity_factor", "1.25"}, {"/model/moe_dropless", "true"}}, "/model/moe_dropless", "no capacity"},
     {"dropless with a training capacity factor", {{"/model/num_experts", "8"}, {"/model/moe_top_k", "2"}, {"/training/moe_capacity_factor", "2"}, {"/model/moe_dropless", "true"}}, "/training/moe_capacity_factor", "moe_dropless is true"},
+    {"head_dim zero", {{"/model/head_dim", "0"}}, "/model/head_dim", "found 0"},
     {"hidden dropout of 1", {{"/model/hidden_dropout", "1"}}, "/model/hidden_dropout", "a probability >= 0 and < 1"},
     {"negative attention dropout", {{"/model/attention_dropout", "-0.1"}}, "/model/attention_dropout", "a probability >= 0 and < 1"},
     {"attention dropout as a string", {{"/model/attention_dropout", "\"0.1\""}}, "/model/attention_dropout", "a probability"},
