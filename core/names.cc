@@ -98,7 +98,7 @@ const char* nccl_name(CollectiveKind k) {
   return n[static_cast<int>(k)];
 }
 const char* to_string(GroupKind k) {
-  static const char* n[] = {"tp", "cp", "ep", "dp", "pp", "edp", "world", "dp-cp", "embedding"};
+  static const char* n[] = {"tp", "cp", "ep", "dp", "pp", "edp", "world", "dp-cp", "embedding", "etp"};
   return n[static_cast<int>(k)];
 }
 const char* to_string(DType d) {

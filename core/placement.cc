@@ -14,10 +14,13 @@ RankCoords rank_to_coords(int64_t rank, const Plan& p) {
   r /= p.cp;
   c.dp = r % p.dp;
   c.pp = r / p.dp;
+  // Expert layout (placement.h): stage-local index L, etp innermost, then ep, then expert dp.
   const int64_t ep = std::max<int64_t>(p.ep, 1);
-  const int64_t j = c.cp + p.cp * c.dp;  // index within the dp x cp slice
-  c.ep = j % ep;
-  c.edp = j / ep;
+  const int64_t etp = p.expert_tp();
+  const int64_t local = rank - c.pp * p.tp * p.cp * p.dp;
+  c.etp = local % etp;
+  c.ep = (local / etp) % ep;
+  c.edp = local / (etp * ep);
   return c;
 }
 
@@ -32,10 +35,11 @@ int64_t group_size(GroupKind kind, const Plan& p) {
     case GroupKind::kEp: return std::max<int64_t>(p.ep, 1);
     case GroupKind::kDp: return p.dp;
     case GroupKind::kPp: return p.pp;
-    case GroupKind::kExpertDp: return p.dp * p.cp / std::max<int64_t>(p.ep, 1);
+    case GroupKind::kExpertDp: return p.tp * p.dp * p.cp / (p.expert_tp() * std::max<int64_t>(p.ep, 1));
     case GroupKind::kWorld: return p.world_size();
     case GroupKind::kDpCp: return p.dp * p.cp;
     case GroupKind::kEmbedding: return p.pp > 1 ? 2 : 1;
+    case GroupKind::kExpertTp: return p.expert_tp();
   }
   return 1;
 }
@@ -44,13 +48,14 @@ int64_t group_stride(GroupKind kind, const Plan& p) {
   switch (kind) {
     case GroupKind::kTp: return 1;
     case GroupKind::kCp: return p.tp;
-    case GroupKind::kEp: return p.tp;
+    case GroupKind::kEp: return p.expert_tp();
     case GroupKind::kDp: return p.tp * p.cp;
     case GroupKind::kPp: return p.tp * p.cp * p.dp;
-    case GroupKind::kExpertDp: return p.tp * std::max<int64_t>(p.ep, 1);
+    case GroupKind::kExpertDp: return p.expert_tp() * std::max<int64_t>(p.ep, 1);
     case GroupKind::kWorld: return 1;
     case GroupKind::kDpCp: return p.tp;
     case GroupKind::kEmbedding: return p.tp * p.cp * p.dp * std::max<int64_t>(p.pp - 1, 1);
+    case GroupKind::kExpertTp: return 1;
   }
   return 1;
 }
@@ -61,18 +66,22 @@ static int64_t group_base(GroupKind kind, int64_t rank, const Plan& p) {
   const int64_t size = group_size(kind, p);
   switch (kind) {
     case GroupKind::kWorld: return 0;
-    case GroupKind::kEp:
-    case GroupKind::kExpertDp:
     case GroupKind::kDpCp: {
       // Work inside the dp x cp slice of this (tp_i, pp_i).
       const RankCoords c = rank_to_coords(rank, p);
-      const int64_t slice_base = c.tp + p.tp * p.cp * p.dp * c.pp;
-      const int64_t j = c.cp + p.cp * c.dp;
+      return c.tp + p.tp * p.cp * p.dp * c.pp;
+    }
+    case GroupKind::kEp:
+    case GroupKind::kExpertDp:
+    case GroupKind::kExpertTp: {
+      // Expert layout inside the pipeline stage: zero this kind's expert coordinate.
+      const RankCoords c = rank_to_coords(rank, p);
+      const int64_t etp = p.expert_tp();
       const int64_t ep = std::max<int64_t>(p.ep, 1);
-      int64_t j0 = 0;
-      if (kind == GroupKind::kEp) j0 = j - j % ep;
-      else if (kind == GroupKind::kExpertDp) j0 = j % ep;
-      return slice_base + p.tp * j0;
+      const int64_t stage_base = c.pp * p.tp * p.cp * p.dp;
+      if (kind == GroupKind::kExpertTp) return stage_base + etp * (c.ep + ep * c.edp);
+      if (kind == GroupKind::kEp) return stage_base + c.etp + etp * ep * c.edp;
+      return stage_base + c.etp + etp * c.ep;
     }
     default: {
       // Dense kinds: zero this kind's coordinate.

@@ -7,12 +7,16 @@
 //
 //   rank = tp_i + tp * (cp_i + cp * (dp_i + dp * pp_i))
 //
-// Expert parallelism does not add GPUs: it is carved out of the dp x cp ranks of one pipeline
-// stage, as Megatron does with its separate expert RankGenerator (tp-ep-dp-pp with expert
-// tensor parallel = tp). Within one (tp_i, pp_i) slice the dp*cp ranks are numbered
-// j = cp_i + cp * dp_i; the expert-parallel index is j mod ep and the expert-data-parallel
-// index is j / ep. So an EP group is `ep` consecutive members of that slice (stride tp) and
-// the expert-DP group strides over them with stride tp * ep.
+// Expert parallelism does not add GPUs: the experts are laid out over the S = tp*cp*dp ranks of
+// one pipeline stage by a separate expert layout, Megatron-Core's expert RankGenerator (order
+// "tp-ep-dp-pp", "MoE parallel folding"). With the stage-local index L = rank - pp_i * S:
+//
+//   etp_i = L % etp ;  ep_i = (L / etp) % ep ;  edp_i = L / (etp * ep)
+//
+// so the expert-TP group is `etp` consecutive ranks (stride 1), the EP group strides by etp and
+// the expert-data-parallel group by etp * ep (S / (etp * ep) members). With etp == tp (Megatron's
+// default) the EP group is `ep` members of one (tp_i, pp_i) dp x cp slice, stride tp.
+// Requires S % (etp * ep) == 0 (checked by check_plan).
 //
 // Every process group is a strided range: base + i * stride, i in [0, size).
 #pragma once
@@ -29,20 +33,21 @@ namespace monarch {
 struct RankCoords {
   int64_t tp = 0, cp = 0, dp = 0, pp = 0;
   int64_t ep = 0;   // expert-parallel index, in [0, plan.ep)
-  int64_t edp = 0;  // expert-data-parallel index, in [0, dp * cp / ep)
+  int64_t edp = 0;  // expert-data-parallel index, in [0, tp * cp * dp / (etp * ep))
+  int64_t etp = 0;  // expert-tensor-parallel index, in [0, plan.expert_tp())
   bool operator==(const RankCoords&) const = default;
 };
 
 // Coordinates of `rank` (0 <= rank < plan.world_size()).
 RankCoords rank_to_coords(int64_t rank, const Plan& plan);
-// Global rank of the dense coordinates tp, cp, dp, pp (ep/edp are derived, ignored here).
+// Global rank of the dense coordinates tp, cp, dp, pp (ep/edp/etp are derived, ignored here).
 int64_t coords_to_rank(const RankCoords& c, const Plan& plan);
 
 // Number of ranks in a group of `kind`. kDpCp is the gradient-reduction group (dp x cp):
 // with context parallelism every CP rank holds the same weights, so gradients are reduced
 // over dp * cp ranks (Megatron's data_parallel_group with_context_parallel=True).
 // kEmbedding: the first and last stage (2 ranks when pp > 1); group_ranks of it is meaningful
-// for ranks of those two stages only.
+// for ranks of those two stages only. kEp, kExpertDp, kExpertTp follow the expert layout above.
 int64_t group_size(GroupKind kind, const Plan& plan);
 // Distance between consecutive members of a group of `kind`.
 int64_t group_stride(GroupKind kind, const Plan& plan);

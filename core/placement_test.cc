@@ -7,19 +7,20 @@
 namespace monarch {
 namespace {
 
-Plan make_plan(int64_t tp, int64_t cp, int64_t dp, int64_t pp, int64_t ep = 1) {
+Plan make_plan(int64_t tp, int64_t cp, int64_t dp, int64_t pp, int64_t ep = 1, int64_t etp = 0) {
   Plan p;
   p.tp = tp;
   p.cp = cp;
   p.dp = dp;
   p.pp = pp;
   p.ep = ep;
+  p.etp = etp;
   return p;
 }
 
 TEST(Placement, TpIsInnermostAndPpOutermost) {
   const Plan p = make_plan(2, 2, 2, 2);
-  EXPECT_EQ(rank_to_coords(1, p), (RankCoords{1, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(rank_to_coords(1, p), (RankCoords{1, 0, 0, 0, 0, 0, 1}));  // etp index = tp index (etp == tp)
   // rank 2 = cp 1, rank 4 = dp 1, rank 8 = pp 1.
   EXPECT_EQ(rank_to_coords(2, p).cp, 1);
   EXPECT_EQ(rank_to_coords(4, p).dp, 1);
@@ -28,9 +29,10 @@ TEST(Placement, TpIsInnermostAndPpOutermost) {
 }
 
 TEST(Placement, GroupsOfEachKindPartitionTheWorld) {
-  const Plan p = make_plan(2, 2, 4, 2, 4);
+  for (const Plan& p : {make_plan(2, 2, 4, 2, 4), make_plan(2, 2, 4, 2, 4, 1), make_plan(2, 2, 4, 2, 2, 4),
+                        make_plan(1, 2, 4, 2, 2, 2), make_plan(4, 1, 4, 1, 8, 2)})
   for (GroupKind k : {GroupKind::kTp, GroupKind::kCp, GroupKind::kEp, GroupKind::kDp, GroupKind::kPp,
-                      GroupKind::kExpertDp, GroupKind::kDpCp}) {
+                      GroupKind::kExpertDp, GroupKind::kDpCp, GroupKind::kExpertTp}) {
     std::set<int32_t> seen;
     int groups = 0;
     for (int32_t r = 0; r < p.world_size(); ++r) {
@@ -67,6 +69,72 @@ TEST(Placement, ExpertParallelIsCarvedOutOfDataAndContextRanks) {
   const RankCoords c = rank_to_coords(10, p);
   EXPECT_EQ(c.ep, 1);
   EXPECT_EQ(c.edp, 1);
+}
+
+// The layout before expert tensor parallelism existed (expert TP tied to TP): EP group = `ep`
+// consecutive members of the dp x cp slice of one (tp_i, pp_i), stride tp; expert DP stride tp*ep.
+std::vector<int32_t> tied_layout_group(GroupKind k, int32_t rank, const Plan& p) {
+  const int64_t tp_i = rank % p.tp, j = (rank / p.tp) % (p.cp * p.dp), pp_i = rank / (p.tp * p.cp * p.dp);
+  const int64_t slice_base = tp_i + p.tp * p.cp * p.dp * pp_i;
+  std::vector<int32_t> out;
+  if (k == GroupKind::kEp)
+    for (int64_t i = 0; i < p.ep; ++i) out.push_back(static_cast<int32_t>(slice_base + p.tp * (j - j % p.ep + i)));
+  else if (k == GroupKind::kExpertDp)
+    for (int64_t i = 0; i < p.cp * p.dp / p.ep; ++i) out.push_back(static_cast<int32_t>(slice_base + p.tp * (j % p.ep + i * p.ep)));
+  else
+    out = group_ranks(GroupKind::kTp, rank, p);
+  return out;
+}
+
+TEST(Placement, ExpertTpEqualToTpKeepsTheTiedLayout) {
+  for (Plan p : {make_plan(2, 2, 4, 2, 4), make_plan(4, 1, 8, 1, 2), make_plan(1, 2, 2, 2, 4), make_plan(8, 2, 2, 2, 2)}) {
+    for (int64_t etp : {int64_t{0}, p.tp}) {  // unset and explicitly equal
+      p.etp = etp;
+      for (int32_t r = 0; r < p.world_size(); ++r) {
+        for (GroupKind k : {GroupKind::kEp, GroupKind::kExpertDp, GroupKind::kExpertTp})
+          EXPECT_EQ(group_ranks(k, r, p), tied_layout_group(k, r, p)) << to_string(k) << " rank " << r;
+        const RankCoords c = rank_to_coords(r, p);
+        EXPECT_EQ(c.etp, c.tp);
+        EXPECT_EQ(c.ep, (c.cp + p.cp * c.dp) % p.ep);
+        EXPECT_EQ(c.edp, (c.cp + p.cp * c.dp) / p.ep);
+      }
+    }
+  }
+}
+
+TEST(Placement, ExpertTpOneUnderTpTwo) {
+  // tp 2, dp 4, ep 4, etp 1 (stage of 8 ranks): EP groups are consecutive ranks, expert DP pairs
+  // them 4 apart, and every rank is its own expert-TP group.
+  const Plan p = make_plan(2, 1, 4, 2, 4, 1);
+  EXPECT_EQ(group_size(GroupKind::kExpertDp, p), 2);
+  EXPECT_EQ(group_ranks(GroupKind::kEp, 1, p), (std::vector<int32_t>{0, 1, 2, 3}));
+  EXPECT_EQ(group_ranks(GroupKind::kEp, 13, p), (std::vector<int32_t>{12, 13, 14, 15}));
+  EXPECT_EQ(group_ranks(GroupKind::kExpertDp, 1, p), (std::vector<int32_t>{1, 5}));
+  EXPECT_EQ(group_ranks(GroupKind::kExpertDp, 14, p), (std::vector<int32_t>{10, 14}));
+  EXPECT_EQ(group_ranks(GroupKind::kExpertTp, 6, p), (std::vector<int32_t>{6}));
+  const RankCoords c = rank_to_coords(14, p);  // stage 1, local 6
+  EXPECT_EQ(c.pp, 1);
+  EXPECT_EQ(c.etp, 0);
+  EXPECT_EQ(c.ep, 2);
+  EXPECT_EQ(c.edp, 1);
+}
+
+TEST(Placement, ExpertTpTwoUnderTpOne) {
+  // tp 1, dp 8, ep 2, etp 2: expert-TP pairs of consecutive ranks, EP stride 2, expert DP stride 4.
+  const Plan p = make_plan(1, 1, 8, 1, 2, 2);
+  EXPECT_EQ(group_ranks(GroupKind::kExpertTp, 5, p), (std::vector<int32_t>{4, 5}));
+  EXPECT_EQ(group_ranks(GroupKind::kEp, 5, p), (std::vector<int32_t>{5, 7}));
+  EXPECT_EQ(group_ranks(GroupKind::kExpertDp, 5, p), (std::vector<int32_t>{1, 5}));
+  EXPECT_EQ(group_stride(GroupKind::kEp, p), 2);
+  EXPECT_EQ(group_stride(GroupKind::kExpertDp, p), 4);
+  const RankCoords c = rank_to_coords(7, p);
+  EXPECT_EQ(c.etp, 1);
+  EXPECT_EQ(c.ep, 1);
+  EXPECT_EQ(c.edp, 1);
+  // On 4-GPU nodes the expert-TP pair stays in a node, the EP pair too, expert DP crosses.
+  EXPECT_FALSE(group_span(GroupKind::kExpertTp, p, 4).crosses_nodes());
+  EXPECT_FALSE(group_span(GroupKind::kEp, p, 4).crosses_nodes());
+  EXPECT_TRUE(group_span(GroupKind::kExpertDp, p, 4).crosses_nodes());
 }
 
 TEST(Placement, SpanOfTpInsideANodeAndDpAcrossNodes) {

@@ -25,7 +25,9 @@ enum class CollectiveKind : uint8_t { kAllReduce, kAllGather, kReduceScatter, kA
 // kDpCp: data x context parallel ranks, the group over which gradients are reduced when cp > 1.
 // kEmbedding: the first and the last pipeline stage's ranks of one (tp, cp, dp) position, which
 // all-reduce the tied word-embedding gradient (Megatron's embedding group).
-enum class GroupKind : uint8_t { kTp, kCp, kEp, kDp, kPp, kExpertDp, kWorld, kDpCp, kEmbedding };
+// kExpertTp: expert tensor parallel ranks (Plan::expert_tp() of them, consecutive), which split
+// each expert's FFN; with etp == tp it holds the same ranks as kTp (docs/analytical_model.md, MoE).
+enum class GroupKind : uint8_t { kTp, kCp, kEp, kDp, kPp, kExpertDp, kWorld, kDpCp, kEmbedding, kExpertTp };
 enum class DType : uint8_t { kFp32, kBf16, kFp16, kFp8 };
 enum class MemCategory : uint8_t { kWeights, kGradients, kOptimizer, kActivations, kBuffers };
 

@@ -146,7 +146,7 @@ const std::set<std::string>& plan_keys() {
   static const std::set<std::string> keys = {
       "tensor_parallel_degree", "pipeline_parallel_degree", "data_parallel_degree",
       "context_parallel_degree", "expert_parallel_degree", "virtual_pipeline_degree",
-      "micro_batch_size", "pipeline_schedule", "sequence_parallel", "activation_recompute",
+      "expert_tensor_parallel_degree", "etp", "micro_batch_size", "pipeline_schedule", "sequence_parallel", "activation_recompute",
       "zero_stage", "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap",
       "layers_per_stage"};
   return keys;
@@ -161,6 +161,13 @@ void read_plan(Reader& r, const json& j, const std::string& path, Plan& p) {
   r.get_int(j, path, "context_parallel_degree", p.cp, true, 1, kAny);
   r.get_int(j, path, "expert_parallel_degree", p.ep, true, 1, kAny);
   r.get_int(j, path, "virtual_pipeline_degree", p.vpp, true, 1, kAny);
+  // Expert tensor parallel degree: written only when it differs from tp (absent = tp), under
+  // "expert_tensor_parallel_degree" (the scenario key) or the short "etp".
+  for (const char* key : {"expert_tensor_parallel_degree", "etp"})
+    if (j.contains(key)) r.get_int(j, path, key, p.etp, false, 1, kAny);
+  if (j.contains("expert_tensor_parallel_degree") && j.contains("etp"))
+    r.fail(path + "/etp", "gives expert_tensor_parallel_degree a second time");
+  if (p.etp == p.tp) p.etp = 0;  // one form for "same as tp"
   r.get_int(j, path, "micro_batch_size", p.micro_batch_size, true, 1, kAny);
   r.get_enum(j, path, "pipeline_schedule", p.schedule, true, kSchedules);
   r.get_bool(j, path, "sequence_parallel", p.sequence_parallel, true);
@@ -209,6 +216,7 @@ json plan_to_json(const Plan& p) {
       {"overlap_param_gather", p.overlap_param_gather},
       {"tp_comm_overlap", p.tp_comm_overlap},
   };
+  if (p.expert_tp() != p.tp) j["expert_tensor_parallel_degree"] = p.etp;  // absent = tp
   if (!p.layers_per_stage.empty()) j["layers_per_stage"] = p.layers_per_stage;
   return j;
 }

@@ -144,6 +144,40 @@ TEST(PlanJson, RoundTrips) {
   }
 }
 
+bool has_problem(const Problems& ps, const std::string& where, const std::string& part);
+
+TEST(PlanJson, ExpertTpIsWrittenOnlyWhenItDiffersFromTp) {
+  Plan p = sample_plan();  // tp 8
+  EXPECT_FALSE(plan_to_json(p).contains("expert_tensor_parallel_degree"));  // etp 0 = tp
+  p.etp = 8;
+  EXPECT_FALSE(plan_to_json(p).contains("expert_tensor_parallel_degree"));  // explicitly equal
+  EXPECT_EQ(plan_to_json(p).dump(), plan_to_json(sample_plan()).dump());  // older files stay byte-identical
+  for (int64_t etp : {1, 2, 16}) {
+    p.etp = etp;
+    json j = plan_to_json(p);
+    EXPECT_EQ(j["expert_tensor_parallel_degree"], etp);
+    Expected<Plan> back = plan_from_json(json::parse(j.dump()), "/plan");
+    ASSERT_TRUE(back.ok()) << back.problems()[0].to_string();
+    EXPECT_EQ(*back, p);
+    EXPECT_EQ(back->expert_tp(), etp);
+  }
+  // The short key reads the same; a value equal to tp reads as "same as tp".
+  json j = plan_to_json(sample_plan());
+  j["etp"] = 2;
+  EXPECT_EQ(plan_from_json(j, "/plan")->etp, 2);
+  j["etp"] = 8;
+  EXPECT_EQ(plan_from_json(j, "/plan")->etp, 0);
+  j["expert_tensor_parallel_degree"] = 8;
+  Expected<Plan> twice = plan_from_json(j, "/plan");
+  ASSERT_FALSE(twice.ok());
+  EXPECT_TRUE(has_problem(twice.problems(), "/plan/etp", "second time"));
+  j.erase("etp");
+  j["expert_tensor_parallel_degree"] = 0;
+  Expected<Plan> zero = plan_from_json(j, "/plan");
+  ASSERT_FALSE(zero.ok());
+  EXPECT_TRUE(has_problem(zero.problems(), "/plan/expert_tensor_parallel_degree", "positive integer"));
+}
+
 TEST(PlanJson, ReadsTheSpecExampleWithOverlapDefaults) {
   json j = json::parse(R"({ "tensor_parallel_degree": 8, "pipeline_parallel_degree": 8,
                 "data_parallel_degree": 1, "context_parallel_degree": 1,

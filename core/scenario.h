@@ -120,6 +120,9 @@ struct TrainingConfig {
 // What the scenario fixes about the plan; every absent value is searched.
 struct ParallelismConstraints {
   std::optional<int64_t> tp, pp, dp, cp, ep, vpp;
+  // Expert tensor parallel degree (torchtitan's expert_tensor_parallel_degree, Megatron's
+  // expert_tensor_parallel_size); absent = searched (MoE) or tp (dense).
+  std::optional<int64_t> etp;
   std::optional<Schedule> schedule;
   std::optional<bool> sequence_parallel;
   std::optional<Recompute> recompute;
@@ -162,6 +165,9 @@ struct Scenario {
 // A fully specified plan: every degree and switch decided.
 struct Plan {
   int64_t tp = 1, pp = 1, dp = 1, cp = 1, ep = 1, vpp = 1;
+  // Expert tensor parallel degree: ranks that split each expert's FFN. 0 = same as tp
+  // (Megatron's default for expert_tensor_parallel_size). Use expert_tp().
+  int64_t etp = 0;
   int64_t micro_batch_size = 1;
   Schedule schedule = Schedule::kOneFOneB;
   bool sequence_parallel = false;
@@ -174,6 +180,7 @@ struct Plan {
   std::vector<int64_t> layers_per_stage;
 
   int64_t world_size() const { return tp * pp * dp * cp; }
+  int64_t expert_tp() const { return etp > 0 ? etp : tp; }
   bool operator==(const Plan&) const = default;
 };
 

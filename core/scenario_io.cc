@@ -690,6 +690,8 @@ const std::vector<DegreeKey> kDegreeKeys = {
     {"context_parallel_degree", {"cp", "context_parallel_size"}},
     {"expert_parallel_degree", {"ep", "expert_model_parallel_size"}},
     {"virtual_pipeline_degree", {"vpp", "virtual_pipeline_model_parallel_size"}},
+    // torchtitan's name; Megatron's expert_tensor_parallel_size (docs/scenario_extensions.md).
+    {"expert_tensor_parallel_degree", {"etp", "expert_tensor_parallel_size"}},
 };
 const std::vector<std::string> kParallelismOtherKeys = {
     "pipeline_schedule", "sequence_parallel", "activation_recompute", "zero_stage",
@@ -720,7 +722,8 @@ std::vector<std::string> alias_siblings(const std::string& key) {
 void read_parallelism(Ctx& ctx, const json* pj, ParallelismConstraints& p) {
   if (!pj) return;
   Obj o(ctx, pj, "/parallelism", parallelism_keys());
-  std::optional<int64_t>* outs[] = {&p.tp, &p.pp, &p.dp, &p.cp, &p.ep, &p.vpp};
+  std::optional<int64_t>* outs[] = {&p.tp, &p.pp, &p.dp, &p.cp, &p.ep, &p.vpp, &p.etp};
+  static_assert(std::size(outs) == 7, "one output per kDegreeKeys entry");
   for (size_t i = 0; i < kDegreeKeys.size(); ++i) {
     const auto& d = kDegreeKeys[i];
     std::vector<std::string> given;
@@ -922,6 +925,21 @@ void cross_check(Ctx& ctx, const json* pj, Scenario& s) {
       ctx.add(path("expert_parallel_degree"), "found " + fmt_int(*p.ep) + ", expected a divisor of num_experts (" +
                                                   fmt_int(m.num_experts) + ")");
   }
+  if (ok(p.etp) && *p.etp > 1) {
+    const int64_t etp = *p.etp;
+    const int64_t expert_ffn = m.moe_ffn_hidden_size > 0 ? m.moe_ffn_hidden_size : m.ffn_hidden_size;
+    if (!m.is_moe())
+      ctx.add(path("expert_tensor_parallel_degree"), "found " + fmt_int(etp) + ", expected 1 for a dense model (num_experts absent)");
+    else if (expert_ffn > 0 && expert_ffn % etp != 0)
+      ctx.add(path("expert_tensor_parallel_degree"), "found " + fmt_int(etp) + ", expected a divisor of the expert FFN size (" +
+                                                         std::string(m.moe_ffn_hidden_size > 0 ? "moe_ffn_hidden_size" : "ffn_hidden_size") +
+                                                         " = " + fmt_int(expert_ffn) + ") so each expert-TP rank holds whole columns");
+    else if (n > 0 && etp > n)
+      ctx.add(path("expert_tensor_parallel_degree"), "found " + fmt_int(etp) + ", expected at most cluster.num_gpus (" + fmt_int(n) + ")");
+    else if (c.gpus_per_node > 0 && etp > c.gpus_per_node)
+      ctx.add(path("expert_tensor_parallel_degree"), "found " + fmt_int(etp) + ", expected at most cluster.gpus_per_node (" +
+                                                         fmt_int(c.gpus_per_node) + "): expert TP splits every expert GEMM, as dense TP it stays inside a node");
+  }
   // Degrees against the GPU count.
   if (n > 0) {
     int64_t fixed = 1;
@@ -950,6 +968,17 @@ void cross_check(Ctx& ctx, const json* pj, Scenario& s) {
     }
     if (ok(p.ep) && *p.ep > n)
       ctx.add(path("expert_parallel_degree"), "found " + fmt_int(*p.ep) + ", expected at most cluster.num_gpus (" + fmt_int(n) + ")");
+  }
+  // Expert layout: etp x ep ranks must tile one pipeline stage (tp x cp x dp ranks). Checked
+  // here when etp is given (a plan with etp = tp that does not tile is rejected by the search).
+  if (transformer && m.is_moe() && ok(p.tp) && ok(p.cp) && ok(p.dp) && ok(p.etp)) {
+    const int64_t etp = *p.etp;
+    const int64_t ep = ok(p.ep) ? *p.ep : 1;
+    const int64_t stage = *p.tp * *p.cp * *p.dp;
+    if (stage % (etp * ep) != 0)
+      ctx.add(path("expert_tensor_parallel_degree"),
+              "found expert_tensor_parallel_degree x expert_parallel_degree = " + fmt_int(etp) + " x " + fmt_int(ep) + " = " +
+                  fmt_int(etp * ep) + ", expected a divisor of the ranks of one pipeline stage (tp x cp x dp = " + fmt_int(stage) + ")");
   }
   // Batch.
   const TrainingConfig& t = s.training;
@@ -1278,6 +1307,7 @@ nlohmann::json scenario_to_json(const Scenario& s) {
   put("context_parallel_degree", p.cp);
   put("expert_parallel_degree", p.ep);
   put("virtual_pipeline_degree", p.vpp);
+  put("expert_tensor_parallel_degree", p.etp);
   if (p.schedule) pj["pipeline_schedule"] = to_string(*p.schedule);
   if (p.sequence_parallel) pj["sequence_parallel"] = *p.sequence_parallel;
   if (p.recompute) pj["activation_recompute"] = to_string(*p.recompute);

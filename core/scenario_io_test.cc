@@ -343,6 +343,32 @@ TEST(ScenarioIo, WhatIfAndMoeKeysAreRead) {
   EXPECT_DOUBLE_EQ(s->model.moe_capacity_factor, 1.25);
 }
 
+TEST(ScenarioIo, ExpertTensorParallelDegreeUnderEachName) {
+  json j = base_scenario();
+  j["model"]["num_experts"] = 8;
+  j["model"]["moe_top_k"] = 2;
+  j["parallelism"]["ep"] = 2;
+  for (const char* key : {"expert_tensor_parallel_degree", "etp", "expert_tensor_parallel_size"}) {
+    json k = j;
+    k["parallelism"][key] = 4;  // stage of 8 ranks (tp 8): etp 4 x ep 2 tiles it
+    auto s = scenario_from_json(k);
+    ASSERT_TRUE(s.ok()) << key << ": " << all_messages(s.problems());
+    ASSERT_TRUE(s->parallelism.etp.has_value()) << key;
+    EXPECT_EQ(*s->parallelism.etp, 4) << key;
+    // Written under the canonical name, and read back the same.
+    const json out = scenario_to_json(*s);
+    EXPECT_EQ(out["parallelism"]["expert_tensor_parallel_degree"], 4) << key;
+    auto again = scenario_from_json(out);
+    ASSERT_TRUE(again.ok()) << all_messages(again.problems());
+    EXPECT_EQ(again->parallelism.etp, s->parallelism.etp);
+  }
+  // Absent: searched, and not written.
+  auto s = scenario_from_json(j);
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  EXPECT_FALSE(s->parallelism.etp.has_value());
+  EXPECT_FALSE(scenario_to_json(*s)["parallelism"].contains("expert_tensor_parallel_degree"));
+}
+
 TEST(ScenarioIo, DlrmModelsAreRead) {
   json j = base_scenario();
   j["model"] = json::parse(R"({"architecture": "dlrm", "dense_features": 13,

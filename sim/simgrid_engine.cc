@@ -504,6 +504,7 @@ double* breakdown_field(TimeBreakdown& b, GroupKind k) {
     case GroupKind::kTp: return &b.tp_comm;
     case GroupKind::kCp: return &b.cp_comm;
     case GroupKind::kEp: return &b.ep_comm;
+    case GroupKind::kExpertTp: return &b.ep_comm;  // expert block communication, as the analytical model
     case GroupKind::kPp: return &b.pp_comm;
     default: return &b.dp_comm;
   }

@@ -50,13 +50,14 @@ Expected<std::vector<std::vector<ChunkLayers>>> chunk_layers(const Plan& plan, i
 
 namespace {
 
-constexpr int kNumGroupKinds = 9;  // GroupKind values
+constexpr int kNumGroupKinds = static_cast<int>(GroupKind::kExpertTp) + 1;  // GroupKind values
 
 Stream stream_for(GroupKind g) {
   switch (g) {
     case GroupKind::kTp: return Stream::kTpComm;
     case GroupKind::kCp: return Stream::kCpComm;
     case GroupKind::kEp: return Stream::kEpComm;
+    case GroupKind::kExpertTp: return Stream::kEpComm;  // the expert block's token gather / scatter
     default: return Stream::kDpComm;
   }
 }
@@ -221,9 +222,12 @@ Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan, const Lower
   if (plan.world_size() != sc.cluster.num_gpus)
     return fail("/parallelism", "tp x pp x dp x cp = " + std::to_string(plan.world_size()) + " but the cluster has " +
                                     std::to_string(sc.cluster.num_gpus) + " GPUs");
-  if ((plan.dp * plan.cp) % plan.ep != 0)
-    return fail("/parallelism/ep", "expert parallel degree " + std::to_string(plan.ep) + " does not divide dp x cp = " +
-                                       std::to_string(plan.dp * plan.cp));
+  if (plan.etp < 0)
+    return fail("/parallelism/expert_tensor_parallel_degree", "found " + std::to_string(plan.etp) + ", expected a positive integer");
+  if ((plan.tp * plan.dp * plan.cp) % (plan.expert_tp() * plan.ep) != 0)
+    return fail("/parallelism/ep", "expert tensor parallel x expert parallel degree " + std::to_string(plan.expert_tp()) + " x " +
+                                       std::to_string(plan.ep) + " does not divide the ranks of a pipeline stage, tp x cp x dp = " +
+                                       std::to_string(plan.tp * plan.dp * plan.cp));
   if (plan.zero_stage < 0 || plan.zero_stage > 3)
     return fail("/parallelism/zero_stage", "found " + std::to_string(plan.zero_stage) + ", expected 0..3");
   const int64_t gbs = sc.training.global_batch_size;
@@ -394,21 +398,30 @@ Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan, const Lower
       return out;
     };
     int32_t last_layer_compute = -1;  // the latest layer compute task emitted (ZeRO-3 prefetch)
-    // MoE layers with expert parallelism: attention (with its TP collectives and the router),
-    // dispatch all-to-all, experts, combine all-to-all (see lowering.h). The EP all-to-alls of
-    // a layer come as one CommOp per direction pair (forward: dispatch + combine = 2 calls;
-    // backward: their gradients); each half becomes its own task.
+    // MoE layers with expert (tensor) parallelism: attention (with its TP collectives and the
+    // router), dispatch all-to-all (kEp), ETP all-gather (kExpertTp), experts, ETP
+    // reduce-scatter, combine all-to-all (see lowering.h); the backward mirrors it. The EP
+    // all-to-alls of a layer come as one CommOp per direction pair (forward: dispatch +
+    // combine = 2 calls; backward: their gradients); each half becomes its own task.
     const auto is_ep = [](const CommOp& op) { return op.group == GroupKind::kEp && op.kind == CollectiveKind::kAllToAll; };
+    const auto is_etp = [](const CommOp& op) { return op.group == GroupKind::kExpertTp; };
+    const auto is_expert_comm = [&](const CommOp& op) { return is_ep(op) || is_etp(op); };
     const bool moe_split = !empty_cost(costs.moe_fwd) &&
-                           std::any_of(costs.layer_fwd_comm.begin(), costs.layer_fwd_comm.end(), is_ep);
+                           std::any_of(costs.layer_fwd_comm.begin(), costs.layer_fwd_comm.end(), is_expert_comm);
     auto emit_moe = [&](Phase phase, int64_t layer, int64_t count, int32_t chunk, int32_t mb, const Deps& deps,
                         int32_t& first_compute) {
       const bool fwd = phase == Phase::kForward;
       const ComputeCost& whole = fwd ? costs.layer_fwd : costs.layer_bwd;
       const ComputeCost& moe = fwd ? costs.moe_fwd : costs.moe_bwd;
       const ComputeCost attn{whole.flops - moe.flops, whole.mem_bytes - moe.mem_bytes, whole.duration_s - moe.duration_s};
-      std::vector<CommOp> dense_ops, ep_halves;
+      std::vector<CommOp> dense_ops, ep_halves, etp_gather, etp_scatter;
       for (const CommOp& op : fwd ? costs.layer_fwd_comm : costs.layer_bwd_comm) {
+        if (is_etp(op)) {
+          // Forward: gather the dispatched rows, scatter the fc2 partial sums. Backward: gather
+          // the output gradients (of the scatter), scatter the input gradients (of the gather).
+          (op.kind == CollectiveKind::kAllGather ? etp_gather : etp_scatter).push_back(op);
+          continue;
+        }
         if (!is_ep(op)) {
           dense_ops.push_back(op);
           continue;
@@ -430,11 +443,20 @@ Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan, const Lower
         last_layer_compute = t;
         return layer_comm(dense_ops, count, phase, layer, chunk, mb, t, d);
       };
+      // The ETP collectives, one task each per chunk step (count: per layer x layers), in a
+      // chain: each waits for what came before.
+      auto chain = [&](const std::vector<CommOp>& ops, const Deps& d) {
+        if (ops.empty()) return d;
+        Deps cur = d;
+        for (const CommOp& op : ops)
+          if (const int32_t t = b.collective(op, count, phase, layer, count, chunk, mb, cur); t >= 0) cur = Deps{t};
+        return cur;
+      };
       auto experts = [&](const Deps& d) {
-        const int32_t t = b.compute(phase, OpKind::kMlp, scaled(moe, n), layer, count, chunk, mb, d);
+        const int32_t t = b.compute(phase, OpKind::kMlp, scaled(moe, n), layer, count, chunk, mb, chain(etp_gather, d));
         if (first_compute < 0) first_compute = t;
         last_layer_compute = t;
-        return Deps{t};
+        return chain(etp_scatter, Deps{t});
       };
       if (fwd) {
         // Overlapped dense collectives (returned with the attention) are waited on at the end.

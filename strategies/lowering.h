@@ -26,15 +26,18 @@
 //   - memory: persistent weights/gradients/optimizer states allocated at the start (never
 //     freed), activations stashed by each forward and freed by the matching backward,
 //     ZeRO-3 gathered parameters allocated before the gather and freed after use.
-//   - mixture-of-experts layers with expert parallelism (EP all-to-alls in the layer's
-//     collectives): the layer compute splits into an attention task (OpKind kAttention: the
-//     attention block, its TP collectives, the router) and an expert task (kMlp: expert
-//     GEMMs), with the token dispatch all-to-all between them and the combine all-to-all
-//     after (backward: the combine's gradient all-to-all, expert backward, the dispatch's
-//     gradient all-to-all, attention backward), all on the EP group (GroupKind kEp); a
-//     chunk's n layers stay one task of each (count n per all-to-all). Expert weights'
-//     gradients are reduced over the expert-data-parallel group (kExpertDp), dense ones
-//     over the data-parallel group. Recomputation stays one whole-layer task.
+//   - mixture-of-experts layers with expert parallelism or expert tensor parallelism (EP
+//     all-to-alls or ETP gathers in the layer's collectives): the layer compute splits into an
+//     attention task (OpKind kAttention: the attention block, its TP collectives, the router)
+//     and an expert task (kMlp: expert GEMMs). Forward: attention -> dispatch all-to-all (EP
+//     group, GroupKind kEp) -> [ETP all-gather (kExpertTp) when etp > 1] -> experts -> [ETP
+//     reduce-scatter] -> combine all-to-all. Backward mirrors it: combine's gradient
+//     all-to-all -> ETP all-gather of the output gradients -> expert backward -> ETP
+//     reduce-scatter of the input gradients -> dispatch's gradient all-to-all -> attention
+//     backward. A chunk's n layers stay one task of each (count n per collective). Expert
+//     weights' gradients are reduced over the expert-data-parallel group (kExpertDp: stride
+//     etp x ep, core/placement.h), dense ones over the data-parallel group. Recomputation
+//     stays one whole-layer task (its collectives after it, as for dense layers).
 // Blocking collectives (TP, EP all-to-all) delay the next compute task of the same chunk
 // step; overlapped ones (context-parallel ring exchange, the SP weight-gradient all-gather,
 // everything TP with tp_comm_overlap) run beside the compute and delay only what consumes
