@@ -331,6 +331,20 @@ void apply_hf_config(Ctx& ctx, const std::string& file, const std::string& where
       m.moe_ffn_hidden_size = m.ffn_hidden_size;
       int_field("moe_intermediate_size", kMaxFfnHiddenSize, m.moe_ffn_hidden_size, false);
     }
+    // MoE shapes the cost model does not carry yet (every layer is the same routed-expert MoE
+    // layer): refuse them rather than predict a different model.
+    auto positive = [&](const char* k) {
+      auto it = h.find(k);
+      return it != h.end() && it->is_number() && it->get<double>() > 0;
+    };
+    for (const char* k : {"shared_expert_intermediate_size", "n_shared_experts"})
+      if (positive(k)) ctx.add(field_where(k), "shared experts are not modelled yet (routed experts only); expected 0 or absent");
+    auto sparse_step = h.find("decoder_sparse_step");
+    auto mlp_only = h.find("mlp_only_layers");
+    if ((sparse_step != h.end() && sparse_step->is_number() && sparse_step->get<double>() > 1) ||
+        (mlp_only != h.end() && mlp_only->is_array() && !mlp_only->empty()) || positive("first_k_dense_replace"))
+      ctx.add(where, "hf_config \"" + file + "\" mixes dense and MoE layers (decoder_sparse_step, mlp_only_layers or "
+                     "first_k_dense_replace); only models whose every layer is MoE (or none) are modelled yet");
   } else if (std::find(kGptLike.begin(), kGptLike.end(), type) != kGptLike.end()) {
     m.architecture = Architecture::kGpt;
     seen.architecture = true;

@@ -282,6 +282,24 @@ TEST(ScenarioIo, HfConfigIsReadRelativeToTheScenarioFile) {
   ASSERT_TRUE(again.ok()) << all_messages(again.problems());
   EXPECT_TRUE(again->model.moe_dropless);
 
+  // Qwen2-MoE's shared expert and Qwen3's dense layers are refused, naming the field.
+  dir.write("qwen2moe.json", R"({"model_type": "qwen2_moe", "num_hidden_layers": 24, "hidden_size": 2048,
+      "num_attention_heads": 16, "num_key_value_heads": 16, "intermediate_size": 5632, "moe_intermediate_size": 1408,
+      "shared_expert_intermediate_size": 5632, "num_experts": 60, "num_experts_per_tok": 4, "vocab_size": 151936})");
+  j["model"] = {{"hf_config", "qwen2moe.json"}, {"seq_length", 4096}};
+  s = read_scenario_file(dir.write("s6.json", j.dump()));
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(all_messages(s.problems()).find("/shared_expert_intermediate_size"), std::string::npos);
+  EXPECT_NE(all_messages(s.problems()).find("shared experts are not modelled"), std::string::npos);
+  dir.write("qwen3dense.json", R"({"model_type": "qwen3_moe", "num_hidden_layers": 48, "hidden_size": 2048,
+      "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128, "intermediate_size": 6144,
+      "moe_intermediate_size": 768, "num_experts": 128, "num_experts_per_tok": 8, "vocab_size": 151936,
+      "mlp_only_layers": [0, 1]})");
+  j["model"] = {{"hf_config", "qwen3dense.json"}, {"seq_length", 4096}};
+  s = read_scenario_file(dir.write("s7.json", j.dump()));
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(all_messages(s.problems()).find("mixes dense and MoE layers"), std::string::npos);
+
   dir.write("t5.json", R"({"model_type": "t5"})");
   j["model"] = {{"hf_config", "t5.json"}};
   s = read_scenario_file(dir.write("s3.json", j.dump()));
