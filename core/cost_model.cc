@@ -114,6 +114,44 @@ constexpr double kGradZeroBytesPerParam = 4.0;
 // ~5-10% compute slowdown with overlapped DP communication).
 constexpr double kOverlapEfficiency = 0.9;
 
+// --- Mixture-of-experts layers (Megatron-Core MoELayer: TopKRouter, MoEAlltoAllTokenDispatcher,
+// TEGroupedMLP; megatron/core/transformer/moe/).
+//
+// Dropless load imbalance: tokens routed to the busiest expert / the mean per expert, within
+// one micro-batch, once the auxiliary load-balancing loss (coefficient 1e-2, Megatron's
+// recommendation) has settled. Measured: Mixtral 8x7B routes ~10-16% of a domain's tokens to
+// each of its 8 experts against the uniform 12.5% (Jiang et al. 2024, Mixtral of Experts,
+// arXiv:2401.04088, Fig. 7: max / mean ~1.3 per layer and domain); aux-loss-balanced 64-expert
+// models keep the busiest expert at ~1.5-1.7x the mean over whole validation sets (Wang et al.
+// 2024, Auxiliary-Loss-Free Load Balancing, arXiv:2408.15664, MaxVio ~0.5-0.7). Megatron-Core's
+// MoE README warns of worse imbalance in the first few hundred steps. 1.3: converged
+// coarse-grained routing, the regime of published throughput runs.
+constexpr double kMoeExpertLoadImbalance = 1.3;
+// Small kernels of one MoE layer's router and dispatcher per forward (and again per backward),
+// with --moe-permute-fusion and without router fusion, counted from router.py and
+// token_dispatcher.py (Megatron-Core 0.9-0.12): router logits cast to fp32, softmax, top-k,
+// probability gather, aux loss (token counts, mean probabilities, product, sum, scale), z-loss;
+// dispatcher: tokens per expert, split sizes, fused permute, chunk sort, fused unpermute,
+// probability scaling. Each costs at least one kernel gap (kKernelGap_s).
+constexpr double kMoeRouterDispatchKernels = 20.0;
+// Dropless dispatch sizes its all-to-all and the grouped GEMM's m_splits on the host:
+// MoEAlltoAllTokenDispatcher copies the per-expert token counts to the CPU and synchronizes the
+// stream once per forward. The GPU queue drains, and idles until the host has dispatched the
+// next kernels (PyTorch eager dispatch and launch of the all-to-all and the permutation,
+// ~30-50 us between the sync and the next kernel in Nsight Systems traces of MoE layers).
+constexpr double kMoeHostSync_s = 40e-6;
+
+// How much longer the busiest rank of the expert-parallel group works than the mean, for one
+// MoE layer. Drop-and-pad routing gives every expert exactly its capacity (1). Dropless routing
+// lets the busiest expert's rank pace the all-to-all and the expert GEMMs; a rank holds E/ep
+// experts whose excess loads add up like independent deviations, so its relative excess falls
+// as 1/sqrt(E/ep). With ep == 1 no rank waits for another.
+double moe_rank_imbalance(const ModelShape& m, const Plan& p) {
+  if (!m.moe() || !m.dropless || p.ep <= 1) return 1.0;
+  const double local_experts = static_cast<double>(m.experts) / static_cast<double>(p.ep);
+  return 1.0 + (kMoeExpertLoadImbalance - 1.0) / std::sqrt(local_experts);
+}
+
 }  // namespace
 
 // NCCL bus bandwidth over InfiniBand/RoCE NICs: ~22.5-23 GB/s per 200 Gb/s HDR NIC and
@@ -563,6 +601,7 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
 
   // --- elementwise (forward bytes; backward kBackwardElementwiseFactor x)
   double ew = 0;
+  double moe_expert_ew_bytes = 0;  // of ew: the experts' activation and the permutations
   const double norm_rw = 2.0 * e * h * T_rep;  // read input, write output
   ew += 2.0 * norm_rw;                         // two norms
   const double mask = m.dropout ? 1.0 : 0.0;
@@ -572,6 +611,7 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
     const double moe_ew = (m.gated_mlp ? 3.0 : 2.0) * e * f.expert_ffn_local * f.expert_rows  // activation
                           + 4.0 * e * h * f.dispatch_rows;  // permute and unpermute (this rank's routed copies)
     ew += moe_ew;
+    moe_expert_ew_bytes = moe_ew;
     // The block's share of the one fused elementwise pass below (no extra kernel gap).
     lc.moe_fwd.bytes += moe_ew;
     lc.moe_fwd.s += moe_ew / c.hbm;
@@ -584,6 +624,43 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
   if (!m.learned_positions) ew += 2.0 * e * (q + kv) / t * T;  // rotary embedding on q and k
   lc.fwd += elementwise(c, ew);
   lc.bwd += elementwise(c, kBackwardElementwiseFactor * ew);
+
+  // --- MoE router and dispatcher kernels, host sync, and the busiest rank's extra work
+  if (m.moe()) {
+    const double ep = static_cast<double>(std::max<int64_t>(p.ep, 1));
+    const double local_experts = static_cast<double>(m.experts) / ep;
+    // Rows the rank's experts see: E x cap received, times etp after the expert-TP all-gather.
+    const double routed = moe_token_flow(m, p).expert_rows;
+    Op dispatch_fwd, dispatch_bwd;
+    // With ep > 1 and several experts per rank the received tokens arrive grouped by source
+    // rank: the dispatcher sorts them into per-expert chunks after the dispatch all-to-all (and
+    // the expert-TP all-gather) and back before the combine (sort_chunks_by_idxs), reading and
+    // writing every row each time; the backward applies the inverse sorts.
+    if (p.ep > 1 && local_experts > 1.0) dispatch_fwd.bytes = dispatch_bwd.bytes = 2.0 * 2.0 * e * h * routed;
+    dispatch_fwd.s = dispatch_fwd.bytes / c.hbm + kMoeRouterDispatchKernels * kKernelGap_s + (m.dropless ? kMoeHostSync_s : 0.0);
+    dispatch_bwd.s = dispatch_bwd.bytes / c.hbm + kMoeRouterDispatchKernels * kKernelGap_s;
+    // Dropless: the busiest rank of the EP group keeps the others waiting at the combine
+    // all-to-all for (imbalance - 1) x its expert GEMMs and expert elementwise passes.
+    const double r = moe_rank_imbalance(m, p);
+    Op wait_fwd, wait_bwd;
+    if (r > 1.0) {
+      double expert_fwd_s = moe_expert_ew_bytes / c.hbm, expert_bwd_s = kBackwardElementwiseFactor * moe_expert_ew_bytes / c.hbm;
+      for (int i = first_moe_gemm + 1; i < n_gemms; ++i) {  // the expert GEMMs (after the router)
+        expert_fwd_s += gemms[i].fwd.s;
+        expert_bwd_s += gemms[i].bwd.s;
+      }
+      wait_fwd.s = (r - 1.0) * expert_fwd_s;
+      wait_bwd.s = (r - 1.0) * expert_bwd_s;
+    }
+    for (const Op& o : {dispatch_fwd, wait_fwd}) {
+      lc.fwd += o;
+      lc.moe_fwd += o;
+    }
+    for (const Op& o : {dispatch_bwd, wait_bwd}) {
+      lc.bwd += o;
+      lc.moe_bwd += o;
+    }
+  }
 
   if (p.recompute == Recompute::kFull) lc.recompute = lc.fwd;
   if (p.recompute == Recompute::kSelective) lc.recompute = attn_fwd;
@@ -639,7 +716,7 @@ LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape&
       // An MoE layer's MLP block takes the sequence shard as it is (Megatron-Core MoELayer: the
       // router sees the T / tp local tokens; its only TP-like traffic is the expert-TP
       // all-gather / reduce-scatter on kExpertTp), so only attention has the pair there.
-      // (cpumoe helper: minimal fix; the CPU runtime measures exactly this.)
+      // The CPU runtime measures exactly this (realrt_measure_tests).
       const int32_t blocks = m.moe() ? 1 : 2;
       const int32_t fwd_n = blocks, bwd_n = blocks + (full ? blocks : 0);
       // Backward: reduce-scatter of the input gradients (1 per block), all-gather of the output
@@ -697,7 +774,8 @@ LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape&
     // moe_pad_expert_input_to_capacity), so the send buffer is E x cap x h; 1/ep of it to each
     // EP peer (itself included).
     const int64_t S = static_cast<int64_t>(e * flow.dispatch_rows * h);
-    const double a2a = collective_time_s(CollectiveKind::kAllToAll, S, span, cl);
+    double a2a = collective_time_s(CollectiveKind::kAllToAll, S, span, cl);
+    a2a *= moe_rank_imbalance(m, p);  // dropless: the busiest rank's receive paces the exchange
     const int32_t fwd_n = 2, bwd_n = 2 + (full ? 2 : 0);
     out.collectives.push_back({CollectiveKind::kAllToAll, GroupKind::kEp, S, fwd_n, 2, full ? 2 : 0, a2a});
     out.ep_total_s += (fwd_n + bwd_n) * a2a;

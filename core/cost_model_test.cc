@@ -625,6 +625,84 @@ TEST(Iteration, MoeWithTensorParallelismNeedsSequenceParallelism) {
   d.dp = 32;
   d.etp = 1;
   EXPECT_NE(quick_estimate(dense, d).reject_reason.find("mixture-of-experts"), std::string::npos);
+// Dropless routing (Megatron's default): the mean load equals drop-and-pad at capacity 1, but
+// the busiest rank of the EP group paces the expert GEMMs and the all-to-all. Bytes and FLOPs
+// stay the mean; only time grows, by kMoeExpertLoadImbalance - 1 = 0.3 of the expert work with
+// one expert per rank, by 0.3 / sqrt(8) with eight, and not at all without expert parallelism.
+TEST(LayerCosts, DroplessImbalancePacesTheExpertParallelGroup) {
+  Scenario s = llama8b("H100-SXM", 64);
+  s.model.seq_length = 4096;
+  s.model.num_experts = 8;
+  s.model.moe_top_k = 2;
+  s.training.global_batch_size = 256;
+  Plan p;
+  p.dp = 64;
+  p.ep = 8;
+  auto a2a_of = [](const LayerCosts& L) {
+    for (const LayerCosts::Collective& c : L.collectives)
+      if (c.kind == CollectiveKind::kAllToAll && c.group == GroupKind::kEp) return c;
+    ADD_FAILURE() << "no EP all-to-all";
+    return LayerCosts::Collective{};
+  };
+  const LayerCosts pad = layer_costs(s, p);
+  s.model.moe_dropless = true;
+  const LayerCosts drop = layer_costs(s, p);
+  EXPECT_EQ(a2a_of(drop).bytes, a2a_of(pad).bytes);
+  EXPECT_NEAR(a2a_of(drop).time_s / a2a_of(pad).time_s, 1.3, 1e-9);
+  EXPECT_DOUBLE_EQ(drop.moe_forward_flops, pad.moe_forward_flops);
+  EXPECT_DOUBLE_EQ(drop.moe_forward_mem_bytes, pad.moe_forward_mem_bytes);
+  // The expert work (all of the MoE block but the router, the dispatcher kernels and the host
+  // sync) waits 0.3 of itself on the busiest rank.
+  const double extra_fwd = drop.moe_forward_s - pad.moe_forward_s - 40e-6;  // kMoeHostSync_s
+  const double extra_bwd = drop.moe_backward_s - pad.moe_backward_s;
+  EXPECT_GT(extra_fwd, 0.2 * pad.moe_forward_s);
+  EXPECT_LT(extra_fwd, 0.3 * pad.moe_forward_s);
+  EXPECT_GT(extra_bwd, 0.2 * pad.moe_backward_s);
+  EXPECT_LT(extra_bwd, 0.3 * pad.moe_backward_s);
+  EXPECT_NEAR(drop.forward_s - pad.forward_s, drop.moe_forward_s - pad.moe_forward_s, 1e-12);
+
+  // 64 experts, 8 per rank: the rank's excess is 0.3 / sqrt(8).
+  s.model.num_experts = 64;
+  s.model.moe_ffn_hidden_size = 1792;
+  s.model.moe_dropless = false;
+  const LayerCosts pad64 = layer_costs(s, p);
+  s.model.moe_dropless = true;
+  const LayerCosts drop64 = layer_costs(s, p);
+  EXPECT_NEAR(a2a_of(drop64).time_s / a2a_of(pad64).time_s, 1.0 + 0.3 / std::sqrt(8.0), 1e-9);
+
+  // Without expert parallelism no rank waits for another: only the host sync remains.
+  p.ep = 1;
+  s.model.num_experts = 8;
+  s.model.moe_ffn_hidden_size = 14336;
+  s.model.moe_dropless = false;
+  const LayerCosts pad1 = layer_costs(s, p);
+  s.model.moe_dropless = true;
+  const LayerCosts drop1 = layer_costs(s, p);
+  EXPECT_NEAR(drop1.moe_forward_s - pad1.moe_forward_s, 40e-6, 1e-12);
+  EXPECT_DOUBLE_EQ(drop1.moe_backward_s, pad1.moe_backward_s);
+}
+
+// With several experts per rank the dispatcher sorts the received tokens into per-expert
+// chunks and back (two reads and writes of every routed row per pass); with one expert per
+// rank, or without expert parallelism, there is nothing to sort.
+TEST(LayerCosts, ChunkSortOnlyWithSeveralLocalExperts) {
+  Scenario s = llama8b("H100-SXM", 64);
+  s.model.seq_length = 4096;
+  s.model.num_experts = 64;
+  s.model.moe_top_k = 2;
+  s.model.moe_ffn_hidden_size = 1792;
+  s.training.global_batch_size = 256;
+  Plan p;
+  p.dp = 64;
+  p.ep = 8;
+  const double several = layer_costs(s, p).moe_forward_mem_bytes;
+  p.ep = 64;
+  const double one_each = layer_costs(s, p).moe_forward_mem_bytes;
+  // Expert GEMM weights: 8 experts per rank vs 1; the sort: 4 x 2 bytes x 4096 h x 8192 rows.
+  const double sort_bytes = 4.0 * 2.0 * 4096.0 * 8192.0;
+  EXPECT_GT(several - one_each, sort_bytes);
+  const double weights = 7.0 * 3.0 * 4096.0 * 1792.0 * 2.0;  // 7 more experts' fc1 (2 f) + fc2 (f), bf16
+  EXPECT_NEAR(several - one_each, sort_bytes + weights, 0.01 * sort_bytes);
 }
 
 TEST(CalibrationProfiles, MeasuredThroughputReplacesThePresets) {

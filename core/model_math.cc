@@ -18,7 +18,7 @@ ModelShape model_shape(const ModelConfig& c) {
   m.hidden = c.hidden_size;
   m.heads = c.num_attention_heads > 0 ? c.num_attention_heads : 1;
   m.kv_heads = c.num_kv_heads > 0 ? c.num_kv_heads : m.heads;
-  m.head_dim = m.hidden / m.heads;
+  m.head_dim = c.head_dim > 0 ? c.head_dim : m.hidden / m.heads;
   m.ffn = c.ffn_hidden_size > 0 ? c.ffn_hidden_size : 4 * c.hidden_size;
   m.vocab = c.vocab_size;
   m.seq = c.seq_length;
@@ -34,6 +34,7 @@ ModelShape model_shape(const ModelConfig& c) {
   m.top_k = c.moe_top_k > 0 ? c.moe_top_k : 1;
   m.expert_ffn = c.moe_ffn_hidden_size > 0 ? c.moe_ffn_hidden_size : m.ffn;
   m.capacity_factor = c.moe_capacity_factor;
+  m.dropless = c.moe_dropless;
   m.attention = default_attention_kernel(c);
   return m;
 }

@@ -40,7 +40,7 @@ struct ModelShape {
   int64_t hidden = 0;          // h
   int64_t heads = 0;           // a
   int64_t kv_heads = 0;        // g
-  int64_t head_dim = 0;        // d = h / a
+  int64_t head_dim = 0;        // d = h / a, or model.head_dim
   int64_t ffn = 0;             // f (dense MLP)
   int64_t vocab = 0;           // V
   int64_t seq = 0;             // s
@@ -57,6 +57,7 @@ struct ModelShape {
   int64_t top_k = 1;
   int64_t expert_ffn = 0;
   double capacity_factor = 1.0;
+  bool dropless = false;       // model.moe_dropless: no capacity, load imbalance paces the EP group
   AttentionKernel attention = AttentionKernel::kFlash;
 
   bool moe() const { return experts > 1; }

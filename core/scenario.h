@@ -62,6 +62,7 @@ struct ModelConfig {
   int64_t hidden_size = 0;
   int64_t num_attention_heads = 0;
   int64_t num_kv_heads = 0;     // = num_attention_heads when absent
+  int64_t head_dim = 0;         // per-head width; 0 = hidden_size / num_attention_heads (Qwen3 sets it)
   int64_t ffn_hidden_size = 0;  // 4 x hidden for gpt when absent
   int64_t vocab_size = 0;
   int64_t seq_length = 0;
@@ -70,6 +71,11 @@ struct ModelConfig {
   int64_t moe_top_k = 0;
   int64_t moe_ffn_hidden_size = 0;
   double moe_capacity_factor = 1.0;
+  // Dropless routing (Megatron-Core's default when --moe-expert-capacity-factor is unset):
+  // no token is dropped or padded, so experts see as many tokens as the router sends them and
+  // the busiest rank of the expert-parallel group paces each MoE layer. Excludes
+  // moe_capacity_factor.
+  bool moe_dropless = false;
   // Dropout probabilities as Megatron names them (--hidden-dropout, --attention-dropout); absent
   // = the architecture's default: 0.1 / 0.1 for gpt (Megatron-LM's GPT defaults, as in the
   // published GPT-3 runs), 0 / 0 for llama (Megatron / torchtitan Llama recipes).

@@ -274,9 +274,9 @@ std::optional<std::string> read_text_file(Ctx& ctx, const std::string& path, con
 // ----------------------------------------------------------------------------- model
 
 const std::vector<std::string> kTransformerKeys = {
-    "num_layers", "hidden_size", "num_attention_heads", "num_kv_heads", "ffn_hidden_size", "vocab_size",
+    "num_layers", "hidden_size", "num_attention_heads", "num_kv_heads", "head_dim", "ffn_hidden_size", "vocab_size",
     "seq_length", "tie_embeddings", "num_experts", "moe_top_k", "moe_ffn_hidden_size", "moe_capacity_factor",
-    "hidden_dropout", "attention_dropout"};
+    "moe_dropless", "hidden_dropout", "attention_dropout"};
 const std::vector<std::string> kDlrmKeys = {"embedding_tables", "bottom_mlp", "top_mlp", "dense_features",
                                             "interaction", "dcn_rank", "dcn_layers", "embedding_optimizer"};
 
@@ -310,7 +310,7 @@ void apply_hf_config(Ctx& ctx, const std::string& file, const std::string& where
     return v.has_value();
   };
   std::string type = h.value("model_type", std::string());
-  static const std::vector<std::string> kLlamaLike = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe"};
+  static const std::vector<std::string> kLlamaLike = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe"};
   static const std::vector<std::string> kGptLike = {"gpt2"};
   if (std::find(kLlamaLike.begin(), kLlamaLike.end(), type) != kLlamaLike.end()) {
     m.architecture = Architecture::kLlama;
@@ -319,6 +319,7 @@ void apply_hf_config(Ctx& ctx, const std::string& file, const std::string& where
     int_field("hidden_size", kMaxHiddenSize, m.hidden_size, true);
     int_field("num_attention_heads", kMaxAttentionHeads, m.num_attention_heads, true);
     if (int_field("num_key_value_heads", kMaxAttentionHeads, m.num_kv_heads, false)) seen.kv_heads = true;
+    int_field("head_dim", kMaxHiddenSize, m.head_dim, false);  // Qwen3: 128 with hidden 2048 and 32 heads
     if (int_field("intermediate_size", kMaxFfnHiddenSize, m.ffn_hidden_size, true)) seen.ffn = true;
     int_field("vocab_size", kMaxVocabSize, m.vocab_size, true);
     int_field("max_position_embeddings", kMaxSeqLength, m.seq_length, false);
@@ -330,6 +331,20 @@ void apply_hf_config(Ctx& ctx, const std::string& file, const std::string& where
       m.moe_ffn_hidden_size = m.ffn_hidden_size;
       int_field("moe_intermediate_size", kMaxFfnHiddenSize, m.moe_ffn_hidden_size, false);
     }
+    // MoE shapes the cost model does not carry yet (every layer is the same routed-expert MoE
+    // layer): refuse them rather than predict a different model.
+    auto positive = [&](const char* k) {
+      auto it = h.find(k);
+      return it != h.end() && it->is_number() && it->get<double>() > 0;
+    };
+    for (const char* k : {"shared_expert_intermediate_size", "n_shared_experts"})
+      if (positive(k)) ctx.add(field_where(k), "shared experts are not modelled yet (routed experts only); expected 0 or absent");
+    auto sparse_step = h.find("decoder_sparse_step");
+    auto mlp_only = h.find("mlp_only_layers");
+    if ((sparse_step != h.end() && sparse_step->is_number() && sparse_step->get<double>() > 1) ||
+        (mlp_only != h.end() && mlp_only->is_array() && !mlp_only->empty()) || positive("first_k_dense_replace"))
+      ctx.add(where, "hf_config \"" + file + "\" mixes dense and MoE layers (decoder_sparse_step, mlp_only_layers or "
+                     "first_k_dense_replace); only models whose every layer is MoE (or none) are modelled yet");
   } else if (std::find(kGptLike.begin(), kGptLike.end(), type) != kGptLike.end()) {
     m.architecture = Architecture::kGpt;
     seen.architecture = true;
@@ -495,6 +510,7 @@ void read_model(Ctx& ctx, const json* mj, const std::string& base_dir, ModelConf
       bad = true;
     }
   }
+  if (auto d = get_int(ctx, o, "head_dim", 1, kMaxHiddenSize)) m.head_dim = *d;
   if (auto t = get_bool(ctx, o, "tie_embeddings")) {
     m.tie_embeddings = *t;
     seen.tie = true;
@@ -506,6 +522,7 @@ void read_model(Ctx& ctx, const json* mj, const std::string& base_dir, ModelConf
   else if (o.has("moe_top_k")) m.moe_top_k = -1;
   if (auto f = get_int(ctx, o, "moe_ffn_hidden_size", 1, kMaxFfnHiddenSize)) m.moe_ffn_hidden_size = *f;
   if (auto c = get_num(ctx, o, "moe_capacity_factor", 0, kMaxCapacityFactor, true)) m.moe_capacity_factor = *c;
+  if (auto d = get_bool(ctx, o, "moe_dropless")) m.moe_dropless = *d;
   // Dropout probabilities: 0 <= p < 1 (p = 1 would drop everything and divide by zero).
   for (auto [key, out] : {std::pair<const char*, std::optional<double>*>{"hidden_dropout", &m.hidden_dropout},
                           {"attention_dropout", &m.attention_dropout}}) {
@@ -536,7 +553,7 @@ void read_model(Ctx& ctx, const json* mj, const std::string& base_dir, ModelConf
   if (bad) return;
 
   // Shapes.
-  if (m.hidden_size > 0 && m.num_attention_heads > 0 && m.hidden_size % m.num_attention_heads != 0)
+  if (m.head_dim == 0 && m.hidden_size > 0 && m.num_attention_heads > 0 && m.hidden_size % m.num_attention_heads != 0)
     ctx.add(o.at("hidden_size"), "found " + fmt_int(m.hidden_size) + ", expected a multiple of num_attention_heads (" +
                                      fmt_int(m.num_attention_heads) + ")");
   if (m.num_kv_heads > 0 && m.num_attention_heads > 0 && m.num_attention_heads % m.num_kv_heads != 0)
@@ -547,7 +564,11 @@ void read_model(Ctx& ctx, const json* mj, const std::string& base_dir, ModelConf
     else if (m.moe_top_k > m.num_experts)
       ctx.add(o.at("moe_top_k"), "found " + fmt_int(m.moe_top_k) + ", expected at most num_experts (" + fmt_int(m.num_experts) + ")");
     if (m.moe_ffn_hidden_size == 0) m.moe_ffn_hidden_size = m.ffn_hidden_size;
+    if (m.moe_dropless && o.has("moe_capacity_factor"))
+      ctx.add(o.at("moe_dropless"), "true, but moe_capacity_factor is given; dropless routing has no capacity (Megatron: "
+                                    "leave --moe-expert-capacity-factor unset), expected one of them");
   } else if (m.num_experts == 1 || m.num_experts == 0) {
+    if (m.moe_dropless) ctx.add(o.at("moe_dropless"), "true, but the model is dense; expected num_experts > 1 with it");
     if (o.has("moe_top_k") && m.moe_top_k > 0)
       ctx.add(o.at("moe_top_k"), "set, but the model is dense; expected num_experts > 1 with it");
   }
@@ -1186,6 +1207,9 @@ Expected<Scenario> scenario_from_json(const nlohmann::json& j_in, const std::str
     if (mj && mj->is_object() && mj->contains("moe_capacity_factor") && s.model.moe_capacity_factor != *training_capacity)
       ctx.add("/training/moe_capacity_factor", "found " + fmt_num(*training_capacity) + ", but /model/moe_capacity_factor is " +
                                                    fmt_num(s.model.moe_capacity_factor) + "; expected one of them, or equal values");
+    if (s.model.moe_dropless)
+      ctx.add("/training/moe_capacity_factor", "found " + fmt_num(*training_capacity) +
+                                                   ", but /model/moe_dropless is true (dropless routing has no capacity); expected one of them");
     s.model.moe_capacity_factor = *training_capacity;
   }
   const json* pj = section(ctx, top.get("parallelism"), "/parallelism");
@@ -1236,6 +1260,7 @@ nlohmann::json scenario_to_json(const Scenario& s) {
     mj["hidden_size"] = m.hidden_size;
     mj["num_attention_heads"] = m.num_attention_heads;
     mj["num_kv_heads"] = m.num_kv_heads;
+    if (m.head_dim > 0) mj["head_dim"] = m.head_dim;
     mj["ffn_hidden_size"] = m.ffn_hidden_size;
     mj["vocab_size"] = m.vocab_size;
     mj["seq_length"] = m.seq_length;
@@ -1246,7 +1271,8 @@ nlohmann::json scenario_to_json(const Scenario& s) {
       mj["num_experts"] = m.num_experts;
       mj["moe_top_k"] = m.moe_top_k;
       mj["moe_ffn_hidden_size"] = m.moe_ffn_hidden_size;
-      mj["moe_capacity_factor"] = m.moe_capacity_factor;
+      if (m.moe_dropless) mj["moe_dropless"] = true;
+      else mj["moe_capacity_factor"] = m.moe_capacity_factor;
     }
   }
   j["model"] = mj;

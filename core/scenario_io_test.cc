@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/model_math.h"
 #include "core/presets.h"
 #include "core/scenario_io_bad_cases.h"
 
@@ -251,6 +252,53 @@ TEST(ScenarioIo, HfConfigIsReadRelativeToTheScenarioFile) {
   EXPECT_EQ(s->model.moe_top_k, 2);
   EXPECT_EQ(s->model.moe_ffn_hidden_size, 14336);
   EXPECT_FALSE(s->model.tie_embeddings);
+
+  // Qwen3-30B-A3B (Qwen/Qwen3-30B-A3B config.json fields): the head width is its own field,
+  // 32 heads of 128 on a 2048-wide residual stream; 128 experts of 768, top-8.
+  dir.write("qwen3.json", R"({"model_type": "qwen3_moe", "num_hidden_layers": 48, "hidden_size": 2048,
+      "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128, "intermediate_size": 6144,
+      "moe_intermediate_size": 768, "num_experts": 128, "num_experts_per_tok": 8, "vocab_size": 151936,
+      "max_position_embeddings": 40960, "tie_word_embeddings": false})");
+  j["model"] = {{"hf_config", "qwen3.json"}, {"seq_length", 4096}};
+  s = read_scenario_file(dir.write("s5.json", j.dump()));
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  EXPECT_EQ(s->model.head_dim, 128);
+  EXPECT_EQ(s->model.num_experts, 128);
+  EXPECT_EQ(s->model.moe_top_k, 8);
+  EXPECT_EQ(s->model.moe_ffn_hidden_size, 768);
+  const ModelShape q3 = model_shape(s->model);
+  EXPECT_EQ(q3.heads * q3.head_dim, 4096);  // Q is twice the hidden width
+  // Attention weights: QKV 2048 x (4096 + 2 x 512) and the projection 4096 x 2048.
+  EXPECT_EQ(parameter_counts(q3).attention_per_layer - 2048, 2048 * (4096 + 1024) + 4096 * 2048);
+  // Round trip through the scenario writer keeps the head width.
+  auto again = scenario_from_json(scenario_to_json(*s));
+  ASSERT_TRUE(again.ok()) << all_messages(again.problems());
+  EXPECT_EQ(again->model.head_dim, 128);
+  // Dropless routing round-trips without a capacity factor (the reader refuses both).
+  s->model.moe_dropless = true;
+  const json dropless = scenario_to_json(*s);
+  EXPECT_FALSE(dropless["model"].contains("moe_capacity_factor"));
+  again = scenario_from_json(dropless);
+  ASSERT_TRUE(again.ok()) << all_messages(again.problems());
+  EXPECT_TRUE(again->model.moe_dropless);
+
+  // Qwen2-MoE's shared expert and Qwen3's dense layers are refused, naming the field.
+  dir.write("qwen2moe.json", R"({"model_type": "qwen2_moe", "num_hidden_layers": 24, "hidden_size": 2048,
+      "num_attention_heads": 16, "num_key_value_heads": 16, "intermediate_size": 5632, "moe_intermediate_size": 1408,
+      "shared_expert_intermediate_size": 5632, "num_experts": 60, "num_experts_per_tok": 4, "vocab_size": 151936})");
+  j["model"] = {{"hf_config", "qwen2moe.json"}, {"seq_length", 4096}};
+  s = read_scenario_file(dir.write("s6.json", j.dump()));
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(all_messages(s.problems()).find("/shared_expert_intermediate_size"), std::string::npos);
+  EXPECT_NE(all_messages(s.problems()).find("shared experts are not modelled"), std::string::npos);
+  dir.write("qwen3dense.json", R"({"model_type": "qwen3_moe", "num_hidden_layers": 48, "hidden_size": 2048,
+      "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128, "intermediate_size": 6144,
+      "moe_intermediate_size": 768, "num_experts": 128, "num_experts_per_tok": 8, "vocab_size": 151936,
+      "mlp_only_layers": [0, 1]})");
+  j["model"] = {{"hf_config", "qwen3dense.json"}, {"seq_length", 4096}};
+  s = read_scenario_file(dir.write("s7.json", j.dump()));
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(all_messages(s.problems()).find("mixes dense and MoE layers"), std::string::npos);
 
   dir.write("t5.json", R"({"model_type": "t5"})");
   j["model"] = {{"hf_config", "t5.json"}};

@@ -36,6 +36,40 @@ TEST(Validate, CalibrationFileWithinFivePercentMapeAndTwelvePercentWorst) {
   EXPECT_LE(rep->mape_pct, 5.0);
 }
 
+// Published MoE training runs on H100 (tests/data/moe_published.json; source, locator and
+// conversion of each in the file). Bounds: the dense calibration holds 5% MAPE and 12% worst;
+// MoE layers add the dropless load imbalance (kMoeExpertLoadImbalance 1.3, measured in a range
+// of ~1.2-1.7, i.e. +-7% of a Mixtral step per +-0.1) and the router / dispatcher overheads, so
+// 15% worst and 10% MAPE over the cases the model claims. Cases marked "known_gap" (with the
+// reason) are predicted and reported but not bounded: the test checks they are still
+// under-predicted, so a model change that closes the gap shows up here. Per-case errors are
+// recorded as test properties.
+TEST(Validate, PublishedMoeRunsWithinFifteenPercent) {
+  const std::string path = std::string(MONARCH_SOURCE_DIR) + "/tests/data/moe_published.json";
+  Expected<ValidationReport> rep = validate_cases(path);
+  ASSERT_TRUE(rep.ok()) << (rep.ok() ? "" : rep.problems().front().to_string());
+  ASSERT_EQ(rep->rows.size(), 3u);  // Mixtral 8x7B (Megatron-Core), Qwen3-30B-A3B x 2 (Megatron-Bridge)
+  std::ifstream in(path);
+  const nlohmann::json cases = nlohmann::json::parse(in);
+  double abs_sum = 0;
+  int claimed = 0;
+  for (size_t i = 0; i < rep->rows.size(); ++i) {
+    const ValidationRow& r = rep->rows[i];
+    ::testing::Test::RecordProperty(r.id + "_error_pct", std::to_string(r.error_pct));
+    EXPECT_TRUE(r.fits) << r.id << " ran on real hardware, so its plan must fit";
+    if (cases.at(i).contains("known_gap")) {
+      EXPECT_LT(r.error_pct, -15.0) << r.id << " is marked known_gap but is now predicted within 15%: drop the mark";
+      continue;
+    }
+    EXPECT_LE(std::fabs(r.error_pct), 15.0) << r.id << " predicted " << r.predicted << " measured " << r.measured;
+    abs_sum += std::fabs(r.error_pct);
+    ++claimed;
+  }
+  ASSERT_GE(claimed, 1);
+  ::testing::Test::RecordProperty("moe_mape_pct", std::to_string(abs_sum / claimed));
+  EXPECT_LE(abs_sum / claimed, 10.0);
+}
+
 TEST(Validate, PrintsOneRowPerCaseAndTheMape) {
   std::ostringstream out, err;
   EXPECT_EQ(run_validate(kCalibration, 5.0, out, err), 0) << err.str();
