@@ -625,6 +625,8 @@ TEST(Iteration, MoeWithTensorParallelismNeedsSequenceParallelism) {
   d.dp = 32;
   d.etp = 1;
   EXPECT_NE(quick_estimate(dense, d).reject_reason.find("mixture-of-experts"), std::string::npos);
+}
+
 // Dropless routing (Megatron's default): the mean load equals drop-and-pad at capacity 1, but
 // the busiest rank of the EP group paces the expert GEMMs and the all-to-all. Bytes and FLOPs
 // stay the mean; only time grows, by kMoeExpertLoadImbalance - 1 = 0.3 of the expert work with

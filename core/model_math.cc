@@ -230,6 +230,11 @@ double layer_activation_bytes(const ModelShape& m, int64_t micro_batch, int64_t 
     // fp32 router probabilities of the T / tp tokens this rank routes (replicated over TP
     // without sequence parallelism, which Megatron's MoE layer does not allow with tp > 1).
     experts_local += 4.0 * f.routed_tokens * static_cast<double>(m.experts);
+    // The combine: unpermute weighs the returned expert outputs (E x cap rows, h wide) by their
+    // gates, so it keeps them for the gate gradient, and the fp32 top-k gates of the routed
+    // tokens (Megatron-Core moe_utils unpermute with probs; the CPU runtime's moe.cc keeps the same).
+    experts_local += e * f.dispatch_rows * h;
+    experts_local += 4.0 * f.routed_tokens * static_cast<double>(m.top_k);
   } else {
     split += e * T * static_cast<double>(m.ffn) * (m.gated_mlp ? 3.0 : 2.0);
   }

@@ -62,7 +62,14 @@ Expected<GptConfig> gpt_config_from(const ModelConfig& m) {
     c.capacity_factor = m.moe_capacity_factor;
     if (c.top_k > c.experts) problems.push_back({"/model/moe_top_k", "must be at most num_experts"});
     if (!(c.capacity_factor > 0)) problems.push_back({"/model/moe_capacity_factor", "must be positive"});
+    if (m.moe_dropless)
+      problems.push_back({"/model/moe_dropless", "the real runtime routes with a fixed expert capacity (drop and pad); "
+                                                 "leave moe_dropless out or false"});
   }
+  if (m.head_dim > 0 && m.num_attention_heads > 0 && m.head_dim * m.num_attention_heads != m.hidden_size)
+    problems.push_back({"/model/head_dim", "the real runtime's heads are hidden_size / num_attention_heads wide; found head_dim " +
+                                               std::to_string(m.head_dim) + " with " + std::to_string(m.num_attention_heads) +
+                                               " heads and hidden_size " + std::to_string(m.hidden_size)});
   c.hidden_dropout = m.hidden_dropout_p();
   c.attention_dropout = m.attention_dropout_p();
   if (c.num_layers <= 0 || c.hidden <= 0 || c.heads <= 0 || c.vocab <= 0 || c.seq <= 0)

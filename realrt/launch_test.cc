@@ -12,6 +12,7 @@
 #include "core/plan_io.h"
 #include "core/scenario_io.h"
 #include "realrt/cpu_runtime.h"
+#include "realrt/gpt.h"
 #include "realrt/reference.h"
 #include "realrt/run_io.h"
 
@@ -75,6 +76,32 @@ TEST(RunRealCpu, TrainsAnExpertParallelMoEScenario) {
   ASSERT_TRUE(find(*r) && find(est));
   EXPECT_EQ(find(*r)->bytes, find(est)->bytes);
   EXPECT_EQ(find(*r)->count, find(est)->count);
+}
+
+// Model keys the simulators honour but the runtime's GPT does not are refused by their path.
+TEST(GptConfig, ModelKeysTheRuntimeCannotHonourAreRefusedByPath) {
+  ModelConfig m;
+  m.architecture = Architecture::kGpt;
+  m.num_layers = 2;
+  m.hidden_size = 64;
+  m.num_attention_heads = 4;
+  m.vocab_size = 256;
+  m.seq_length = 16;
+  m.tie_embeddings = true;
+  ASSERT_TRUE(gpt_config_from(m).ok());
+  ModelConfig wide = m;
+  wide.head_dim = 32;  // 4 heads x 32 = 128 != hidden 64 (Qwen3-style)
+  ASSERT_FALSE(gpt_config_from(wide).ok());
+  EXPECT_EQ(gpt_config_from(wide).problems().front().where, "/model/head_dim");
+  wide.head_dim = 16;  // 4 x 16 = 64: the runtime's own width, accepted
+  EXPECT_TRUE(gpt_config_from(wide).ok());
+  ModelConfig moe = m;
+  moe.num_experts = 4;
+  moe.moe_top_k = 2;
+  ASSERT_TRUE(gpt_config_from(moe).ok());
+  moe.moe_dropless = true;  // the runtime pads to a fixed capacity
+  ASSERT_FALSE(gpt_config_from(moe).ok());
+  EXPECT_EQ(gpt_config_from(moe).problems().front().where, "/model/moe_dropless");
 }
 
 // Plans the MoE runtime cannot run are refused naming the plan key, before any rank trains.
