@@ -398,13 +398,20 @@ TEST(Iteration, RejectsPlansThatDoNotFitOrCannotRun) {
   EXPECT_EQ(r.iteration_time_s, 0);
 }
 
-TEST(Iteration, MixtureOfExpertsWithExpertParallelism) {
-  Scenario s = llama8b("H100-SXM", 64);
+// Llama-8B-shaped mixture of experts on 64 H100 (Mixtral-like routing: top-2, seq 4096, batch 256).
+Scenario moe_llama(int64_t experts, double capacity_factor = 1.0, int64_t gpus = 64) {
+  Scenario s = llama8b("H100-SXM", gpus);
   s.model.vocab_size = 32000;
   s.model.seq_length = 4096;
-  s.model.num_experts = 8;
+  s.model.num_experts = experts;
   s.model.moe_top_k = 2;
+  s.model.moe_capacity_factor = capacity_factor;
   s.training.global_batch_size = 256;
+  return s;
+}
+
+TEST(Iteration, MixtureOfExpertsWithExpertParallelism) {
+  Scenario s = moe_llama(8);
   Plan p;
   p.dp = 64;
   p.ep = 8;
@@ -452,11 +459,7 @@ TEST(Iteration, MixtureOfExpertsAllToAllMovesThePaddedCapacity) {
 // The capacity factor sizes every expert's buffer: ceil(cf x tokens x top_k / experts) rows
 // each, so the dispatch/combine all-to-all and the expert GEMMs grow with it.
 TEST(LayerCosts, CapacityFactorSizesTheAllToAllAndTheExperts) {
-  Scenario s = llama8b("H100-SXM", 64);
-  s.model.seq_length = 4096;
-  s.model.num_experts = 8;
-  s.model.moe_top_k = 2;
-  s.training.global_batch_size = 256;
+  Scenario s = moe_llama(8);
   Plan p;
   p.dp = 64;
   p.ep = 8;
@@ -484,16 +487,7 @@ TEST(LayerCosts, CapacityFactorSizesTheAllToAllAndTheExperts) {
 // and T_loc = T / tp routed tokens, cap = capacity(T_loc): dispatch / combine all-to-all of
 // E x cap x h elements over the EP group (2 forward, 2 backward), and with etp > 1 an all-gather
 // and a reduce-scatter of etp x E x cap x h elements over the expert-TP group (1 + 1 each way).
-Scenario moe_on(int64_t gpus) {
-  Scenario s = llama8b("H100-SXM", gpus);
-  s.model.vocab_size = 32000;
-  s.model.seq_length = 4096;
-  s.model.num_experts = 8;
-  s.model.moe_top_k = 2;
-  s.model.moe_capacity_factor = 1.25;
-  s.training.global_batch_size = 256;
-  return s;
-}
+Scenario moe_on(int64_t gpus) { return moe_llama(8, 1.25, gpus); }
 
 struct ExpertCase {
   int64_t tp, etp, ep, cp, mbs;
@@ -632,11 +626,7 @@ TEST(Iteration, MoeWithTensorParallelismNeedsSequenceParallelism) {
 // stay the mean; only time grows, by kMoeExpertLoadImbalance - 1 = 0.3 of the expert work with
 // one expert per rank, by 0.3 / sqrt(8) with eight, and not at all without expert parallelism.
 TEST(LayerCosts, DroplessImbalancePacesTheExpertParallelGroup) {
-  Scenario s = llama8b("H100-SXM", 64);
-  s.model.seq_length = 4096;
-  s.model.num_experts = 8;
-  s.model.moe_top_k = 2;
-  s.training.global_batch_size = 256;
+  Scenario s = moe_llama(8);
   Plan p;
   p.dp = 64;
   p.ep = 8;
@@ -688,12 +678,8 @@ TEST(LayerCosts, DroplessImbalancePacesTheExpertParallelGroup) {
 // chunks and back (two reads and writes of every routed row per pass); with one expert per
 // rank, or without expert parallelism, there is nothing to sort.
 TEST(LayerCosts, ChunkSortOnlyWithSeveralLocalExperts) {
-  Scenario s = llama8b("H100-SXM", 64);
-  s.model.seq_length = 4096;
-  s.model.num_experts = 64;
-  s.model.moe_top_k = 2;
+  Scenario s = moe_llama(64);
   s.model.moe_ffn_hidden_size = 1792;
-  s.training.global_batch_size = 256;
   Plan p;
   p.dp = 64;
   p.ep = 8;
