@@ -76,6 +76,9 @@ Times run_all(const Scenario& sc) {
   auto r = run_simgrid(sc, *graph, o);
   EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.problems().front().to_string());
   if (r) {
+    // The result comes back from the forked simulation process: it names the simulated plan.
+    EXPECT_EQ(r->plan.expert_tp(), plan->expert_tp()) << describe(*plan);
+    EXPECT_EQ(r->plan.ep, plan->ep) << describe(*plan);
     t.simgrid_s = r->iteration_time_s;
     t.simgrid_a2a = ep_all_to_all(*r);
     t.simgrid_etp = find_comm(*r, "all-gather", "etp");

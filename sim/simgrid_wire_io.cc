@@ -7,7 +7,7 @@ namespace {
 using nlohmann::json;
 
 json plan_json(const Plan& p) {
-  return json{{"tp", p.tp}, {"pp", p.pp}, {"dp", p.dp}, {"cp", p.cp}, {"ep", p.ep}, {"vpp", p.vpp},
+  return json{{"tp", p.tp}, {"pp", p.pp}, {"dp", p.dp}, {"cp", p.cp}, {"ep", p.ep}, {"etp", p.etp}, {"vpp", p.vpp},
               {"mbs", p.micro_batch_size}, {"schedule", static_cast<int>(p.schedule)},
               {"sp", p.sequence_parallel}, {"recompute", static_cast<int>(p.recompute)},
               {"zero", p.zero_stage}, {"ogr", p.overlap_grad_reduce}, {"opg", p.overlap_param_gather},
@@ -21,6 +21,7 @@ Plan plan_from(const json& j) {
   p.dp = j.at("dp");
   p.cp = j.at("cp");
   p.ep = j.at("ep");
+  p.etp = j.at("etp");
   p.vpp = j.at("vpp");
   p.micro_batch_size = j.at("mbs");
   p.schedule = static_cast<Schedule>(j.at("schedule").get<int>());

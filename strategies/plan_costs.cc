@@ -105,7 +105,7 @@ LoweringCosts lowering_costs(const Scenario& sc, const Plan& p) {
   const double last_extra = p.pp > 1 ? stage_parameters(m, p, p.pp - 1, 0).dense : 0.0;
 
   const int64_t dense_group = p.dp * p.cp;
-  const int64_t expert_group = dense_group / std::max<int64_t>(p.ep, 1);
+  const int64_t expert_group = group_size(GroupKind::kExpertDp, p);  // tp x dp x cp / (etp x ep)
   const GroupKind dense_kind = p.cp > 1 ? GroupKind::kDpCp : GroupKind::kDp;
   const GroupSpan dense_span = group_span(dense_kind, p, gpn);
   const GroupSpan expert_span = group_span(GroupKind::kExpertDp, p, gpn);

@@ -332,7 +332,9 @@ TEST(PlanCosts, ExpertTensorParallelLowersBetweenTheAllToAlls) {
 }
 
 TEST(PlanCosts, ExpertTpBelowTpUsesConsecutiveExpertParallelRanks) {
-  const Scenario s = small_moe(8);
+  // 16 micro-batches per replica: the data-parallel gradient tail, which the graph orders and
+  // the closed form overlaps, stays a small share of the step (the graph-vs-closed-form bound).
+  const Scenario s = small_moe(8, 64);
   Plan p;
   p.tp = 2;
   p.dp = 4;
@@ -358,6 +360,30 @@ TEST(PlanCosts, ExpertTpBelowTpUsesConsecutiveExpertParallelRanks) {
   }
   EXPECT_TRUE(a2a);
   EXPECT_NEAR(ratio(compare(s, p)), 1.0, 0.05);
+}
+
+// The graph's per-layer model states are the cost model's: with expert TP below TP the expert
+// optimizer states are sharded over the expert-DP group of tp x dp / (etp x ep) ranks, not dp / ep.
+TEST(PlanCosts, LayerStatesShardExpertsOverTheExpertDataParallelGroup) {
+  const Scenario s = small_moe(8);
+  const ModelShape m = model_shape(s.model);
+  for (int64_t etp : {1, 2}) {
+    for (int64_t zero : {1, 2, 3}) {
+      Plan p;
+      p.tp = 2;
+      p.dp = 4;
+      p.ep = 4;
+      p.etp = etp;
+      p.zero_stage = zero;
+      p.sequence_parallel = true;
+      const LoweringCosts c = lowering_costs(s, p);
+      const MemoryBreakdown one = stage_memory(m, s, p, 0, 1), none = stage_memory(m, s, p, 0, 0);
+      const std::string what = "etp " + std::to_string(etp) + " zero " + std::to_string(zero);
+      EXPECT_NEAR(c.layer_memory.optimizer, one.optimizer_bytes - none.optimizer_bytes, 1e-6 * one.optimizer_bytes) << what;
+      EXPECT_NEAR(c.layer_memory.gradients, one.gradients_bytes - none.gradients_bytes, 1e-6 * one.gradients_bytes) << what;
+      EXPECT_NEAR(c.layer_memory.weights, one.weights_bytes - none.weights_bytes, 1e-6 * one.weights_bytes) << what;
+    }
+  }
 }
 
 // Experts that dominate memory: 8 experts of FFN 65536 (805M parameters each per layer), EP
