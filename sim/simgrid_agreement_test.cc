@@ -146,9 +146,10 @@ TEST(SimgridAgreement, ExpertTimesPipelineTimesDataParallel) {
 // Expert tensor parallelism different from TP (Megatron's MoE parallel folding): the expert
 // block runs dispatch all-to-all (EP group, stride etp) -> ETP all-gather -> experts -> ETP
 // reduce-scatter -> combine all-to-all, all blocking, in both models. Measured 2026-11-30
-// (SimGrid / lowered graph / closed form): tp2 etp1 ep4 0.2224 / 0.2242 / 0.2203 s; tp1 etp2
-// ep2 (16 micro-batches) 0.3740 / 0.3737 / 0.3672 s; tp2 etp2 ep2 0.2332 / 0.2331 / 0.2294 s;
-// tp2 etp4 ep2 0.2463 / 0.2461 / 0.2432 s. 16 GPUs on two nodes of 8,
+// (SimGrid / lowered graph / closed form, with the router / dispatcher kernel costs and the
+// expert-DP gradient reduction): tp2 etp1 ep4 0.2311 / 0.2310 / 0.2268 s; tp1 etp2 ep2 (16
+// micro-batches) 0.3988 / 0.3986 / 0.3921 s; tp2 etp2 ep2 0.2451 / 0.2449 / 0.2410 s; tp2 etp4
+// ep2 0.2644 / 0.2643 / 0.2611 s. 16 GPUs on two nodes of 8,
 // 8 or more micro-batches per rank: with 2 to 4 the exposed tail of the dense DP all-reduce
 // across the two nodes (last layer, embedding) is 4-9 % of these short steps in the graph and
 // in SimGrid alike, which the closed form's overlap window hides (the gap of ExpertParallelOnly,
