@@ -2,37 +2,23 @@
 // plans with a parallelism the GPU runtime lacks, bad options. Runs everywhere (with or without
 // a GPU, with or without the GPU runtime built in).
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 
+#include "realrt/run_test_support.h"
+
 namespace {
 
-const std::string kData = std::string(MONARCH_SOURCE_DIR) + "/realrt/testdata/";
+using monarch::realrt::run_test::kData;
+using monarch::realrt::run_test::kTmp;
+using monarch::realrt::run_test::Launch;
 
-struct Launch {
-  int status = -1;
-  std::string log;  // stdout + stderr
-};
-
+// monarch-run on one rank, logged to run_test_tmp/gpu_cli_NAME.log.
 Launch run(const std::string& args, const std::string& name) {
-  const auto dir = std::filesystem::path(MONARCH_BINARY_DIR) / "realrt" / "gpu_cli_tmp";
-  std::filesystem::create_directories(dir);
-  const std::string log = (dir / (name + ".log")).string();
-  const std::string cmd = std::string("timeout 120 ") + MONARCH_MPIEXEC + " --allow-run-as-root -np 1 " + MONARCH_RUN +
-                          " " + args + " > " + log + " 2>&1";
-  const int raw = std::system(cmd.c_str());
-  Launch r;
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128;
-  std::ifstream f(log);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  r.log = ss.str();
-  return r;
+  return monarch::realrt::run_test::mpirun(1, args, "gpu_cli_" + name);
 }
 
 bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
@@ -68,7 +54,7 @@ TEST(MonarchRunGpu, RefusesABadInitMethodAndGpuOptionsOnTheCpu) {
 }
 
 TEST(MonarchRunGpu, TrainsOnOneGpuOrSaysThereIsNone) {
-  const auto out = std::filesystem::path(MONARCH_BINARY_DIR) / "realrt" / "gpu_cli_tmp" / "parity.json";
+  const auto out = std::filesystem::path(kTmp) / "gpu_cli_parity.json";
   std::filesystem::remove(out);
   const Launch r = run(kData + "gpu_parity_1gpu.json --device gpu --output " + out.string(), "one_gpu");
   if (r.status == 2 && has(r.log, "no usable GPU")) {
