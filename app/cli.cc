@@ -55,7 +55,7 @@ std::string presets_help() {
                   static_cast<long long>(m.config.vocab_size), static_cast<long long>(m.config.seq_length));
     o << line;
   }
-  o << "Scenario format: ../shared/spec/scenario.md and docs/scenario_extensions.md.\n"
+  o << "Scenario format: docs/spec/scenario.md and docs/scenario_extensions.md.\n"
        "Exit status: 0 success, 2 invalid scenario or option, 3 no plan fits.";
   return o.str();
 }
@@ -116,7 +116,7 @@ int main_cli(int argc, char** argv) {
   std::string val_backends;
   double max_mape = 0;
   auto* validate = app.add_subcommand("validate", "compare predictions with published measurements (calibration cases)");
-  validate->add_option("cases", val.cases_path, "cases file, e.g. ../shared/validation/calibration.json")
+  validate->add_option("cases", val.cases_path, "cases file, e.g. tests/data/validation/calibration.json")
       ->type_name("CASES.json")
       ->required();
   auto* max_mape_opt = validate->add_option("--max-mape", max_mape, "fail (exit 1) when the mean absolute percentage error exceeds PCT")

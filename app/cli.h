@@ -1,4 +1,4 @@
-// The monarch-sim command line (../shared/spec/cli.md), parsed with CLI11.
+// The monarch-sim command line (docs/spec/cli.md), parsed with CLI11.
 #pragma once
 
 namespace monarch::app {

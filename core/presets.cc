@@ -28,7 +28,7 @@ inline constexpr double kHdr200PerDirection_GBps = 25;
 inline constexpr double kNdr400PerDirection_GBps = 50;
 // Latencies: one-way small-message figures of the order NCCL's own tuning model uses
 // (NVIDIA/nccl src/graph/tuning.cc hwLat: NVLink hops 0.5-3.4 us, network hops ~5 us with the
-// LL protocol); the same values as the example in ../shared/spec/scenario.md.
+// LL protocol); the same values as the example in docs/spec/scenario.md.
 inline constexpr double kNvlinkLatency_us = 2;
 inline constexpr double kNetworkLatency_us = 5;
 // GPUs sharing one NVLink domain: 8 in HGX/DGX boards, 72 in a GB200 NVL72 rack.

@@ -1,5 +1,5 @@
 // Finished results of one backend for one plan, in the shape of the result file
-// (../shared/spec/cli.md). Backends produce them; the store, the CLI and the GUI consume them.
+// (docs/spec/cli.md). Backends produce them; the store, the CLI and the GUI consume them.
 #pragma once
 
 #include <cstdint>

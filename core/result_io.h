@@ -1,5 +1,5 @@
 // JSON form of plans and backend results, exactly the shapes of the result file
-// (../shared/spec/cli.md, "Result file"), plus a content hash used to deduplicate them.
+// (docs/spec/cli.md, "Result file"), plus a content hash used to deduplicate them.
 //
 // Writers emit every field of the structs in result.h. Readers:
 //  - plan_from_json is strict: every degree, the schedule, the recompute mode, sequence

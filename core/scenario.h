@@ -1,6 +1,6 @@
 // Typed, validated scenario: model, cluster, training settings and the parallel plan
 // constraints. Produced by scenario_io (the only place that knows JSON); consumed by every
-// layer above core. Field names follow ../shared/spec/scenario.md.
+// layer above core. Field names follow docs/spec/scenario.md.
 #pragma once
 
 #include <cstdint>

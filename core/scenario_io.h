@@ -1,4 +1,4 @@
-// Scenario files (../shared/spec/scenario.md and docs/scenario_extensions.md) <-> Scenario.
+// Scenario files (docs/spec/scenario.md and docs/scenario_extensions.md) <-> Scenario.
 // The only place that knows the JSON form of a scenario. Every problem a user can cause is
 // returned with the JSON path, the value found and what was expected; all problems are
 // collected, not just the first.

@@ -13,7 +13,7 @@ namespace monarch::testing_cases {
 
 using nlohmann::json;
 
-// A valid scenario: the example of ../shared/spec/scenario.md with every degree fixed.
+// A valid scenario: the example of docs/spec/scenario.md with every degree fixed.
 inline json base_scenario() {
   return json::parse(R"({
     "name": "gpt3-175b-on-64-a100",

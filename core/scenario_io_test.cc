@@ -438,8 +438,8 @@ TEST(ScenarioIo, DefaultBackendsIncludeSimgridOnlyWhenBuilt) {
 }
 
 TEST(ScenarioIo, EveryCalibrationScenarioLoads) {
-  std::ifstream in(std::string(MONARCH_SOURCE_DIR) + "/../shared/validation/calibration.json");
-  ASSERT_TRUE(in) << "../shared/validation/calibration.json";
+  std::ifstream in(std::string(MONARCH_SOURCE_DIR) + "/tests/data/validation/calibration.json");
+  ASSERT_TRUE(in) << "tests/data/validation/calibration.json";
   json cases = json::parse(in);
   ASSERT_FALSE(cases.empty());
   for (const auto& c : cases) {

@@ -1,7 +1,7 @@
 // `monarch-sim validate CASES.json [--max-mape PCT]`: predict published runs with the
 // analytical backend and compare.
 //
-// CASES.json is a JSON array (as ../shared/validation/calibration.json) of
+// CASES.json is a JSON array (as tests/data/validation/calibration.json) of
 //   { "id": "...", "scenario": { a scenario, spec/scenario.md },
 //     "target": { "metric": "iteration_time_s" | "tokens_per_s" | "mfu" |
 //                           "model_tflops_per_gpu", "value": <measured> }, ... }

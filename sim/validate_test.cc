@@ -13,7 +13,7 @@
 namespace monarch {
 namespace {
 
-const std::string kCalibration = std::string(MONARCH_SOURCE_DIR) + "/../shared/validation/calibration.json";
+const std::string kCalibration = std::string(MONARCH_SOURCE_DIR) + "/tests/data/validation/calibration.json";
 
 std::string write_temp(const std::string& name, const std::string& text) {
   const auto dir = std::filesystem::temp_directory_path() / "monarch_validate_test";

@@ -237,11 +237,11 @@ TEST_F(Cli, EmitPlanWritesAGraphForEveryRank) {
 }
 
 TEST_F(Cli, ValidateReportsTheErrorOfEveryCase) {
-  Result r = run({"validate", std::string(MONARCH_SOURCE_DIR) + "/../shared/validation/calibration.json"});
+  Result r = run({"validate", std::string(MONARCH_SOURCE_DIR) + "/tests/data/validation/calibration.json"});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("korthikanti-175B-seqpar+selective"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("MAPE"), std::string::npos) << r.out;
-  Result strict = run({"validate", std::string(MONARCH_SOURCE_DIR) + "/../shared/validation/calibration.json",
+  Result strict = run({"validate", std::string(MONARCH_SOURCE_DIR) + "/tests/data/validation/calibration.json",
                        "--max-mape", "0.001"});
   EXPECT_EQ(strict.status, 1) << "a bound no model meets fails";
 }

@@ -12,9 +12,10 @@ packages=(
   libsqlite3-dev sqlite3                         # results store
   libgtest-dev libgmock-dev libbenchmark-dev     # tests, benchmarks
   libsimgrid-dev                                 # SimGrid backend
-  qt6-base-dev qt6-charts-dev libgl-dev          # Qt 6 GUI (Widgets, Charts, Test, Concurrent)
+  qt6-base-dev qt6-charts-dev libgl-dev libqt6opengl6-dev  # Qt 6 GUI (Widgets, Charts, Test, Concurrent; Charts' CMake config needs Qt6OpenGL)
   libopenmpi-dev openmpi-bin openssh-client libopenblas-dev  # CPU runtime (MPI + BLAS; mpirun wants an rsh agent)
   jq                                             # tools/gpu_check.sh reads result files
+  python3                                        # tools/*.py scripts and the README checks
 )
 
 missing=()
