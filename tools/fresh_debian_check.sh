@@ -91,11 +91,8 @@ mounted=()
 # Every process whose root directory is the chroot, so that none is left running (and none
 # holds a mount) when the root goes away.
 chroot_pids() {
-  local p r
-  for p in /proc/[0-9]*; do
-    r=$(readlink "$p/root" 2>/dev/null) || continue
-    case "$r" in "$root"|"$root"/*) echo "${p#/proc/}" ;; esac
-  done
+  find /proc/[0-9]*/root -maxdepth 0 \( -lname "$root" -o -lname "$root/*" \) 2>/dev/null |
+    sed 's|^/proc/\([0-9]*\)/root$|\1|'
 }
 
 cleanup() {
