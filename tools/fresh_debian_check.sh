@@ -143,7 +143,8 @@ say "debootstrap took ${bootstrap_s} s; root holds $(chroot "$root" dpkg-query -
 
 # What a fresh Debian 12 install has: the release, its updates and its security archive.
 cat >"$root/etc/apt/sources.list" <<EOT
-deb $mirror bookworm bookworm-updates main
+deb $mirror bookworm main
+deb $mirror bookworm-updates main
 deb http://deb.debian.org/debian-security bookworm-security main
 EOT
 cp -L /etc/resolv.conf "$root/etc/resolv.conf"
