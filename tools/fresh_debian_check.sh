@@ -121,8 +121,8 @@ cleanup() {
   fi
 }
 trap cleanup EXIT
-trap 'say "interrupted"; exit 130' INT
-trap 'say "terminated"; exit 143' TERM HUP
+trap 'say "interrupted after ${SECONDS} s"; exit 130' INT
+trap 'say "terminated after ${SECONDS} s"; exit 143' TERM HUP
 
 mount_in_root() {  # mount_in_root TARGET MOUNT-ARGS...: mounts and remembers it for cleanup
   local target=$root$1; shift
