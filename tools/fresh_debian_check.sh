@@ -86,7 +86,7 @@ fi
 
 tmp=$(mktemp -d "$parent/monarch-fresh.XXXXXX") || { say "cannot make a directory under $parent"; exit 1; }
 root=$tmp/root
-mounted=()
+bootstrap_group=""
 
 # Every process whose root directory is the chroot, so that none is left running (and none
 # holds a mount) when the root goes away.
@@ -95,9 +95,21 @@ chroot_pids() {
     sed 's|^/proc/\([0-9]*\)/root$|\1|'
 }
 
+root_mounts() {
+  awk -v r="$root" '$2 == r || index($2, r "/") == 1 { print $2 }' /proc/self/mounts
+}
+
 cleanup() {
   trap - EXIT INT TERM HUP
   local pids i m
+  if [ -n "$bootstrap_group" ] && kill -TERM -- "-$bootstrap_group" 2>/dev/null; then
+    say "stopping debootstrap"
+    for i in $(seq 1 20); do
+      kill -0 -- "-$bootstrap_group" 2>/dev/null || break
+      sleep 0.5
+    done
+    kill -KILL -- "-$bootstrap_group" 2>/dev/null
+  fi
   pids=$(chroot_pids)
   if [ -n "$pids" ]; then
     say "stopping the processes still running in the root"
@@ -108,11 +120,11 @@ cleanup() {
     done
     pids=$(chroot_pids); [ -n "$pids" ] && kill -KILL $pids 2>/dev/null && sleep 1
   fi
-  for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do
-    m=${mounted[i]}
-    umount -R "$m" 2>/dev/null || umount -R -l "$m" 2>/dev/null || say "cannot unmount $m"
+  # Ours and any debootstrap left behind when interrupted, the deepest first.
+  for m in $(root_mounts | sort -r); do
+    umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null
   done
-  if grep -qF " $root/" /proc/self/mounts || grep -qF " $root " /proc/self/mounts; then
+  if [ -n "$(root_mounts)" ]; then
     say "something is still mounted under $root; leaving $tmp in place (unmount it, then delete it)"
   elif $keep; then
     say "kept the root (unmounted): $root"
@@ -124,20 +136,24 @@ trap cleanup EXIT
 trap 'say "interrupted after ${SECONDS} s"; exit 130' INT
 trap 'say "terminated after ${SECONDS} s"; exit 143' TERM HUP
 
-mount_in_root() {  # mount_in_root TARGET MOUNT-ARGS...: mounts and remembers it for cleanup
+mount_in_root() {  # mount_in_root TARGET MOUNT-ARGS...; cleanup unmounts it
   local target=$root$1; shift
   mkdir -p "$target"
   mount "$@" "$target" || { say "mount $* $target failed"; exit 1; }
-  mounted+=("$target")
 }
 
 start_s=$(date +%s)
 say "debootstrap --variant=minbase bookworm $root $mirror"
-if ! debootstrap --variant=minbase bookworm "$root" "$mirror" >"$tmp/debootstrap.log" 2>&1; then
+# Long commands run in the background and are waited for, so that the INT/TERM traps run at
+# once. debootstrap gets a process group of its own, which cleanup stops as a whole.
+setsid debootstrap --variant=minbase bookworm "$root" "$mirror" >"$tmp/debootstrap.log" 2>&1 &
+bootstrap_group=$!
+if ! wait "$bootstrap_group"; then
   tail -n 30 "$tmp/debootstrap.log" >&2
   say "debootstrap failed (log above)"
   exit 1
 fi
+bootstrap_group=""
 bootstrap_s=$(( $(date +%s) - start_s ))
 say "debootstrap took ${bootstrap_s} s; root holds $(chroot "$root" dpkg-query -W -f='.\n' | wc -l) packages"
 
@@ -162,9 +178,9 @@ mount --make-rslave "$root/dev"
 say "running the README's test command in the root:"
 echo "  $test_cmd" >&2
 cmd_start_s=$(date +%s)
-# A clean environment, as a login on the new machine would have. The command runs in the
-# background so that the INT/TERM traps run at once; --default-signal undoes the SIGINT
-# ignore a non-interactive shell gives background jobs, so Ctrl-C still reaches the command.
+# A clean environment, as a login on the new machine would have. --default-signal undoes the
+# SIGINT ignore a non-interactive shell gives background jobs, so Ctrl-C still reaches the
+# command.
 env -i --default-signal=INT,QUIT PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
   HOME=/root LANG=C.UTF-8 TERM="${TERM:-dumb}" \
   chroot "$root" /bin/bash -c 'cd /src/monarch-sim && eval "$1"' bash "$test_cmd" &
