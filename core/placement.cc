@@ -155,7 +155,7 @@ GroupSpan group_span(GroupKind kind, const Plan& p, int64_t gpus_per_node) {
   GroupSpan worst = first;
   const int64_t world = p.world_size();
   for (int64_t r = 0; r < world; ++r) {
-    if (group_base(kind, r, p) != r) continue;
+    if (group_base(kind, r, p) != r || r + (size - 1) * stride >= world) continue;  // not a group of the plan
     const GroupSpan s = strided_span(r, size, stride, g);
     if (s.nodes > worst.nodes || (s.nodes == worst.nodes && s.ranks_per_node < worst.ranks_per_node)) worst = s;
     worst.rail_aligned = worst.rail_aligned && s.rail_aligned;

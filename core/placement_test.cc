@@ -197,6 +197,9 @@ TEST(Placement, GroupsStraddlingAnNvlinkDomainAreSeen) {
   const GroupSpan t = group_span(GroupKind::kTp, tp16, 72);
   EXPECT_EQ(t.nodes, 2);
   EXPECT_EQ(t.ranks_per_node, 8);
+  // The embedding group (first and last stage) of pp 4 on one 4-GPU node stays on it.
+  EXPECT_EQ(group_span(GroupKind::kEmbedding, make_plan(1, 1, 1, 4), 4).nodes, 1);
+  EXPECT_EQ(group_span(GroupKind::kEmbedding, make_plan(1, 1, 2, 4), 4).nodes, 2);
   // Power-of-two layouts on 8-GPU nodes keep rank 0's shape.
   EXPECT_EQ(group_span(GroupKind::kTp, tp16, 8).nodes, 2);
   EXPECT_EQ(group_span(GroupKind::kTp, tp8, 8).nodes, 1);
