@@ -55,7 +55,8 @@ std::string presets_help() {
                   static_cast<long long>(m.config.vocab_size), static_cast<long long>(m.config.seq_length));
     o << line;
   }
-  o << "Scenario format: docs/spec/scenario.md and docs/scenario_extensions.md.\n"
+  o << "Scenario format: docs/spec/scenario.md and docs/scenario_extensions.md; command line and result\n"
+       "file: docs/spec/cli.md.\n"
        "Exit status: 0 success, 2 invalid scenario or option, 3 no plan fits.";
   return o.str();
 }

@@ -1,10 +1,30 @@
-# monarch_feature(NAME "description" "debian packages")
+# monarch_feature(NAME "description" "debian packages" [OUTSIDE_DEBIAN])
 #   Declares MONARCH_WITH_<NAME> as AUTO (default), ON or OFF. After the probe,
 #   monarch_feature_found(NAME found) sets MONARCH_WITH_<NAME> to ON/OFF, and fails configure
 #   when the feature was asked for explicitly (ON) but is missing, naming the packages.
+#   OUTSIDE_DEBIAN: its dependencies do not come from Debian (the CUDA toolkit), so a Debian 12
+#   machine with tools/install_deps.sh run need not build it; every other part it must build.
 set(MONARCH_FEATURES "")
+set(MONARCH_FEATURES_FROM_DEBIAN "")
+# The configure summary as a file, one feature a line: NAME;ON|OFF;description;packages.
+# tests/features_test reads it (cmake/MonarchCheckFeatures.cmake).
+set(MONARCH_FEATURES_FILE ${PROJECT_BINARY_DIR}/monarch_features.txt)
+
+# monarch_require(PACKAGE "debian packages" [find_package arguments...]): find_package for a
+# dependency every build needs; when it is missing, configure fails naming the packages.
+macro(monarch_require package packages)
+  find_package(${package} ${ARGN} QUIET)
+  if(NOT ${package}_FOUND)
+    string(STRIP "${package} ${ARGN}" _monarch_wanted)
+    message(FATAL_ERROR "${_monarch_wanted} was not found. Install: ${packages} (tools/install_deps.sh does it).")
+  endif()
+endmacro()
 
 function(monarch_feature name description packages)
+  cmake_parse_arguments(F "OUTSIDE_DEBIAN" "" "" ${ARGN})
+  if(NOT F_OUTSIDE_DEBIAN)
+    set(MONARCH_FEATURES_FROM_DEBIAN ${MONARCH_FEATURES_FROM_DEBIAN} ${name} PARENT_SCOPE)
+  endif()
   set(MONARCH_WITH_${name} AUTO CACHE STRING "${description}: AUTO, ON or OFF")
   set_property(CACHE MONARCH_WITH_${name} PROPERTY STRINGS AUTO ON OFF)
   set(MONARCH_${name}_DESCRIPTION "${description}" PARENT_SCOPE)
@@ -28,6 +48,25 @@ function(monarch_feature_found name found)
   endif()
 endfunction()
 
+# monarch_write_features(FILE [MISSING NAME...]): writes the configure summary to FILE in the
+# format of MONARCH_FEATURES_FILE; the features named after MISSING are written OFF (what a
+# build without them would write: the features test checks that the check fails on it).
+function(monarch_write_features file)
+  cmake_parse_arguments(W "" "" "MISSING" ${ARGN})
+  set(text "")
+  foreach(name ${MONARCH_FEATURES})
+    if(MONARCH_WITH_${name} AND NOT name IN_LIST W_MISSING)
+      set(state ON)
+    else()
+      set(state OFF)
+    endif()
+    string(APPEND text "${name};${state};${MONARCH_${name}_DESCRIPTION};${MONARCH_${name}_PACKAGES}\n")
+  endforeach()
+  file(WRITE ${file} "${text}")
+endfunction()
+
+# Prints which optional parts this build has and writes the same summary to
+# MONARCH_FEATURES_FILE.
 function(monarch_print_features)
   message(STATUS "")
   message(STATUS "monarch-sim features:")
@@ -40,4 +79,5 @@ function(monarch_print_features)
     message(STATUS "  ${state} ${MONARCH_${name}_DESCRIPTION}  (MONARCH_WITH_${name}=${MONARCH_${name}_WANTED})")
   endforeach()
   message(STATUS "")
+  monarch_write_features(${MONARCH_FEATURES_FILE})
 endfunction()

@@ -98,6 +98,20 @@ TEST_F(Cli, HelpListsTheOptionsAndPresets) {
     EXPECT_NE(r.out.find(s), std::string::npos) << s;
 }
 
+// A clone is all a user has: every document --help names is in the repository.
+TEST_F(Cli, HelpPointsAtDocumentsInTheRepository) {
+  Result r = run({"--help"});
+  ASSERT_EQ(r.status, 0);
+  std::set<std::string> docs;
+  for (size_t at = r.out.find("docs/"); at != std::string::npos; at = r.out.find("docs/", at + 1)) {
+    const size_t end = r.out.find(".md", at);
+    ASSERT_NE(end, std::string::npos) << r.out.substr(at, 40);
+    docs.insert(r.out.substr(at, end + 3 - at));
+  }
+  for (const char* d : {"docs/spec/scenario.md", "docs/spec/cli.md"}) EXPECT_EQ(docs.count(d), 1u) << d;
+  for (const auto& d : docs) EXPECT_TRUE(fs::is_regular_file(fs::path(MONARCH_SOURCE_DIR) / d)) << d;
+}
+
 TEST_F(Cli, SetOverridesConstrainTheSearch) {
   const std::string out = (dir_ / "result.json").string();
   Result r = run({scenario("default.json"), "--no-db", "--backend", "analytical", "--set", "parallelism.tp=8",

@@ -13,9 +13,11 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev     # tests, benchmarks
   libsimgrid-dev                                 # SimGrid backend
   qt6-base-dev qt6-charts-dev libgl-dev libqt6opengl6-dev  # Qt 6 GUI (Widgets, Charts, Test, Concurrent; Charts' CMake config needs Qt6OpenGL)
+  fonts-dejavu-core                              # the GUI's text offscreen (tests, --screenshot)
   libopenmpi-dev openmpi-bin openssh-client libopenblas-dev  # CPU runtime (MPI + BLAS; mpirun wants an rsh agent)
   jq                                             # tools/gpu_check.sh reads result files
   python3                                        # tools/*.py scripts and the README checks
+  time debootstrap                               # tools/bench_scenarios.sh (GNU time), tools/fresh_debian_check.sh
 )
 
 missing=()

@@ -1,0 +1,41 @@
+# cmake -DSUMMARY=FILE -DREQUIRED="NAME;..." -P MonarchCheckFeatures.cmake
+# Fails (exit status 1) unless every feature named in REQUIRED is ON in the configure summary
+# FILE (written by monarch_write_features, cmake/MonarchFeatures.cmake); the error names each
+# missing part, the Debian packages it needs and the option that makes its absence a configure
+# error.
+cmake_minimum_required(VERSION 3.25)
+if(NOT DEFINED SUMMARY OR NOT DEFINED REQUIRED)
+  message(FATAL_ERROR "usage: cmake -DSUMMARY=FILE -DREQUIRED=\"NAME;...\" -P ${CMAKE_CURRENT_LIST_FILE}")
+endif()
+if(NOT EXISTS "${SUMMARY}")
+  message(FATAL_ERROR "${SUMMARY}: no configure summary (configure the build first)")
+endif()
+
+file(STRINGS "${SUMMARY}" lines)
+set(seen "")
+set(missing "")
+foreach(line IN LISTS lines)
+  list(LENGTH line fields)
+  if(NOT fields EQUAL 4)
+    message(FATAL_ERROR "${SUMMARY}: malformed line '${line}' (want NAME;ON|OFF;description;packages)")
+  endif()
+  list(GET line 0 name)
+  list(GET line 1 state)
+  list(GET line 2 description)
+  list(GET line 3 packages)
+  list(APPEND seen ${name})
+  if(name IN_LIST REQUIRED AND NOT state STREQUAL "ON")
+    string(APPEND missing "\n  ${description} (MONARCH_WITH_${name}) is OFF: install ${packages} "
+                          "(tools/install_deps.sh) and configure with -DMONARCH_WITH_${name}=ON")
+  endif()
+endforeach()
+foreach(name IN LISTS REQUIRED)
+  if(NOT name IN_LIST seen)
+    string(APPEND missing "\n  MONARCH_WITH_${name} is not in the summary at all")
+  endif()
+endforeach()
+if(missing)
+  message(FATAL_ERROR "${SUMMARY}: parts every Debian 12 build must have are missing:${missing}")
+endif()
+list(JOIN REQUIRED ", " names)
+message(STATUS "${SUMMARY}: every Debian part is ON (${names})")
