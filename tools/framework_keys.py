@@ -139,14 +139,28 @@ def factory_flags(text, classes):
     dataclass: --field-name, or --no-field-name and --disable-field-name for a bool whose default
     is True; argparse_meta arg_names replace them."""
     flags = []
-    for node in ast.walk(ast.parse(text)):
+    tree = ast.parse(text)
+    # exclude=NAME: the list assigned to NAME in the same function.
+    lists = {}
+    for fn in ast.walk(tree):
+        if isinstance(fn, ast.FunctionDef):
+            for node in ast.walk(fn):
+                if isinstance(node, ast.Assign) and isinstance(node.value, ast.List):
+                    for t in node.targets:
+                        if isinstance(t, ast.Name):
+                            lists[(fn.name, t.id)] = node.value
+    calls = [(fn.name, node) for fn in ast.walk(tree) if isinstance(fn, ast.FunctionDef) for node in ast.walk(fn)]
+    for fn_name, node in calls:
         if not (isinstance(node, ast.Call) and getattr(node.func, "id", "") == "ArgumentGroupFactory"):
             continue
         cls = ann_name(node.args[0])
         exclude = set()
         for kw in node.keywords:
-            if kw.arg == "exclude" and isinstance(kw.value, (ast.List, ast.Name)):
-                exclude = {e.value for e in getattr(kw.value, "elts", []) if isinstance(e, ast.Constant)}
+            value = kw.value
+            if kw.arg == "exclude" and isinstance(value, ast.Name):
+                value = lists.get((fn_name, value.id), value)
+            if kw.arg == "exclude" and isinstance(value, ast.List):
+                exclude = {e.value for e in value.elts if isinstance(e, ast.Constant)}
         for name, annotation, default in classes.fields(cls):
             if name in exclude:
                 continue
