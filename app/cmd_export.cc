@@ -50,7 +50,8 @@ Expected<Chosen> read_chosen(const std::string& path, int64_t rank) {
     return Expected<Chosen>::fail(path + ": /format", "found \"" + format +
                                                            "\", expected a result file (monarch-sim-result/1, --output) "
                                                            "or a plan file (monarch-plan/2, --emit-plan)");
-  auto scenario = scenario_from_json(j->value("scenario", json::object()), std::filesystem::path(path).parent_path().string());
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  auto scenario = scenario_from_json(j->value("scenario", json::object()), dir.empty() ? "." : dir);
   if (!scenario) {
     Problems p = scenario.problems();
     for (auto& x : p) x.where = path + ": /scenario" + x.where;

@@ -325,7 +325,8 @@ void export_megatron(const Scenario& s, const Plan& p, Problems& refuse, Exporte
       refuse.push_back({where, "the plan does not say how its " + str(s.model.num_layers) + " layers split over " +
                                str(p.pp * p.vpp) + " pipeline stages (plan.layers_per_stage is empty)"});
     } else if (!all_equal(chunks)) {
-      // First and last stage set apart, the middle even: Megatron's two flags; else the layout.
+      // First and last stage set apart, the middle even: Megatron's first/last-stage flags;
+      // else the layout.
       const std::vector<int64_t> middle(chunks.begin() + 1, chunks.end() - 1);
       if (p.vpp == 1 && p.pp > 2 && all_equal(middle)) {
         if (chunks.front() != middle.front()) f.add("--decoder-first-pipeline-num-layers", str(chunks.front()));
@@ -336,6 +337,10 @@ void export_megatron(const Scenario& s, const Plan& p, Problems& refuse, Exporte
         f.add("--pipeline-model-parallel-layout", quoted(megatron_layout(chunks)));
       }
     }
+  }
+  if (p.pp > 1 && p.layers_per_stage.empty()) {  // the scenario's split rule, as Megatron's flags
+    if (s.parallelism.account_for_embedding) f.add("--account-for-embedding-in-pipeline-split");
+    if (s.parallelism.account_for_loss) f.add("--account-for-loss-in-pipeline-split");
   }
   if (p.zero_stage == 1) f.add("--use-distributed-optimizer");
   if (p.zero_stage >= 2) {  // Megatron FSDP (megatron/core/distributed/fsdp)
@@ -487,6 +492,10 @@ void export_bridge(const Scenario& s, const Plan& p, Problems& refuse, ExportedC
     else if (!all_equal(chunks))
       set("model.pipeline_model_parallel_layout", quoted(megatron_layout(chunks)));
   }
+  if (p.pp > 1 && p.layers_per_stage.empty()) {
+    if (s.parallelism.account_for_embedding) set("model.account_for_embedding_in_pipeline_split", "true");
+    if (s.parallelism.account_for_loss) set("model.account_for_loss_in_pipeline_split", "true");
+  }
   if (p.recompute == Recompute::kSelective) set("model.recompute_granularity", "selective");
   if (p.recompute == Recompute::kFull) {
     set("model.recompute_granularity", "full");
@@ -634,17 +643,6 @@ class Importer {
   const Setting* setting(const std::string& key) { return given_.find(key); }
 
   void assign(const std::string& path, const std::string& json_value) {
-    // Scenario keys this build's scenario format does not have: reported, not assigned.
-    static const char* kAbsent[] = {"training.framework", "parallelism.layers_per_stage",
-                                    "parallelism.account_for_embedding_in_pipeline_split",
-                                    "parallelism.account_for_loss_in_pipeline_split"};
-    for (const char* a : kAbsent)
-      if (path == a) {
-        out_.left_out.push_back((given_.last_where().empty() ? "(implied)" : given_.last_where()) + ": " + path + "=" +
-                                json_value + ": the scenario format has no " + path + "; left out");
-        given_.forget_where();
-        return;
-      }
     out_.assignments.push_back(path + "=" + json_value);
     out_.assignment_places.push_back(given_.last_where());
     given_.forget_where();

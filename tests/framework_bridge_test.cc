@@ -184,6 +184,8 @@ TEST(FrameworkExport, TheKeyListsHoldTheKeysTheIssueNames) {
 
 // The plan an imported scenario fixes must be the exported plan.
 void expect_same_plan(const Case& c, ConfigFormat f, const Scenario& got) {
+  if (f == ConfigFormat::kTorchtitan) EXPECT_EQ(got.training.framework, Framework::kTorchtitan);
+  if (f == ConfigFormat::kDeepspeed) EXPECT_EQ(got.training.framework, Framework::kDeepspeed);
   const std::string what = c.name + " via " + to_string(f);
   const ParallelismConstraints& p = got.parallelism;
   const Plan& want = c.plan;
@@ -201,6 +203,14 @@ void expect_same_plan(const Case& c, ConfigFormat f, const Scenario& got) {
   EXPECT_EQ(p.zero_stage.value_or(0), want.zero_stage) << what;
   if (want.pp > 1) {
     EXPECT_EQ(p.schedule.value_or(want.vpp > 1 ? Schedule::kInterleaved : Schedule::kOneFOneB), want.schedule) << what;
+  }
+  // Layers of every model chunk: the plan's uneven split comes back as layers_per_stage; an
+  // even split stays automatic.
+  if (!want.layers_per_stage.empty()) {
+    ASSERT_TRUE(p.layers_per_stage.has_value()) << what;
+    EXPECT_EQ(*p.layers_per_stage, want.layers_per_stage) << what;
+  } else {
+    EXPECT_FALSE(p.layers_per_stage.has_value()) << what;
   }
   EXPECT_EQ(got.training.micro_batch_size.value_or(-1), want.micro_batch_size) << what;
   EXPECT_EQ(got.training.global_batch_size, c.scenario.training.global_batch_size) << what;
