@@ -358,6 +358,15 @@ Expected<ImportResult> import_framework_config(const std::string& path, const Im
       num_layers = p->config.num_layers;
     } else if (options.model.find(".json") != std::string::npos) {
       model_assignments.push_back("model.hf_config=" + json(options.model).dump());
+      // The layer count torchtitan's stage split needs (the full config is read and checked by
+      // scenario_from_json below).
+      if (auto text = read_text(options.model)) {
+        auto hf = parse_json_text(*text, options.model);
+        if (hf && hf->is_object()) {
+          const json& n = hf->contains("num_hidden_layers") ? (*hf)["num_hidden_layers"] : (*hf)["n_layer"];
+          if (n.is_number_integer()) num_layers = n.get<int64_t>();
+        }
+      }
     } else {
       return Expected<ImportResult>::fail("--model", "found \"" + options.model + "\", expected a model preset (" +
                                                          [] {
