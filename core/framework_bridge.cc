@@ -8,6 +8,7 @@
 #include <regex>
 #include <sstream>
 
+#include "core/model_math.h"
 #include "core/presets.h"
 
 namespace monarch {
@@ -24,25 +25,9 @@ std::string num(double v) {
 std::string quoted(const std::string& s) { return "\"" + s + "\""; }
 
 // Transformer layers of every model chunk (virtual stage), pp x vpp of them in model order
-// (chunk c of pipeline stage s at c x pp + s, Megatron's and torchtitan's loop order); empty
-// when the plan does not say how an uneven number of layers is split.
-std::vector<int64_t> chunk_layers(const Scenario& s, const Plan& p) {
-  const int64_t stages = p.pp * p.vpp;
-  const auto given = static_cast<int64_t>(p.layers_per_stage.size());
-  if (given == stages) return p.layers_per_stage;
-  if (given == p.pp && p.vpp > 1) {  // each stage's layers over its chunks, earlier chunks first
-    std::vector<int64_t> out(static_cast<size_t>(stages));
-    for (int64_t st = 0; st < p.pp; ++st)
-      for (int64_t c = 0; c < p.vpp; ++c) {
-        const int64_t n = p.layers_per_stage[static_cast<size_t>(st)];
-        out[static_cast<size_t>(c * p.pp + st)] = n / p.vpp + (c < n % p.vpp ? 1 : 0);
-      }
-    return out;
-  }
-  if (given == 0 && s.model.num_layers % stages == 0)
-    return std::vector<int64_t>(static_cast<size_t>(stages), s.model.num_layers / stages);
-  return {};
-}
+// (chunk c of pipeline stage s at c x pp + s, Megatron's and torchtitan's loop order): the
+// plan's split, else the one default rule (core/model_math.h).
+std::vector<int64_t> chunk_layers(const Scenario& s, const Plan& p) { return virtual_stage_layers(s.model.num_layers, p); }
 
 bool all_equal(const std::vector<int64_t>& v) {
   return std::adjacent_find(v.begin(), v.end(), std::not_equal_to<>()) == v.end();
