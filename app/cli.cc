@@ -96,7 +96,7 @@ int main_cli(int argc, char** argv) {
   RunOptions run;
   std::string backend_list;
   int64_t top_k = 0;
-  app.add_option("scenario", run.scenario_path, "scenario file (JSON)")->type_name("SCENARIO.json");
+  app.add_option("scenario", run.scenario_path, "scenario file (JSON); - reads it from standard input")->type_name("SCENARIO.json");
   auto* backend_opt = app.add_option("--backend", backend_list, "analytical,simgrid,real-cpu,real-gpu (overrides the scenario's \"backends\")")
       ->type_name("LIST");
   app.add_option("--output", run.output_path, "write the result file")->type_name("FILE.json");
@@ -124,6 +124,35 @@ int main_cli(int argc, char** argv) {
                            ->type_name("PCT")
                            ->check(CLI::PositiveNumber);
   auto* val_backend_opt = validate->add_option("--backend", val_backends, "backends to validate")->type_name("LIST");
+
+  // export / import: framework configs (core/framework_bridge.h).
+  ExportOptions exp;
+  int64_t export_rank = 1;
+  auto* export_cmd = app.add_subcommand("export", "the chosen (or --rank N) plan as a torchtitan, Megatron-LM, DeepSpeed or Megatron-Bridge config");
+  export_cmd->add_option("input", exp.input_path, "a result file (--output) or a plan file (--emit-plan)")
+      ->type_name("RESULT.json|PLAN.json")
+      ->required();
+  export_cmd->add_option("--to", exp.to, "torchtitan | megatron | deepspeed | megatron-bridge")->type_name("FORMAT")->required();
+  auto* export_rank_opt = export_cmd->add_option("--rank", export_rank, "the N-th ranked plan (default 1)")
+                              ->type_name("N")
+                              ->check(CLI::Range(int64_t{1}, kMaxTopK));
+  export_cmd->add_option("--output", exp.output_path, "write the config here (default: stdout)")->type_name("FILE");
+
+  ImportCliOptions imp;
+  auto* import_cmd = app.add_subcommand("import", "a torchtitan TOML, Megatron argument list, DeepSpeed JSON or Megatron-Bridge overrides as a scenario");
+  import_cmd->add_option("config", imp.config_path, "the framework config")->type_name("FILE")->required();
+  import_cmd->add_option("--format", imp.format, "torchtitan | megatron | deepspeed | megatron-bridge (default: guessed)")->type_name("F");
+  import_cmd->add_option("--output", imp.output_path, "write the scenario here (default: stdout)")->type_name("FILE.json");
+  import_cmd->add_option("--name", imp.name, "scenario name (default: the file's name)");
+  import_cmd->add_option("--model", imp.model, "the model, when the config names it by a flavor or recipe: a preset or a Hugging Face config.json")
+      ->type_name("PRESET|FILE");
+  auto* cluster_opt = import_cmd->add_option("--cluster", imp.cluster_path, "the cluster: a scenario or a cluster object (JSON)")->type_name("FILE");
+  import_cmd->add_option("--gpu", imp.gpu, "GPU preset (default H100-SXM)")->type_name("NAME")->excludes(cluster_opt);
+  import_cmd->add_option("--num-gpus", imp.num_gpus, "GPUs the config runs on")->type_name("N")->check(CLI::Range(int64_t{1}, kMaxNumGpus));
+  import_cmd->add_option("--gpus-per-node", imp.gpus_per_node, "GPUs per node (default: the GPU preset's)")
+      ->type_name("N")
+      ->check(CLI::Range(int64_t{1}, kMaxGpusPerNode))
+      ->excludes(cluster_opt);
 
   // runs: everything after "runs" goes to the store's own parser (results/runs_command.h).
   auto* runs_cmd = app.add_subcommand("runs", "the results store: runs list [--scenario NAME] [--backend B] | show ID | compare ID ID | export [--format csv|json]");
@@ -175,6 +204,11 @@ int main_cli(int argc, char** argv) {
     val.quiet = run.quiet;
     return cmd_validate(val);
   }
+  if (*export_cmd) {
+    if (*export_rank_opt) exp.rank = export_rank;
+    return cmd_export(exp);
+  }
+  if (*import_cmd) return cmd_import(imp);
   if (*runs_cmd) {
     RunsOptions runs;
     runs.args = runs_cmd->remaining();

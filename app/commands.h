@@ -58,6 +58,33 @@ struct RunsOptions {
 };
 int cmd_runs(const RunsOptions&);
 
+// monarch-sim export RESULT.json|PLAN.json --to FORMAT [--rank N] [--output FILE]
+struct ExportOptions {
+  std::string input_path;
+  std::string to;              // torchtitan | megatron | deepspeed | megatron-bridge
+  std::optional<int64_t> rank;  // --rank; absent = 1 (the best plan)
+  std::string output_path;     // --output; empty = stdout
+};
+int cmd_export(const ExportOptions&);
+
+// monarch-sim import FILE [--format F] [--output FILE] [--gpu G --num-gpus N | --cluster FILE]
+struct ImportCliOptions {
+  std::string config_path;
+  std::string format;        // --format; empty = guessed from the file
+  std::string output_path;   // --output; empty = stdout
+  std::string name;          // --name
+  std::string model;         // --model PRESET|config.json
+  std::string cluster_path;  // --cluster
+  std::string gpu;           // --gpu
+  int64_t num_gpus = 0;      // --num-gpus
+  int64_t gpus_per_node = 0;  // --gpus-per-node
+};
+int cmd_import(const ImportCliOptions&);
+
+// Writes `text` to `path` through a temporary file renamed into place (nothing half-written);
+// returns "" or what went wrong.
+std::string write_file_atomically(const std::string& path, const std::string& text);
+
 // Prints one problem line per item to stderr: "monarch-sim: error: WHERE: MESSAGE".
 void print_error(const std::string& where, const std::string& message);
 

@@ -1252,11 +1252,14 @@ Expected<nlohmann::json> parse_json_text(std::string_view text, const std::strin
 
 Expected<Scenario> read_scenario_file(const std::string& path, const std::vector<std::string>& overrides) {
   Ctx ctx;
-  auto text = read_text_file(ctx, path, path, "scenario file");
+  // "-": the scenario on standard input (`monarch-sim import cfg.toml --num-gpus 64 | monarch-sim -`);
+  // its relative paths resolve from the working directory.
+  const bool from_stdin = path == "-";
+  auto text = read_text_file(ctx, from_stdin ? "/dev/stdin" : path, from_stdin ? "<stdin>" : path, "scenario file");
   if (!text) return ctx.problems();
-  auto parsed = parse_json_text(*text, path);
+  auto parsed = parse_json_text(*text, from_stdin ? "<stdin>" : path);
   if (!parsed) return parsed.problems();
-  std::filesystem::path p(path);
+  std::filesystem::path p(from_stdin ? "stdin" : path);
   std::string base = p.has_parent_path() ? p.parent_path().string() : ".";
   auto s = scenario_from_json(*parsed, base, overrides);
   if (!s) {

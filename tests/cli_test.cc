@@ -450,3 +450,54 @@ TEST_F(Cli, DlrmRealCpuTrainsTheChosenShardingNextToItsPrediction) {
 #endif
 
 }  // namespace
+
+namespace {
+
+// `monarch-sim import cfg.toml ... | monarch-sim -`: an existing torchtitan config predicted in
+// one line; then the chosen plan exported, and a plan the target cannot express refused with
+// nothing written.
+TEST_F(Cli, ImportPipesIntoARunAndExportWritesOrRefuses) {
+  const std::string toml = std::string(MONARCH_SOURCE_DIR) + "/tests/data/frameworks/torchtitan_llama3_8b.toml";
+  const std::string result = (dir_ / "result.json").string();
+  const std::string cmd = quote(MONARCH_SIM_BIN) + " import " + quote(toml) + " --gpu A100-80GB --num-gpus 64 2>/dev/null | " +
+                          quote(MONARCH_SIM_BIN) + " - --backend analytical --no-db --quiet --output " + quote(result);
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  const json r = json::parse(slurp(result));
+  EXPECT_EQ(r["results"][0]["plan"]["data_parallel_degree"], 64);
+  EXPECT_EQ(r["results"][0]["plan"]["zero_stage"], 3);
+
+  const std::string script = (dir_ / "train.sh").string();
+  Result ok = run({"export", result, "--to", "megatron", "--output", script});
+  ASSERT_EQ(ok.status, 0) << ok.err;
+  EXPECT_NE(slurp(script).find("--use-megatron-fsdp"), std::string::npos);
+
+  const std::string toml_out = (dir_ / "out.toml").string();
+  Result tt = run({"export", result, "--to", "torchtitan", "--output", toml_out});
+  ASSERT_EQ(tt.status, 0) << tt.err;
+  EXPECT_NE(slurp(toml_out).find("data_parallel_shard_degree = 64"), std::string::npos);
+
+  Result bad = run({"export", result, "--to", "mxnet"});
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("--to"), std::string::npos);
+  Result rank = run({"export", result, "--to", "megatron", "--rank", "9"});
+  EXPECT_EQ(rank.status, 2);
+  EXPECT_NE(rank.err.find("--rank"), std::string::npos);
+
+  // An interleaved plan: DeepSpeed's pipeline engine cannot run it; exit 2, nothing written.
+  const std::string scen = write("interleaved.json", R"({"name": "i", "model": {"preset": "llama3-70b"},
+    "cluster": {"gpu": "H100-SXM", "num_gpus": 64, "gpus_per_node": 8},
+    "training": {"global_batch_size": 64, "micro_batch_size": 1, "precision": "bf16"},
+    "parallelism": {"tp": 8, "pp": 4, "vpp": 2, "sequence_parallel": true, "zero_stage": 1}})");
+  const std::string result2 = (dir_ / "result2.json").string();
+  ASSERT_EQ(run({scen, "--backend", "analytical", "--no-db", "--quiet", "--output", result2}).status, 0);
+  const std::string ds = (dir_ / "ds.sh").string();
+  Result refused = run({"export", result2, "--to", "deepspeed", "--output", ds});
+  EXPECT_EQ(refused.status, 2);
+  EXPECT_NE(refused.err.find("interleaved"), std::string::npos) << refused.err;
+  EXPECT_FALSE(fs::exists(ds));
+  Result missing = run({"import", toml});
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.err.find("--num-gpus"), std::string::npos);
+}
+
+}  // namespace

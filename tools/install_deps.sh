@@ -9,6 +9,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config git           # toolchain (CMake 3.25 in Debian 12)
   nlohmann-json3-dev libcli11-dev                # JSON, command line
+  libtomlplusplus-dev                            # TOML (torchtitan job configs)
   libsqlite3-dev sqlite3                         # results store
   libgtest-dev libgmock-dev libbenchmark-dev     # tests, benchmarks
   libsimgrid-dev                                 # SimGrid backend

@@ -339,6 +339,7 @@ bool MainWindow::start_search() {
       const size_t n = out->ranked.size();
       const size_t nr = out->rejected.size();
       plans_->set_search(std::move(out->ranked), std::move(out->rejected));
+      plans_->set_scenario(scenario);
       timeline_->clear(QStringLiteral("No timeline yet: select a plan and press \"Simulate selected plan with SimGrid\"."));
       show_message(QStringLiteral("Search done: %1 plan(s) ranked, %2 rejected (%3).")
                        .arg(n)

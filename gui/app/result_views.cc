@@ -5,6 +5,11 @@
 #include <QChart>
 #include <QChartView>
 #include <QCheckBox>
+#include <QFileDialog>
+#include <QMenu>
+#include <QMessageBox>
+#include <QSaveFile>
+#include <QToolButton>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QHorizontalBarSeries>
@@ -66,8 +71,21 @@ PlansView::PlansView(QWidget* parent) : QWidget(parent) {
   filter->setPlaceholderText(QStringLiteral("Filter: text in any column (e.g. interleaved, selective)"));
   filter->setClearButtonEnabled(true);
   auto* fits = new QCheckBox(QStringLiteral("Fits in memory only"), this);
+  export_button_ = new QToolButton(this);
+  export_button_->setText(QStringLiteral("Export as ..."));
+  export_button_->setToolTip(QStringLiteral("The selected plan as a torchtitan, Megatron-LM, DeepSpeed or Megatron-Bridge config"));
+  export_button_->setPopupMode(QToolButton::InstantPopup);
+  auto* export_menu = new QMenu(export_button_);
+  for (ConfigFormat f : {ConfigFormat::kTorchtitan, ConfigFormat::kMegatron, ConfigFormat::kDeepspeed,
+                         ConfigFormat::kMegatronBridge}) {
+    QAction* a = export_menu->addAction(QString::fromLatin1(to_string(f)));
+    connect(a, &QAction::triggered, this, [this, f] { ask_and_export(f); });
+  }
+  export_button_->setMenu(export_menu);
+  export_button_->setEnabled(false);
   bar->addWidget(filter, 1);
   bar->addWidget(fits);
+  bar->addWidget(export_button_);
   layout->addLayout(bar);
   summary_ = new QLabel(QStringLiteral("No search yet: open a scenario and press Search."), this);
   layout->addWidget(summary_);
@@ -85,9 +103,48 @@ PlansView::PlansView(QWidget* parent) : QWidget(parent) {
   connect(fits, &QCheckBox::toggled, proxy_, &PlansFilterModel::set_fits_only);
   connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
           [this](const QModelIndex& current) {
+            update_export_button();
             if (!current.isValid()) return;
             emit plan_selected(proxy_->mapToSource(current).row());
           });
+}
+
+void PlansView::set_scenario(std::optional<Scenario> scenario) {
+  scenario_ = std::move(scenario);
+  update_export_button();
+}
+
+void PlansView::update_export_button() { export_button_->setEnabled(scenario_ && selected_row() >= 0); }
+
+Expected<ExportedConfig> PlansView::export_selected(ConfigFormat format) const {
+  const int row = selected_row();
+  if (!scenario_ || row < 0) return Expected<ExportedConfig>::fail("", "no plan selected");
+  return export_plan(*scenario_, model_->result(row).plan, format);
+}
+
+QString PlansView::save_export(ConfigFormat format, const QString& path) const {
+  auto out = export_selected(format);
+  if (!out) {
+    QString text;
+    for (const Problem& p : out.problems()) text += QString::fromStdString(p.message) + QLatin1Char('\n');
+    return QStringLiteral("The plan cannot be expressed for %1:\n%2").arg(QString::fromLatin1(to_string(format)), text.trimmed());
+  }
+  QSaveFile file(path);
+  if (!file.open(QIODevice::WriteOnly)) return QStringLiteral("%1 cannot be written: %2").arg(path, file.errorString());
+  file.write(QByteArray::fromStdString(out->text));
+  if (!file.commit()) return QStringLiteral("%1 cannot be written: %2").arg(path, file.errorString());
+  return {};
+}
+
+void PlansView::ask_and_export(ConfigFormat format) {
+  const bool toml = format == ConfigFormat::kTorchtitan;
+  const QString path = QFileDialog::getSaveFileName(
+      this, QStringLiteral("Export the selected plan as %1").arg(QString::fromLatin1(to_string(format))),
+      QStringLiteral("plan_%1%2").arg(QString::fromLatin1(to_string(format)), toml ? QStringLiteral(".toml") : QStringLiteral(".sh")),
+      toml ? QStringLiteral("TOML (*.toml)") : QStringLiteral("Scripts (*.sh);;All files (*)"));
+  if (path.isEmpty()) return;
+  const QString error = save_export(format, path);
+  if (!error.isEmpty()) QMessageBox::warning(this, QStringLiteral("Export"), error);
 }
 
 void PlansView::set_search(std::vector<BackendResult> ranked, std::vector<RejectedPlan> rejected) {

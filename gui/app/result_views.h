@@ -6,6 +6,9 @@
 #include "core/result.h"
 #include "gui/models/communication_model.h"
 #include "gui/models/memory_model.h"
+#include <optional>
+
+#include "core/framework_bridge.h"
 #include "gui/models/plans_model.h"
 
 class QCheckBox;
@@ -13,6 +16,7 @@ class QLabel;
 class QLineEdit;
 class QTableView;
 class QTabWidget;
+class QToolButton;
 class QChart;
 class QChartView;
 
@@ -33,10 +37,23 @@ class PlansView : public QWidget {
   int selected_row() const;
   void select_row(int model_row);
 
+  // The scenario the ranked plans belong to; "Export as ..." needs it.
+  void set_scenario(std::optional<Scenario> scenario);
+  QToolButton* export_button() const { return export_button_; }
+  // The selected plan in a framework's config (core/framework_bridge.h).
+  Expected<ExportedConfig> export_selected(ConfigFormat format) const;
+  // Writes export_selected(format) to `path` (QSaveFile: nothing half-written); "" or the error.
+  QString save_export(ConfigFormat format, const QString& path) const;
+
  signals:
   void plan_selected(int model_row);
 
  private:
+  void update_export_button();
+  void ask_and_export(ConfigFormat format);
+
+  std::optional<Scenario> scenario_;
+  QToolButton* export_button_;
   PlansModel* model_;
   PlansFilterModel* proxy_;
   RejectedModel* rejected_;

@@ -7,8 +7,14 @@
 #include <QBarSet>
 #include <QChartView>
 #include <QLineSeries>
+#include <QMenu>
 #include <QScrollBar>
 #include <QStackedBarSeries>
+#include <QTemporaryDir>
+#include <QToolButton>
+
+#include <fstream>
+#include <sstream>
 
 #include "gui/app/compare_view.h"
 #include "gui/app/result_views.h"
@@ -165,6 +171,53 @@ TEST(WhatIfView, ReRunsTheEstimatorOnEachKnob) {
   view.set_micro_batch_size(16);
   EXPECT_FALSE(view.result());
   EXPECT_EQ(view.problems()[0].message, "too big");
+}
+
+TEST(PlansView, ExportsTheSelectedPlan) {
+  app();
+  PlansView view;
+  Scenario s;
+  s.name = "export";
+  s.model.architecture = Architecture::kLlama;
+  s.model.num_layers = 32;
+  s.model.hidden_size = 4096;
+  s.model.num_attention_heads = 32;
+  s.model.num_kv_heads = 8;
+  s.model.ffn_hidden_size = 14336;
+  s.model.vocab_size = 128256;
+  s.model.seq_length = 8192;
+  s.model.tie_embeddings = false;
+  s.cluster.num_gpus = 16;
+  s.cluster.gpus_per_node = 8;
+  s.training.global_batch_size = 64;
+  BackendResult first = hand_result(2.0), second = hand_result(3.0);
+  first.plan.tp = 8;
+  first.plan.dp = 2;
+  first.plan.sequence_parallel = true;
+  second.plan.tp = 4;
+  second.plan.pp = 2;
+  second.plan.dp = 2;
+  second.plan.vpp = 2;
+  second.plan.schedule = Schedule::kInterleaved;
+  view.set_search({first, second}, {});
+  EXPECT_FALSE(view.export_button()->isEnabled());  // no scenario, no selection
+  view.set_scenario(s);
+  view.select_row(1);
+  EXPECT_TRUE(view.export_button()->isEnabled());
+  ASSERT_EQ(view.export_button()->menu()->actions().size(), 4);
+
+  QTemporaryDir dir;
+  const QString path = dir.filePath(QStringLiteral("plan.sh"));
+  EXPECT_EQ(view.save_export(ConfigFormat::kMegatron, path), QString());
+  std::ifstream in(path.toStdString());
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_NE(text.str().find("--tensor-model-parallel-size 4"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("--num-virtual-stages-per-pipeline-rank 2"), std::string::npos) << text.str();
+  // DeepSpeed's pipeline engine cannot interleave: refused, nothing written.
+  const QString ds = dir.filePath(QStringLiteral("ds.sh"));
+  EXPECT_NE(view.save_export(ConfigFormat::kDeepspeed, ds).indexOf(QStringLiteral("interleaved")), -1);
+  EXPECT_FALSE(QFile::exists(ds));
 }
 
 }  // namespace

@@ -1,0 +1,393 @@
+// Export to and import from torchtitan, Megatron-LM, DeepSpeed and Megatron-Bridge: every key
+// written is one the framework accepts (tests/data/framework_keys/, read from each framework's
+// source by tools/framework_keys.py), and scenario -> export -> import gives back the same plan.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <unistd.h>
+
+#include "core/framework_bridge.h"
+#include "core/framework_io.h"
+#include "core/scenario_io.h"
+
+
+namespace monarch {
+namespace {
+
+using nlohmann::json;
+
+const std::string kData = std::string(MONARCH_SOURCE_DIR) + "/tests/data";
+
+std::set<std::string> key_list(const std::string& name) {
+  std::ifstream in(kData + "/framework_keys/" + name + ".txt");
+  EXPECT_TRUE(in) << name;
+  std::set<std::string> keys;
+  std::string line;
+  while (std::getline(in, line))
+    if (!line.empty() && line[0] != '#') keys.insert(line);
+  EXPECT_GT(keys.size(), 50u) << name;
+  return keys;
+}
+
+Scenario scenario_of(const json& j) {
+  auto s = scenario_from_json(j);
+  if (!s)
+    for (const auto& p : s.problems()) ADD_FAILURE() << p.to_string();
+  return *s;
+}
+
+json cluster(int64_t gpus) { return {{"gpu", "H100-SXM"}, {"num_gpus", gpus}, {"gpus_per_node", 8}}; }
+
+// A plan with its scenario, named for the test output.
+struct Case {
+  std::string name;
+  Scenario scenario;
+  Plan plan;
+};
+
+std::vector<Case> cases() {
+  std::vector<Case> v;
+  {  // Dense Llama 3 8B, FSDP (ZeRO-3) with TP 2 on 64 GPUs.
+    Case c{"dense_zero3", scenario_of({{"name", "llama3-8b"}, {"model", {{"preset", "llama3-8b"}}}, {"cluster", cluster(64)},
+                                       {"training", {{"global_batch_size", 256}, {"precision", "bf16"}}}}),
+           {}};
+    c.plan.tp = 2;
+    c.plan.dp = 32;
+    c.plan.micro_batch_size = 2;
+    c.plan.sequence_parallel = true;
+    c.plan.zero_stage = 3;
+    c.plan.recompute = Recompute::kSelective;
+    v.push_back(c);
+  }
+  {  // Dense Llama 3 70B, uneven pipeline (80 layers over pp 6: 12, 14 x 4, 12), DDP.
+    Case c{"uneven_pipeline", scenario_of({{"name", "llama3-70b"}, {"model", {{"preset", "llama3-70b"}}},
+                                           {"cluster", cluster(96)},
+                                           {"training", {{"global_batch_size", 128}, {"precision", "bf16"}}}}),
+           {}};
+    c.plan.tp = 8;
+    c.plan.pp = 6;
+    c.plan.dp = 2;
+    c.plan.micro_batch_size = 1;
+    c.plan.sequence_parallel = true;
+    c.plan.zero_stage = 0;
+    c.plan.recompute = Recompute::kFull;
+    c.plan.layers_per_stage = {12, 14, 14, 14, 14, 12};
+    v.push_back(c);
+  }
+  {  // Interleaved pipeline, even split: 80 layers over pp 4 x vpp 5.
+    Case c{"interleaved", scenario_of({{"name", "llama3-70b"}, {"model", {{"preset", "llama3-70b"}}}, {"cluster", cluster(64)},
+                                       {"training", {{"global_batch_size", 64}, {"precision", "bf16"}}}}),
+           {}};
+    c.plan.tp = 8;
+    c.plan.pp = 4;
+    c.plan.dp = 2;
+    c.plan.vpp = 5;
+    c.plan.schedule = Schedule::kInterleaved;
+    c.plan.sequence_parallel = true;
+    c.plan.zero_stage = 1;
+    v.push_back(c);
+  }
+  {  // MoE (Mixtral-like 8 experts, top-2): EP 8 with expert TP 1 under TP 2, pp 2.
+    Case c{"moe_ep_etp",
+           scenario_of({{"name", "mixtral"},
+                        {"model",
+                         {{"architecture", "llama"}, {"num_layers", 32}, {"hidden_size", 4096}, {"num_attention_heads", 32},
+                          {"num_kv_heads", 8}, {"ffn_hidden_size", 14336}, {"vocab_size", 32000}, {"seq_length", 4096},
+                          {"num_experts", 8}, {"moe_top_k", 2}, {"moe_ffn_hidden_size", 14336}, {"moe_dropless", true}}},
+                        {"cluster", cluster(64)},
+                        {"training", {{"global_batch_size", 256}, {"precision", "bf16"}}}}),
+           {}};
+    c.plan.tp = 2;
+    c.plan.pp = 2;
+    c.plan.dp = 16;
+    c.plan.ep = 8;
+    c.plan.etp = 1;
+    c.plan.sequence_parallel = true;
+    c.plan.zero_stage = 0;
+    v.push_back(c);
+  }
+  return v;
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const auto dir = std::filesystem::temp_directory_path() / ("monarch_bridge_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / name).string();
+  std::ofstream(path) << text;
+  return path;
+}
+
+const char* extension(ConfigFormat f) { return f == ConfigFormat::kTorchtitan ? ".toml" : ".sh"; }
+
+// The keys an exported config sets, each with the key list it must be in.
+std::vector<std::pair<std::string, std::string>> exported_keys(ConfigFormat f, const std::string& text) {
+  std::vector<std::pair<std::string, std::string>> keys;
+  const std::string path = write_temp("keys" + std::string(extension(f)), text);
+  auto settings = read_framework_settings(path, text, f);
+  EXPECT_TRUE(settings.ok());
+  if (!settings) return keys;
+  for (const auto& s : *settings) {
+    if (s.key == "--nproc-per-node" || s.key == "--nnodes") continue;  // torchrun's, not the framework's
+    std::string list = to_string(f);
+    if (f == ConfigFormat::kMegatronBridge) list = "megatron_bridge";
+    if (f == ConfigFormat::kDeepspeed) list = s.key.rfind("--", 0) == 0 ? "megatron_deepspeed" : "deepspeed";
+    keys.emplace_back(list, s.key);
+  }
+  if (f == ConfigFormat::kTorchtitan) {  // the overrides in the header comment: --section.key=value
+    const std::regex re(R"(--([a-z_.]+)=)");
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), re); it != std::sregex_iterator(); ++it)
+      keys.emplace_back("torchtitan", (*it)[1].str());
+  }
+  return keys;
+}
+
+constexpr ConfigFormat kFormats[] = {ConfigFormat::kTorchtitan, ConfigFormat::kMegatron, ConfigFormat::kDeepspeed,
+                                     ConfigFormat::kMegatronBridge};
+
+TEST(FrameworkExport, EveryKeyWrittenIsOneTheFrameworkAccepts) {
+  std::map<std::string, std::set<std::string>> lists;
+  for (const char* n : {"torchtitan", "megatron", "deepspeed", "megatron_deepspeed", "megatron_bridge"}) lists[n] = key_list(n);
+  int checked = 0;
+  for (const Case& c : cases())
+    for (ConfigFormat f : kFormats) {
+      auto out = export_plan(c.scenario, c.plan, f);
+      if (!out) continue;  // refusals are tested below
+      for (const auto& [list, key] : exported_keys(f, out->text)) {
+        EXPECT_TRUE(lists[list].count(key)) << c.name << " " << to_string(f) << ": " << key << " is not in " << list << ".txt";
+        ++checked;
+      }
+    }
+  EXPECT_GT(checked, 150);
+}
+
+TEST(FrameworkExport, TheKeyListsHoldTheKeysTheIssueNames) {
+  // A guard on the extraction itself: keys read by hand from each framework's source.
+  const auto mlm = key_list("megatron");
+  for (const char* k : {"--tensor-model-parallel-size", "--num-virtual-stages-per-pipeline-rank",
+                        "--decoder-first-pipeline-num-layers", "--pipeline-model-parallel-layout",
+                        "--use-distributed-optimizer", "--tp-comm-overlap", "--recompute-granularity", "--fp8-recipe",
+                        "--account-for-embedding-in-pipeline-split", "--expert-tensor-parallel-size"})
+    EXPECT_TRUE(mlm.count(k)) << k;
+  EXPECT_FALSE(mlm.count("--virtual-pipeline-model-parallel-size"));  // there is no such flag
+  const auto tt = key_list("torchtitan");
+  for (const char* k : {"parallelism.data_parallel_replicate_degree", "parallelism.pipeline_parallel_microbatch_size",
+                        "activation_checkpoint.selective_ac_option", "training.mixed_precision_reduce"})
+    EXPECT_TRUE(tt.count(k)) << k;
+  EXPECT_TRUE(key_list("deepspeed").count("zero_optimization.stage3_prefetch_bucket_size"));
+  EXPECT_TRUE(key_list("megatron_bridge").count("comm_overlap.tp_comm_overlap"));
+}
+
+// The plan an imported scenario fixes must be the exported plan.
+void expect_same_plan(const Case& c, ConfigFormat f, const Scenario& got) {
+  if (f == ConfigFormat::kTorchtitan) EXPECT_EQ(got.training.framework, Framework::kTorchtitan);
+  if (f == ConfigFormat::kDeepspeed) EXPECT_EQ(got.training.framework, Framework::kDeepspeed);
+  const std::string what = c.name + " via " + to_string(f);
+  const ParallelismConstraints& p = got.parallelism;
+  const Plan& want = c.plan;
+  EXPECT_EQ(p.tp.value_or(1), want.tp) << what;
+  EXPECT_EQ(p.pp.value_or(1), want.pp) << what;
+  EXPECT_EQ(p.cp.value_or(1), want.cp) << what;
+  EXPECT_EQ(p.dp.value_or(got.cluster.num_gpus / (want.tp * want.pp * want.cp)), want.dp) << what;
+  EXPECT_EQ(p.vpp.value_or(1), want.vpp) << what;
+  if (c.scenario.model.is_moe()) {
+    EXPECT_EQ(p.ep.value_or(1), want.ep) << what;
+    EXPECT_EQ(p.etp.value_or(want.tp), want.expert_tp()) << what;
+  }
+  EXPECT_EQ(p.sequence_parallel.value_or(false), want.sequence_parallel) << what;
+  EXPECT_EQ(p.recompute.value_or(Recompute::kNone), want.recompute) << what;
+  EXPECT_EQ(p.zero_stage.value_or(0), want.zero_stage) << what;
+  if (want.pp > 1) {
+    EXPECT_EQ(p.schedule.value_or(want.vpp > 1 ? Schedule::kInterleaved : Schedule::kOneFOneB), want.schedule) << what;
+  }
+  // Layers of every model chunk: the plan's uneven split comes back as layers_per_stage; an
+  // even split stays automatic.
+  if (!want.layers_per_stage.empty()) {
+    ASSERT_TRUE(p.layers_per_stage.has_value()) << what;
+    EXPECT_EQ(*p.layers_per_stage, want.layers_per_stage) << what;
+  } else {
+    EXPECT_FALSE(p.layers_per_stage.has_value()) << what;
+  }
+  EXPECT_EQ(got.training.micro_batch_size.value_or(-1), want.micro_batch_size) << what;
+  EXPECT_EQ(got.training.global_batch_size, c.scenario.training.global_batch_size) << what;
+  EXPECT_EQ(got.training.precision, c.scenario.training.precision) << what;
+  EXPECT_EQ(got.model.num_layers, c.scenario.model.num_layers) << what;
+  EXPECT_EQ(got.model.hidden_size, c.scenario.model.hidden_size) << what;
+  EXPECT_EQ(got.model.num_kv_heads, c.scenario.model.num_kv_heads) << what;
+  EXPECT_EQ(got.model.ffn_hidden_size, c.scenario.model.ffn_hidden_size) << what;
+  EXPECT_EQ(got.model.vocab_size, c.scenario.model.vocab_size) << what;
+  EXPECT_EQ(got.model.seq_length, c.scenario.model.seq_length) << what;
+  EXPECT_EQ(got.model.num_experts, c.scenario.model.num_experts) << what;
+  EXPECT_EQ(got.model.moe_top_k, c.scenario.model.moe_top_k) << what;
+  EXPECT_EQ(got.model.tie_embeddings, c.scenario.model.tie_embeddings) << what;
+}
+
+TEST(FrameworkBridge, RoundTripGivesBackThePlan) {
+  int round_trips = 0;
+  for (const Case& c : cases())
+    for (ConfigFormat f : kFormats) {
+      auto out = export_plan(c.scenario, c.plan, f);
+      if (!out) continue;
+      const std::string path = write_temp(c.name + "_" + to_string(f) + extension(f), out->text);
+      ImportOptions o;
+      o.format = f;
+      o.num_gpus = c.scenario.cluster.num_gpus;
+      o.gpus_per_node = c.scenario.cluster.gpus_per_node;
+      if (f == ConfigFormat::kTorchtitan && !out->warnings.empty()) o.model = "";  // shape given below
+      auto imported = import_framework_config(path, o);
+      if (f == ConfigFormat::kTorchtitan && c.scenario.model.preset.empty()) {
+        // torchtitan names the model by flavor only: give the shape as a Hugging Face config.
+        ASSERT_FALSE(out->warnings.empty()) << c.name;
+        const ModelConfig& m = c.scenario.model;
+        const json hf = {{"model_type", "mixtral"}, {"num_hidden_layers", m.num_layers}, {"hidden_size", m.hidden_size},
+                         {"num_attention_heads", m.num_attention_heads}, {"num_key_value_heads", m.num_kv_heads},
+                         {"intermediate_size", m.moe_ffn_hidden_size}, {"vocab_size", m.vocab_size},
+                         {"max_position_embeddings", m.seq_length}, {"num_local_experts", m.num_experts},
+                         {"num_experts_per_tok", m.moe_top_k}, {"tie_word_embeddings", false}};
+        o.model = write_temp("hf_config.json", hf.dump());
+        imported = import_framework_config(path, o);
+      }
+      ASSERT_TRUE(imported.ok()) << c.name << " via " << to_string(f) << ": "
+                                 << imported.problems().front().to_string() << "\n" << out->text;
+      auto again = scenario_from_json(imported->scenario);
+      ASSERT_TRUE(again.ok()) << again.problems().front().to_string();
+      expect_same_plan(c, f, *again);
+      ++round_trips;
+    }
+  EXPECT_GE(round_trips, 13);  // 16 less the refusals: DeepSpeed (uneven, interleaved), torchtitan (ZeRO-1)
+}
+
+TEST(FrameworkExport, RefusesWhatTheTargetCannotExpress) {
+  const Case interleaved = cases()[2];
+  auto ds = export_plan(interleaved.scenario, interleaved.plan, ConfigFormat::kDeepspeed);
+  ASSERT_FALSE(ds.ok());
+  EXPECT_NE(ds.problems().front().message.find("interleaved"), std::string::npos) << ds.problems().front().message;
+
+  Case gpipe = cases()[1];
+  gpipe.plan.schedule = Schedule::kGpipe;
+  EXPECT_FALSE(export_plan(gpipe.scenario, gpipe.plan, ConfigFormat::kMegatron).ok());
+  gpipe.plan.zero_stage = 0;  // torchtitan has no ZeRO-1 (tested below)
+  EXPECT_TRUE(export_plan(gpipe.scenario, gpipe.plan, ConfigFormat::kTorchtitan).ok());
+
+  Case zero3_pp = cases()[1];
+  zero3_pp.plan.zero_stage = 3;
+  auto r = export_plan(zero3_pp.scenario, zero3_pp.plan, ConfigFormat::kDeepspeed);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.problems().front().message.find("ZeRO-3"), std::string::npos);
+
+  Case zero1 = cases()[0];  // FSDP2 has no optimizer-only sharding
+  zero1.plan.zero_stage = 1;
+  EXPECT_FALSE(export_plan(zero1.scenario, zero1.plan, ConfigFormat::kTorchtitan).ok());
+}
+
+TEST(FrameworkExport, TorchtitanUsesTheFrameworksNamesAndFlavor) {
+  auto out = export_plan(cases()[0].scenario, cases()[0].plan, ConfigFormat::kTorchtitan);
+  ASSERT_TRUE(out.ok());
+  EXPECT_TRUE(out->warnings.empty());
+  const std::string& t = out->text;
+  EXPECT_NE(t.find("flavor = \"8B\""), std::string::npos) << t;
+  EXPECT_NE(t.find("data_parallel_shard_degree = 32"), std::string::npos) << t;
+  EXPECT_NE(t.find("data_parallel_replicate_degree = 1"), std::string::npos) << t;
+  EXPECT_NE(t.find("--parallelism.tensor_parallel_degree=2"), std::string::npos) << t;
+  EXPECT_NE(t.find("local_batch_size = 2"), std::string::npos) << t;
+}
+
+TEST(FrameworkExport, MegatronUnevenSplitUsesTheFirstAndLastStageFlags) {
+  auto out = export_plan(cases()[1].scenario, cases()[1].plan, ConfigFormat::kMegatron);
+  ASSERT_TRUE(out.ok());
+  EXPECT_NE(out->text.find("--decoder-first-pipeline-num-layers 12"), std::string::npos) << out->text;
+  EXPECT_NE(out->text.find("--decoder-last-pipeline-num-layers 12"), std::string::npos) << out->text;
+  Case odd = cases()[1];
+  odd.plan.layers_per_stage = {10, 14, 14, 14, 14, 14};
+  odd.plan.layers_per_stage = {12, 13, 15, 14, 14, 12};
+  auto layout = export_plan(odd.scenario, odd.plan, ConfigFormat::kMegatron);
+  ASSERT_TRUE(layout.ok());
+  EXPECT_NE(layout->text.find("--pipeline-model-parallel-layout \"Et*12|t*13|t*15|t*14|t*14|t*12L\""), std::string::npos)
+      << layout->text;
+}
+
+// Real configs from the frameworks' repositories (small copies in tests/data/frameworks/).
+TEST(FrameworkImport, TorchtitanLlama3_8bAsShipped) {
+  ImportOptions o;
+  o.num_gpus = 64;
+  o.gpu = "A100-80GB";
+  auto r = import_framework_config(kData + "/frameworks/torchtitan_llama3_8b.toml", o);
+  ASSERT_TRUE(r.ok()) << r.problems().front().to_string();
+  auto s = scenario_from_json(r->scenario);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->model.num_layers, 32);
+  EXPECT_EQ(s->model.seq_length, 8192);
+  EXPECT_EQ(s->parallelism.dp.value_or(0), 64);  // data_parallel_shard_degree = -1: the rest
+  EXPECT_EQ(s->parallelism.zero_stage.value_or(-1), 3);  // FSDP
+  EXPECT_EQ(s->training.micro_batch_size.value_or(0), 1);
+  EXPECT_EQ(s->training.global_batch_size, 64);  // local 1 x dp 64
+  EXPECT_EQ(s->parallelism.recompute.value_or(Recompute::kNone), Recompute::kSelective);
+  // max_norm, steps, dataset, hf_assets_path are left out, each with its line.
+  bool steps = false;
+  for (const auto& l : r->left_out) steps |= l.find("torchtitan_llama3_8b.toml:15: training.steps") != std::string::npos;
+  EXPECT_TRUE(steps);
+  EXPECT_NE(r->scenario["description"].get<std::string>().find("training.steps"), std::string::npos);
+}
+
+TEST(FrameworkImport, MegatronGpt3_175bExampleScript) {
+  ImportOptions o;
+  o.num_gpus = 1024;
+  o.gpu = "A100-80GB";
+  auto r = import_framework_config(kData + "/frameworks/megatron_gpt3_175b.sh", o);
+  ASSERT_TRUE(r.ok()) << r.problems().front().to_string();
+  auto s = scenario_from_json(r->scenario);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->model.architecture, Architecture::kGpt);
+  EXPECT_EQ(s->model.num_layers, 96);
+  EXPECT_EQ(s->model.hidden_size, 12288);
+  EXPECT_EQ(s->model.vocab_size, 50257);
+  EXPECT_EQ(s->parallelism.tp.value_or(0), 8);
+  EXPECT_EQ(s->parallelism.pp.value_or(0), 16);
+  EXPECT_EQ(s->training.precision, Precision::kFp16);
+  EXPECT_EQ(s->training.global_batch_size, 1536);
+  bool lr = false;
+  for (const auto& l : r->left_out) lr |= l.find("megatron_gpt3_175b.sh:28: --lr") != std::string::npos;
+  EXPECT_TRUE(lr);
+}
+
+TEST(FrameworkImport, MegatronMixtralExampleScript) {
+  ImportOptions o;
+  o.num_gpus = 64;
+  auto r = import_framework_config(kData + "/frameworks/megatron_mixtral_8x7b.sh", o);
+  ASSERT_TRUE(r.ok()) << r.problems().front().to_string();
+  auto s = scenario_from_json(r->scenario);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->model.architecture, Architecture::kLlama);
+  EXPECT_EQ(s->model.num_experts, 8);
+  EXPECT_EQ(s->model.moe_top_k, 2);
+  EXPECT_TRUE(s->model.moe_dropless);
+  EXPECT_EQ(s->model.vocab_size, 32000);
+  EXPECT_EQ(s->parallelism.ep.value_or(0), 8);
+  EXPECT_EQ(s->parallelism.pp.value_or(0), 4);
+  EXPECT_EQ(s->parallelism.zero_stage.value_or(-1), 1);
+  EXPECT_TRUE(s->parallelism.overlap_grad_reduce.value_or(false));
+}
+
+TEST(FrameworkImport, BadValuesNameTheirPlace) {
+  const std::string path = write_temp("bad.sh", "ARGS=(\n  --tensor-model-parallel-size eight\n)\n");
+  ImportOptions o;
+  o.num_gpus = 8;
+  auto r = import_framework_config(path, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.problems().front().where, path + ":2");
+  const std::string toml = write_temp("bad.toml", "[parallelism]\ntensor_parallel_degree = = 2\n");
+  auto t = import_framework_config(toml, o);
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.problems().front().where.rfind(toml + ":2:", 0), 0u) << t.problems().front().where;
+  ImportOptions none;
+  auto n = import_framework_config(kData + "/frameworks/torchtitan_llama3_8b.toml", none);
+  ASSERT_FALSE(n.ok());
+  EXPECT_EQ(n.problems().front().where, "--num-gpus");
+}
+
+}  // namespace
+}  // namespace monarch
