@@ -122,7 +122,12 @@ int main_cli(int argc, char** argv) {
   auto* max_mape_opt = validate->add_option("--max-mape", max_mape, "fail (exit 1) when the mean absolute percentage error exceeds PCT")
                            ->type_name("PCT")
                            ->check(CLI::PositiveNumber);
-  auto* val_backend_opt = validate->add_option("--backend", val_backends, "backends to validate")->type_name("LIST");
+  auto* val_backend_opt =
+      validate->add_option("--backend", val_backends, "the backend that predicts: analytical (default) or simgrid")->type_name("NAME");
+  int64_t max_gpus = 0;
+  auto* max_gpus_opt = validate->add_option("--max-gpus", max_gpus, "skip cases whose plan uses more GPUs (simgrid default: 1024)")
+                           ->type_name("N")
+                           ->check(CLI::PositiveNumber);
 
   // runs: everything after "runs" goes to the store's own parser (results/runs_command.h).
   auto* runs_cmd = app.add_subcommand("runs", "the results store: runs list [--scenario NAME] [--backend B] | show ID | compare ID ID | export [--format csv|json]");
@@ -170,6 +175,7 @@ int main_cli(int argc, char** argv) {
 
   if (*validate) {
     if (*max_mape_opt) val.max_mape_pct = max_mape;
+    if (*max_gpus_opt) val.max_gpus = max_gpus;
     if (*val_backend_opt && !parse_backend_list("--backend", val_backends, &val.backends)) return kExitInvalid;
     val.quiet = run.quiet;
     return cmd_validate(val);
