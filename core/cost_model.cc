@@ -1072,10 +1072,12 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
     const double w_bytes = c.e;  // weights are gathered in the compute precision (16-bit; fp32 training 4)
     const double bwd_window = nl_w * (lc.bwd.s + lc.recompute.s + L.host_backward_s + L.host_recompute_s);
     const double fwd_window = nl_w * (lc.fwd.s + L.host_forward_s);
-    auto group_cost = [&](double params, const GroupSpan& span, const char* name) {
+    // Fp8 primary weights (see stage_memory): the linear layers' weights are gathered in fp8.
+    const bool fp8_params = sc.training.precision == Precision::kFp8;
+    auto group_cost = [&](double params, double gemm_params, const GroupSpan& span, const char* name) {
       if (span.size <= 1 || params <= 0) return;
       const int64_t g_bytes = static_cast<int64_t>(kGradReduceBytes * params);
-      const int64_t w_all = static_cast<int64_t>(w_bytes * params);
+      const int64_t w_all = static_cast<int64_t>(w_bytes * params - (fp8_params ? (w_bytes - kFp8WeightBytes) * gemm_params : 0.0));
       if (p.zero_stage == 0) {
         const double ar = collective_time_s(CollectiveKind::kAllReduce, g_bytes, span, cl);
         dp_total += ar;
@@ -1115,8 +1117,8 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
         }
       }
     };
-    group_cost(most.dense, dspan, "dp");
-    group_cost(most.expert, espan, "edp");
+    group_cost(most.dense, most.gemm_dense, dspan, "dp");
+    group_cost(most.expert, most.gemm_expert, espan, "edp");
     // Tied embeddings over a pipeline: the first and last stage all-reduce the word
     // embedding gradient after the backward (Megatron's embedding group).
     if (m.tied_embeddings && pp > 1) {
