@@ -23,7 +23,7 @@ ModelShape model_shape(const ModelConfig& c) {
   m.vocab = c.vocab_size;
   m.seq = c.seq_length;
   const bool gpt = c.architecture == Architecture::kGpt;
-  m.gated_mlp = !gpt;
+  m.gated_mlp = c.activation_kind() == Activation::kSwiglu;
   m.biases = gpt;
   m.layernorm = gpt;
   m.dropout = c.hidden_dropout_p() > 0;
@@ -35,7 +35,7 @@ ModelShape model_shape(const ModelConfig& c) {
   m.expert_ffn = c.moe_ffn_hidden_size > 0 ? c.moe_ffn_hidden_size : m.ffn;
   m.capacity_factor = c.moe_capacity_factor;
   m.dropless = c.moe_dropless;
-  m.attention = default_attention_kernel(c);
+  m.attention = c.attention_kernel.value_or(default_attention_kernel(c));
   return m;
 }
 

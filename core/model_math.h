@@ -16,18 +16,8 @@
 
 namespace monarch {
 
-// How attention scores are computed; decides what attention keeps for the backward pass.
-enum class AttentionKernel {
-  // Scores (b, a, s, s) written to memory, softmax and dropout as separate kernels, as in
-  // Megatron-LM 2021-22 (Korthikanti et al. 2022, Table 2 keeps 5as/h bytes per token for it).
-  kMaterialized,
-  // FlashAttention / cuDNN fused attention: tiles of the scores stay on chip, the backward
-  // recomputes them; only the output and the row log-sum-exp are kept. Causal masking skips
-  // the tiles above the diagonal (half the work).
-  kFlash,
-};
-
-// The attention kernel a framework uses for the model. gpt is the Megatron GPT-3 reference
+// The attention kernel (core/scenario.h) decides what attention keeps for the backward pass.
+// When model.attention_kernel is absent: the kernel a framework uses for the model. gpt is the Megatron GPT-3 reference
 // block (learned positions, LayerNorm, GeLU, dropout) as run in Megatron-LM's published GPT
 // results (Narayanan 2021, Korthikanti 2022: materialized scores with fused softmax);
 // llama models are trained with fused flash attention (Transformer Engine / cuDNN in NeMo
