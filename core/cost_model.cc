@@ -688,8 +688,11 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
 
   if (p.recompute == Recompute::kFull) lc.recompute = lc.fwd;
   if (p.recompute == Recompute::kSelective) lc.recompute = attn_fwd;
-  lc.host_fwd_s = kLayerForwardHostOps * kEagerHostPerOp_s;
-  lc.host_bwd_s = kLayerBackwardHostOps * kEagerHostPerOp_s;
+  // The floor is PyTorch's: a device measured by monarch-calibrate as a CPU runs the project's
+  // own runtime (C++ calling BLAS, no Python dispatch), so none there.
+  const bool eager = c.cal == nullptr || c.cal->device_kind == DeviceKind::kGpu;
+  lc.host_fwd_s = eager ? kLayerForwardHostOps * kEagerHostPerOp_s : 0.0;
+  lc.host_bwd_s = eager ? kLayerBackwardHostOps * kEagerHostPerOp_s : 0.0;
   // Full recompute runs the layer's forward again inside the backward (a checkpointed block:
   // the same ops from Python again); selective recompute only the attention core's few ops.
   if (p.recompute == Recompute::kFull) lc.host_recompute_s = lc.host_fwd_s;
@@ -903,8 +906,11 @@ LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape&
   // tensor is already sharded; without it Megatron sends 1/t from each TP rank and
   // all-gathers it over NVLink on arrival (scatter/gather optimization, Narayanan et al. 2021
   // section 4.1), which costs little next to the inter-node send and is not counted.
+  // DeepSpeed's PipelineEngine sends the whole activation from every TP rank
+  // (deepspeed/runtime/pipe/engine.py _exec_send_activations -> p2p.send: no scatter/gather).
   if (p.pp > 1) {
-    out.pp_message_bytes = static_cast<int64_t>(e * T * h / t);
+    const bool whole = sc.training.framework == Framework::kDeepspeed;
+    out.pp_message_bytes = static_cast<int64_t>(e * T * h / (whole ? 1.0 : t));
     out.pp_message_s = p2p_time_s(out.pp_message_bytes, pp_hop_crosses_nodes(p, gpn), cl);
   }
   return out;
@@ -1059,6 +1065,12 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
   // --- data parallel gradient reduction and parameter gathers
   const int64_t dense_group = p.dp * p.cp;
   double dp_total = 0, dp_exposed = 0;
+  // DeepSpeed reduces the gradients after the backward, not beside it, without ZeRO (the
+  // engine's allreduce_gradients at the accumulation boundary, deepspeed/runtime/engine.py;
+  // overlap_comm applies to ZeRO stages 1-2 only) and under its pipeline engine (the
+  // ReduceGrads instruction after the last micro-batch, deepspeed/runtime/pipe/schedule.py).
+  const bool ds_after_backward = sc.training.framework == Framework::kDeepspeed && (p.zero_stage == 0 || pp > 1);
+  const bool overlap_grads = p.overlap_grad_reduce && !ds_after_backward;
   double opt_params = 0, grad_params = 0;
   {
     // The rank with the most parameters (first or last stage) paces the reduction.
@@ -1081,7 +1093,7 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
       if (p.zero_stage == 0) {
         const double ar = collective_time_s(CollectiveKind::kAllReduce, g_bytes, span, cl);
         dp_total += ar;
-        dp_exposed += p.overlap_grad_reduce ? std::max(0.0, ar - kOverlapEfficiency * bwd_window) : ar;
+        dp_exposed += overlap_grads ? std::max(0.0, ar - kOverlapEfficiency * bwd_window) : ar;
         if (detail) add_comm(it.comm, "all-reduce", name, collective_wire_bytes(CollectiveKind::kAllReduce, g_bytes, span.size), 1, ar);
       } else if (p.zero_stage <= 2) {
         // ZeRO-1 (Megatron's distributed optimizer): one reduce-scatter per step, after the
@@ -1095,7 +1107,7 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
         const int64_t n_rs = p.zero_stage == 2 ? nmb : 1;
         const double rs_n = static_cast<double>(n_rs);
         dp_total += rs_n * rs + ag;
-        dp_exposed += rs_n * (p.overlap_grad_reduce ? std::max(0.0, rs - kOverlapEfficiency * bwd_window) : rs);
+        dp_exposed += rs_n * (overlap_grads ? std::max(0.0, rs - kOverlapEfficiency * bwd_window) : rs);
         dp_exposed += p.overlap_param_gather ? std::max(0.0, ag - kOverlapEfficiency * fwd_window) : ag;
         if (detail) {
           add_comm(it.comm, "reduce-scatter", name,
