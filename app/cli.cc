@@ -123,7 +123,12 @@ int main_cli(int argc, char** argv) {
   auto* max_mape_opt = validate->add_option("--max-mape", max_mape, "fail (exit 1) when the mean absolute percentage error exceeds PCT")
                            ->type_name("PCT")
                            ->check(CLI::PositiveNumber);
-  auto* val_backend_opt = validate->add_option("--backend", val_backends, "backends to validate")->type_name("LIST");
+  auto* val_backend_opt =
+      validate->add_option("--backend", val_backends, "the backend that predicts: analytical (default) or simgrid")->type_name("NAME");
+  int64_t max_gpus = 0;
+  auto* max_gpus_opt = validate->add_option("--max-gpus", max_gpus, "skip cases whose plan uses more GPUs (simgrid default: 1024)")
+                           ->type_name("N")
+                           ->check(CLI::PositiveNumber);
 
   // export / import: framework configs (core/framework_bridge.h).
   ExportOptions exp;
@@ -200,6 +205,7 @@ int main_cli(int argc, char** argv) {
 
   if (*validate) {
     if (*max_mape_opt) val.max_mape_pct = max_mape;
+    if (*max_gpus_opt) val.max_gpus = max_gpus;
     if (*val_backend_opt && !parse_backend_list("--backend", val_backends, &val.backends)) return kExitInvalid;
     val.quiet = run.quiet;
     return cmd_validate(val);

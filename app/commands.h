@@ -41,10 +41,11 @@ struct RunOptions {
 };
 int cmd_run(const RunOptions&);
 
-// monarch-sim validate CASES.json [--max-mape PCT]
+// monarch-sim validate CASES.json [--max-mape PCT] [--backend analytical|simgrid] [--max-gpus N]
 struct ValidateOptions {
   std::string cases_path;
   std::optional<double> max_mape_pct;
+  std::optional<int64_t> max_gpus;  // --max-gpus: skip cases whose plan uses more GPUs
   std::vector<Backend> backends;  // --backend
   bool quiet = false;
 };

@@ -77,6 +77,29 @@ constexpr double kHalfTileRate = 0.92;
 // Gap between dependent kernels on one stream without CUDA graphs (launch + tail),
 // ~2-4 us in Nsight Systems traces of Megatron-LM layers.
 constexpr double kKernelGap_s = 2.5e-6;
+// Host floor of eager PyTorch: every op a layer runs costs the host its Python call, the ATen
+// dispatcher, autograd recording and cudaLaunchKernel before its kernel reaches the stream,
+// ~5-25 us per op (PyTorch dispatch chain: ~1 us Python, ~1 us pybind11, 1-3 us autograd, 1-2 us
+// dispatcher, 1-5 us backend selection, 1-3 us cudaLaunchKernel; Kineto traces of Megatron-LM
+// layers show 10-20 us CPU per aten op on A100 hosts). When a layer's kernels run faster than
+// that, the GPU idles between them: a pass takes max(GPU time, host time) (the host runs ahead
+// while long kernels queue, so only the excess shows).
+constexpr double kEagerHostPerOp_s = 15e-6;
+// PyTorch ops one transformer layer dispatches, counted in Megatron-LM's ParallelTransformerLayer
+// (megatron/model/transformer.py, the Megatron-DeepSpeed fork alike) with the fused LayerNorm,
+// scale-mask-softmax, bias-GeLU and bias-dropout-add kernels: forward, LayerNorm; QKV linear,
+// view, split; attention: 2 views, empty buffer, baddbmm, view, fused softmax, RNG-tracker fork,
+// dropout, 2 views, bmm, view, permute, contiguous, view; projection linear; TP all-reduce;
+// bias-dropout-add (bias add, dropout, residual add); LayerNorm; fc1 linear, bias-GeLU, fc2
+// linear, TP all-reduce, bias-dropout-add; module calls (8 nn.Module __call__ with hooks) -> 36.
+constexpr double kLayerForwardHostOps = 36.0;
+// Backward: about two ops per forward op. Megatron's linear layers, fused LayerNorm, fused
+// softmax, bias-GeLU, the TP region copies and the checkpointed block are Python
+// torch.autograd.Functions, so their backward runs Python again, and each linear layer's backward
+// issues an input-gradient GEMM, a weight-gradient GEMM (accumulating into main_grad) and a bias
+// gradient reduction; the views get view-backward nodes; 12 parameter tensors (4 weights,
+// 4 biases, 2 LayerNorms x 2) get gradient-accumulation ops -> 72.
+constexpr double kLayerBackwardHostOps = 72.0;
 // FlashAttention efficiency falls for short sequences: s / (s + kFlashSeqHalf). FA2 on A100
 // runs causal hdim-128 forward at ~130 TFLOP/s at 512 tokens vs ~195 at 8k (Dao 2023).
 constexpr double kFlashSeqHalf_tokens = 256.0;
@@ -508,6 +531,7 @@ GemmCost linear(const Ctx& c, double m, double n, double k, bool fp8_ok, double 
 
 struct LayerCompute {
   Op fwd, bwd, recompute;
+  double host_fwd_s = 0, host_bwd_s = 0, host_recompute_s = 0;  // host dispatch time per pass
   Op attn_fwd;  // attention core forward (for CP overlap and selective recompute)
   Op moe_fwd, moe_bwd;  // of fwd / bwd: the MoE block (router, expert GEMMs, activation, permutation)
   double gemm_fwd_s = 0, gemm_bwd_s = 0;  // GEMM time (for TP overlap windows)
@@ -667,6 +691,14 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
 
   if (p.recompute == Recompute::kFull) lc.recompute = lc.fwd;
   if (p.recompute == Recompute::kSelective) lc.recompute = attn_fwd;
+  // The floor is PyTorch's: a device measured by monarch-calibrate as a CPU runs the project's
+  // own runtime (C++ calling BLAS, no Python dispatch), so none there.
+  const bool eager = c.cal == nullptr || c.cal->device_kind == DeviceKind::kGpu;
+  lc.host_fwd_s = eager ? kLayerForwardHostOps * kEagerHostPerOp_s : 0.0;
+  lc.host_bwd_s = eager ? kLayerBackwardHostOps * kEagerHostPerOp_s : 0.0;
+  // Full recompute runs the layer's forward again inside the backward (a checkpointed block:
+  // the same ops from Python again); selective recompute only the attention core's few ops.
+  if (p.recompute == Recompute::kFull) lc.host_recompute_s = lc.host_fwd_s;
   return lc;
 }
 
@@ -685,6 +717,9 @@ LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape&
   out.forward_s = lc.fwd.s;
   out.backward_s = lc.bwd.s;
   out.recompute_s = lc.recompute.s;
+  out.host_forward_s = std::max(0.0, lc.host_fwd_s - lc.fwd.s);
+  out.host_backward_s = std::max(0.0, lc.host_bwd_s - lc.bwd.s);
+  out.host_recompute_s = std::max(0.0, lc.host_recompute_s - lc.recompute.s);
   out.forward_flops = lc.fwd.flops;
   out.backward_flops = lc.bwd.flops;
   out.recompute_flops = lc.recompute.flops;
@@ -874,8 +909,11 @@ LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape&
   // tensor is already sharded; without it Megatron sends 1/t from each TP rank and
   // all-gathers it over NVLink on arrival (scatter/gather optimization, Narayanan et al. 2021
   // section 4.1), which costs little next to the inter-node send and is not counted.
+  // DeepSpeed's PipelineEngine sends the whole activation from every TP rank
+  // (deepspeed/runtime/pipe/engine.py _exec_send_activations -> p2p.send: no scatter/gather).
   if (p.pp > 1) {
-    out.pp_message_bytes = static_cast<int64_t>(e * T * h / t);
+    const bool whole = sc.training.framework == Framework::kDeepspeed;
+    out.pp_message_bytes = static_cast<int64_t>(e * T * h / (whole ? 1.0 : t));
     out.pp_message_s = p2p_time_s(out.pp_message_bytes, pp_hop_crosses_nodes(p, gpn), cl);
   }
   return out;
@@ -989,24 +1027,27 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
   const int64_t gpn = cl.gpus_per_node;
 
   const double layer_compute_s = lc.fwd.s + lc.bwd.s + lc.recompute.s;
+  const double layer_host_s = L.host_forward_s + L.host_backward_s + L.host_recompute_s;
   const double layer_exposed_s = L.tp_exposed_s + L.cp_exposed_s + L.ep_exposed_s;
   const double pp_per_mb = pp > 1 ? 2.0 * v * L.pp_message_s : 0.0;
 
   // Slowest stage per micro-batch.
-  double worst = -1, worst_compute = 0, worst_exposed = 0;
+  double worst = -1, worst_compute = 0, worst_exposed = 0, worst_host = 0;
   int64_t worst_stage = 0;
   for (int64_t st = 0; st < pp; ++st) {
     const double nl = static_cast<double>(layers[static_cast<size_t>(st)]);
     double comp = nl * layer_compute_s;
+    const double host = nl * layer_host_s;
     if (st == 0) comp += L.embedding_forward_s + L.embedding_backward_s;
     if (st == pp - 1) comp += L.output_forward_s + L.output_backward_s;
     double exp = nl * layer_exposed_s;
     if (st == 0) exp += L.embedding_tp_exposed_s;
     if (st == pp - 1) exp += L.output_tp_exposed_s;
-    if (comp + exp > worst) {
-      worst = comp + exp;
+    if (comp + exp + host > worst) {
+      worst = comp + exp + host;
       worst_compute = comp;
       worst_exposed = exp;
+      worst_host = host;
       worst_stage = st;
     }
   }
@@ -1015,6 +1056,7 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
 
   TimeBreakdown& b = it.breakdown;
   b.compute = mb * worst_compute;
+  b.host = mb * worst_host;
   b.tp_comm = mb * (nl_w * L.tp_total_s + (worst_stage == 0 ? L.embedding_tp_total_s : 0.0) +
                     (worst_stage == pp - 1 ? L.output_tp_total_s : 0.0));
   b.cp_comm = mb * nl_w * L.cp_total_s;
@@ -1037,6 +1079,12 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
   // --- data parallel gradient reduction and parameter gathers
   const int64_t dense_group = p.dp * p.cp;
   double dp_total = 0, dp_exposed = 0;
+  // DeepSpeed reduces the gradients after the backward, not beside it, without ZeRO (the
+  // engine's allreduce_gradients at the accumulation boundary, deepspeed/runtime/engine.py;
+  // overlap_comm applies to ZeRO stages 1-2 only) and under its pipeline engine (the
+  // ReduceGrads instruction after the last micro-batch, deepspeed/runtime/pipe/schedule.py).
+  const bool ds_after_backward = sc.training.framework == Framework::kDeepspeed && (p.zero_stage == 0 || pp > 1);
+  const bool overlap_grads = p.overlap_grad_reduce && !ds_after_backward;
   double opt_params = 0, grad_params = 0;
   {
     // The rank with the most parameters (first or last stage) paces the reduction.
@@ -1048,16 +1096,18 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
     const GroupSpan dspan = group_span(GroupKind::kDpCp, p, gpn);
     const GroupSpan espan = group_span(GroupKind::kExpertDp, p, gpn);
     const double w_bytes = c.e;  // weights are gathered in the compute precision (16-bit; fp32 training 4)
-    const double bwd_window = nl_w * (lc.bwd.s + lc.recompute.s);
-    const double fwd_window = nl_w * lc.fwd.s;
-    auto group_cost = [&](double params, const GroupSpan& span, const char* name) {
+    const double bwd_window = nl_w * (lc.bwd.s + lc.recompute.s + L.host_backward_s + L.host_recompute_s);
+    const double fwd_window = nl_w * (lc.fwd.s + L.host_forward_s);
+    // Fp8 primary weights (see stage_memory): the linear layers' weights are gathered in fp8.
+    const bool fp8_params = sc.training.precision == Precision::kFp8;
+    auto group_cost = [&](double params, double gemm_params, const GroupSpan& span, const char* name) {
       if (span.size <= 1 || params <= 0) return;
       const int64_t g_bytes = static_cast<int64_t>(kGradReduceBytes * params);
-      const int64_t w_all = static_cast<int64_t>(w_bytes * params);
+      const int64_t w_all = static_cast<int64_t>(w_bytes * params - (fp8_params ? (w_bytes - kFp8WeightBytes) * gemm_params : 0.0));
       if (p.zero_stage == 0) {
         const double ar = collective_time_s(CollectiveKind::kAllReduce, g_bytes, span, cl);
         dp_total += ar;
-        dp_exposed += p.overlap_grad_reduce ? std::max(0.0, ar - kOverlapEfficiency * bwd_window) : ar;
+        dp_exposed += overlap_grads ? std::max(0.0, ar - kOverlapEfficiency * bwd_window) : ar;
         if (detail) add_comm(it.comm, "all-reduce", name, collective_wire_bytes(CollectiveKind::kAllReduce, g_bytes, span.size), 1, ar);
       } else if (p.zero_stage <= 2) {
         // ZeRO-1 (Megatron's distributed optimizer): one reduce-scatter per step, after the
@@ -1071,7 +1121,7 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
         const int64_t n_rs = p.zero_stage == 2 ? nmb : 1;
         const double rs_n = static_cast<double>(n_rs);
         dp_total += rs_n * rs + ag;
-        dp_exposed += rs_n * (p.overlap_grad_reduce ? std::max(0.0, rs - kOverlapEfficiency * bwd_window) : rs);
+        dp_exposed += rs_n * (overlap_grads ? std::max(0.0, rs - kOverlapEfficiency * bwd_window) : rs);
         dp_exposed += p.overlap_param_gather ? std::max(0.0, ag - kOverlapEfficiency * fwd_window) : ag;
         if (detail) {
           add_comm(it.comm, "reduce-scatter", name,
@@ -1093,8 +1143,8 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
         }
       }
     };
-    group_cost(most.dense, dspan, "dp");
-    group_cost(most.expert, espan, "edp");
+    group_cost(most.dense, most.gemm_dense, dspan, "dp");
+    group_cost(most.expert, most.gemm_expert, espan, "edp");
     // Tied embeddings over a pipeline: the first and last stage all-reduce the word
     // embedding gradient after the backward (Megatron's embedding group).
     if (m.tied_embeddings && pp > 1) {
@@ -1117,7 +1167,7 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
   b.optimizer = optimizer_step_time_s(sc, opt_params, grad_params);
 
   b.exposed_comm = exposed;
-  it.iteration_s = b.compute + b.bubble + b.optimizer + b.exposed_comm;
+  it.iteration_s = b.compute + b.host + b.bubble + b.optimizer + b.exposed_comm;
 
   if (detail) {
     const double nl_mb = mb * nl_w;

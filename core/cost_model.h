@@ -113,6 +113,10 @@ struct LayerCosts {
   double moe_forward_s = 0, moe_backward_s = 0;
   double moe_forward_flops = 0, moe_backward_flops = 0;
   double moe_forward_mem_bytes = 0, moe_backward_mem_bytes = 0;
+  // Host floor: seconds per pass that the GPU idles because the host dispatches the layer's
+  // kernels more slowly than they run (eager PyTorch); not part of forward_s / backward_s /
+  // recompute_s, which are GPU time. 0 when the GPU work is longer than the dispatch.
+  double host_forward_s = 0, host_backward_s = 0, host_recompute_s = 0;
 
   struct Collective {
     CollectiveKind kind = CollectiveKind::kAllReduce;

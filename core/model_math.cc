@@ -189,6 +189,8 @@ StageParameters stage_parameters(const ModelShape& m, const Plan& plan, int64_t 
   const double L = static_cast<double>(layers);
   sp.dense = L * (attn + mlp_dense);
   sp.expert = L * mlp_expert;
+  sp.gemm_dense = L * static_cast<double>(attention_matrix_params(m) + (m.moe() ? 0 : mlp_matrix_params(m, m.ffn))) / t;
+  sp.gemm_expert = m.moe() ? L * static_cast<double>(m.experts) / ep * static_cast<double>(mlp_matrix_params(m, m.expert_ffn)) / etp : 0.0;
   const double word = static_cast<double>(m.vocab * m.hidden) / t;  // vocab-parallel
   if (stage == 0) sp.dense += word + (m.learned_positions ? static_cast<double>(m.seq * m.hidden) : 0.0);
   if (stage == plan.pp - 1) {
@@ -344,6 +346,15 @@ MemoryBreakdown stage_memory(const ModelShape& m, const Scenario& sc, const Plan
                                       : params.dense + params.expert);
   };
   mem.weights_bytes = states(sb.weights, plan.zero_stage >= 3);
+  // Fp8 training keeps the linear layers' primary weights in fp8, 1 byte, with no 16-bit copy
+  // (Transformer Engine fp8_model_init; NeMo's bf16_with_fp8_mixed sets fp8_params=True,
+  // Megatron-LM --fp8-param-gather): those weights cost 1 byte less each. Embeddings, output
+  // layer and norms stay 16-bit.
+  const bool fp8 = sc.training.precision == Precision::kFp8;
+  const double gemm_unsharded = params.gemm_dense + params.gemm_expert;
+  const double gemm_held = plan.zero_stage >= 3 ? params.gemm_dense / dense_shards + params.gemm_expert / expert_shards
+                                                : gemm_unsharded;
+  if (fp8) mem.weights_bytes -= (sb.weights - kFp8WeightBytes) * gemm_held;
   mem.gradients_bytes = states(sb.gradients, plan.zero_stage >= 2);
   mem.optimizer_bytes = states(sb.optimizer, plan.zero_stage >= 1);
 
@@ -387,12 +398,16 @@ MemoryBreakdown stage_memory(const ModelShape& m, const Scenario& sc, const Plan
     const double layer_pair = 2.0 * static_cast<double>(pc.per_layer) / t;
     const double live = std::max(std::min(kZero3MaxLiveParameters, params.total()), std::min(layer_pair, params.total()));
     buffers += sb.weights * live + sb.weights * std::min(kZeroReduceBucketElements, params.total());
+    // Fp8: the gathered linear weights arrive in fp8 (1 byte less each) and get their
+    // transposes cached while live (1 byte): the live buffer holds as many bytes as in 16-bit.
   }
   if (plan.zero_stage == 2)  // DeepSpeed's gradient reduction bucket
     buffers += sb.weights * std::min(kZeroReduceBucketElements, params.total());
   if (plan.tp > 1 && plan.sequence_parallel) buffers += e * T * h;  // all-gathered layer input
   if (plan.tp_comm_overlap && plan.tp > 1) buffers += 2.0 * e * T * h;  // userbuffers for overlapped TP
-  if (sc.training.precision == Precision::kFp8) buffers += 2.0 * params.total();  // fp8 weight + transpose casts
+  // Fp8 on Hopper: the columnwise (transposed) fp8 copy of each linear weight for the dgrad and
+  // wgrad GEMMs, kept for the step (Transformer Engine Float8Tensor transpose cache).
+  if (fp8 && plan.zero_stage < 3) buffers += kFp8TransposeBytes * gemm_unsharded;
   mem.buffers_bytes = buffers;
   return mem;
 }

@@ -141,6 +141,9 @@ struct StageParameters {
   double dense = 0;   // replicated across data parallel ranks (dp x cp)
   double expert = 0;  // expert weights ((E / ep) experts, 1/etp of each), replicated across the
                       // expert-data-parallel ranks (tp x cp x dp / (etp x ep) of them)
+  // Of dense and expert: the layers' linear-layer weight matrices (QKV, projection, MLP or
+  // expert fc1/fc2), the ones Transformer Engine runs as fp8 GEMMs and can keep in fp8.
+  double gemm_dense = 0, gemm_expert = 0;
   double total() const { return dense + expert; }
 };
 StageParameters stage_parameters(const ModelShape& m, const Plan& plan, int64_t stage,
@@ -224,6 +227,10 @@ inline constexpr double kZeroReduceBucketElements = 5e8;
 // "zero_optimization.stage3_max_live_parameters", default 1e9): a stage with fewer parameters
 // ends up with all of them gathered, as FSDP without per-layer wrapping.
 inline constexpr double kZero3MaxLiveParameters = 1e9;
+// Fp8 primary weights: 1 byte per element, and 1 byte per element for the cached transpose
+// (E4M3, Transformer Engine Float8Tensor on Hopper).
+inline constexpr double kFp8WeightBytes = 1.0;
+inline constexpr double kFp8TransposeBytes = 1.0;
 
 // Memory a framework leaves unusable: CUDA context and library handles, NCCL channel buffers,
 // and fragmentation of the caching allocator.

@@ -292,6 +292,33 @@ TEST(Memory, ModelStatesPerZeroStage) {
   EXPECT_NEAR((b.weights_bytes + b.gradients_bytes + b.optimizer_bytes) / P, 16.0, 1e-9);
 }
 
+// Fp8 with fp8 primary weights: the linear layers' weights take 1 byte (no 16-bit copy) plus
+// 1 byte of cached transpose; the rest of the parameters stay 16-bit. Under ZeRO-3 the fp8
+// buffers follow the gathered (live) parameters, not the unsharded model.
+TEST(Memory, Fp8KeepsLinearWeightsInFp8AndShardsItsBuffersUnderZero3) {
+  const ModelConfig mc = gpt(8, 1024, 16);
+  const ModelShape m = model_shape(mc);
+  Scenario bf16 = scenario_for(mc, 8, 8);
+  Scenario fp8 = bf16;
+  fp8.training.precision = Precision::kFp8;
+  Plan p;
+  p.dp = 8;
+  const StageParameters sp = stage_parameters(m, p, 0, 8);
+  EXPECT_NEAR(sp.gemm_dense, 8.0 * 12.0 * 1024 * 1024, 1.0);  // 4h^2 attention + 8h^2 MLP per layer
+  EXPECT_LT(sp.gemm_dense, sp.total());
+  const MemoryBreakdown a = stage_memory(m, bf16, p, 0, 8);
+  const MemoryBreakdown b = stage_memory(m, fp8, p, 0, 8);
+  EXPECT_NEAR(a.weights_bytes - b.weights_bytes, sp.gemm_dense, 1.0);
+  EXPECT_NEAR(b.buffers_bytes - a.buffers_bytes, kFp8TransposeBytes * sp.gemm_dense, 1.0);
+  // ZeRO-3 on 8 ranks: the fp8 weights are sharded with the rest and no buffer is sized on the
+  // unsharded parameters.
+  p.zero_stage = 3;
+  const MemoryBreakdown a3 = stage_memory(m, bf16, p, 0, 8);
+  const MemoryBreakdown b3 = stage_memory(m, fp8, p, 0, 8);
+  EXPECT_NEAR(a3.weights_bytes - b3.weights_bytes, sp.gemm_dense / 8.0, 1.0);
+  EXPECT_NEAR(b3.buffers_bytes, a3.buffers_bytes, 1.0);
+}
+
 // Korthikanti et al. 2022, Figure 1: per-GPU memory of the first pipeline stage for the 22B,
 // 175B, 530B and 1T models (configurations of their Table 3, micro-batch 1 except 22B at 4),
 // split into parameters + optimizer state (18 bytes per parameter, no data parallelism) and

@@ -38,6 +38,7 @@ struct TimeBreakdown {
   double bubble = 0;
   double optimizer = 0;
   double exposed_comm = 0;  // communication not hidden behind compute
+  double host = 0;          // GPU idle while the host dispatches kernels (CPU-bound layers), not in compute
 };
 
 struct CommEntry {

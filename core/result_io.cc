@@ -272,7 +272,8 @@ json result_to_json(const BackendResult& b) {
                             {"ep_comm", number_or_null(t.ep_comm)},
                             {"bubble", number_or_null(t.bubble)},
                             {"optimizer", number_or_null(t.optimizer)},
-                            {"exposed_comm", number_or_null(t.exposed_comm)}}},
+                            {"exposed_comm", number_or_null(t.exposed_comm)},
+                            {"host", number_or_null(t.host)}}},
       {"communication", comm},
   };
   if (!b.warnings.empty()) j["warnings"] = b.warnings;
@@ -354,6 +355,7 @@ Expected<BackendResult> result_from_json(const json& j, const std::string& path)
       r.get_double(*t, tpath, "bubble", tb.bubble, false);
       r.get_double(*t, tpath, "optimizer", tb.optimizer, false);
       r.get_double(*t, tpath, "exposed_comm", tb.exposed_comm, false);
+      r.get_double(*t, tpath, "host", tb.host, false);
     }
   }
 

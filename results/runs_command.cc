@@ -150,7 +150,7 @@ void compare_time(Table& t, const BackendResult& a, const BackendResult& b) {
       {"cp_comm", &TimeBreakdown::cp_comm},     {"pp_comm", &TimeBreakdown::pp_comm},
       {"dp_comm", &TimeBreakdown::dp_comm},     {"ep_comm", &TimeBreakdown::ep_comm},
       {"bubble", &TimeBreakdown::bubble},       {"optimizer", &TimeBreakdown::optimizer},
-      {"exposed_comm", &TimeBreakdown::exposed_comm}};
+      {"exposed_comm", &TimeBreakdown::exposed_comm}, {"host", &TimeBreakdown::host}};
   for (const auto& [name, field] : parts)
     t.numbers(std::string("  ") + name, a.time_breakdown_s.*field, b.time_breakdown_s.*field);
   t.numbers("tokens_per_s", a.tokens_per_s, b.tokens_per_s);
@@ -299,7 +299,7 @@ int cmd_export(Store& store, const RunFilter& filter, const std::string& format,
       "iteration_time_s", "tokens_per_s", "model_tflops_per_gpu", "hardware_tflops_per_gpu", "mfu", "hfu",
       "model_flops_per_iteration", "hardware_flops_per_iteration", "memory_fits", "peak_gib", "capacity_gib",
       "compute_s", "tp_comm_s", "cp_comm_s", "pp_comm_s", "dp_comm_s", "ep_comm_s", "bubble_s", "optimizer_s",
-      "exposed_comm_s", "error_message", "expert_tensor_parallel_degree"};
+      "exposed_comm_s", "error_message", "expert_tensor_parallel_degree", "host_s"};
   for (size_t i = 0; i < header.size(); ++i) out << (i ? "," : "") << header[i];
   out << "\n";
   for (const StoredRun& r : *runs) {
@@ -318,7 +318,7 @@ int cmd_export(Store& store, const RunFilter& filter, const std::string& format,
         exact(b.hardware_flops_per_iteration), b.memory.fits ? "true" : "false", exact(b.memory.peak_gib),
         exact(b.memory.capacity_gib), exact(t.compute), exact(t.tp_comm), exact(t.cp_comm), exact(t.pp_comm),
         exact(t.dp_comm), exact(t.ep_comm), exact(t.bubble), exact(t.optimizer), exact(t.exposed_comm),
-        rec.error_message, std::to_string(p.expert_tp())};  // appended: earlier columns keep their positions
+        rec.error_message, std::to_string(p.expert_tp()), exact(t.host)};  // appended: earlier columns keep their positions
     for (size_t i = 0; i < row.size(); ++i) out << (i ? "," : "") << csv_field(row[i]);
     out << "\n";
   }

@@ -145,6 +145,7 @@ constexpr TimeMetric kTimeMetrics[] = {
     {"time_breakdown_s.bubble", &TimeBreakdown::bubble},
     {"time_breakdown_s.optimizer", &TimeBreakdown::optimizer},
     {"time_breakdown_s.exposed_comm", &TimeBreakdown::exposed_comm},
+    {"time_breakdown_s.host", &TimeBreakdown::host},
 };
 struct MemoryCategory {
   const char* name;

@@ -47,7 +47,7 @@ json result_json(const BackendResult& r) {
     j["memory"]["stages"].push_back({s.stage, s.weights_gib, s.gradients_gib, s.optimizer_gib, s.activations_gib,
                                      s.buffers_gib, s.total_gib, s.layers});
   const auto& b = r.time_breakdown_s;
-  j["breakdown"] = {b.compute, b.tp_comm, b.cp_comm, b.pp_comm, b.dp_comm, b.ep_comm, b.bubble, b.optimizer, b.exposed_comm};
+  j["breakdown"] = {b.compute, b.tp_comm, b.cp_comm, b.pp_comm, b.dp_comm, b.ep_comm, b.bubble, b.optimizer, b.exposed_comm, b.host};
   j["comm"] = json::array();
   for (const auto& c : r.communication) j["comm"].push_back({c.kind, c.group, c.bytes, c.count, c.time_s});
   // Streams and categories are few: index them.
@@ -87,7 +87,7 @@ BackendResult result_from(const json& j) {
   for (const auto& st : m.at("stages"))
     r.memory.stages.push_back({st.at(0), st.at(1), st.at(2), st.at(3), st.at(4), st.at(5), st.at(6), st.at(7)});
   const auto& b = j.at("breakdown");
-  r.time_breakdown_s = {b.at(0), b.at(1), b.at(2), b.at(3), b.at(4), b.at(5), b.at(6), b.at(7), b.at(8)};
+  r.time_breakdown_s = {b.at(0), b.at(1), b.at(2), b.at(3), b.at(4), b.at(5), b.at(6), b.at(7), b.at(8), b.at(9)};
   for (const auto& c : j.at("comm")) r.communication.push_back({c.at(0), c.at(1), c.at(2), c.at(3), c.at(4)});
   const auto strings = j.at("strings").get<std::vector<std::string>>();
   for (const auto& sp : j.at("spans")) {

@@ -1,6 +1,8 @@
 #include "sim/validate.h"
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -26,9 +28,39 @@ double metric_of(const BackendResult& r, const std::string& m) {
   return r.model_tflops_per_gpu;
 }
 
+TimeShares shares_of(const BackendResult& r) {
+  TimeShares s;
+  const double t = r.iteration_time_s;
+  if (!(t > 0)) return s;
+  const TimeBreakdown& b = r.time_breakdown_s;
+  s.compute = b.compute / t;
+  s.exposed_comm = b.exposed_comm / t;
+  s.bubble = b.bubble / t;
+  s.optimizer = b.optimizer / t;
+  s.host = b.host / t;
+  return s;
+}
+
+// The largest share other than compute: the term beside the GEMMs that shapes the case.
+std::pair<const char*, double> leading_overhead(const TimeShares& s) {
+  const std::pair<const char*, double> terms[] = {
+      {"exposed comm", s.exposed_comm}, {"bubble", s.bubble}, {"optimizer", s.optimizer}, {"host floor", s.host}};
+  const auto* best = &terms[0];
+  for (const auto& t : terms)
+    if (t.second > best->second) best = &t;
+  return best->second > 0 ? *best : std::pair<const char*, double>{"-", 0.0};
+}
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 }  // namespace
 
-Expected<ValidationReport> validate_cases(const std::string& path) {
+Expected<ValidationReport> validate_cases(const std::string& path, const ValidationSettings& settings) {
   std::error_code ec;
   const auto size = std::filesystem::file_size(path, ec);
   if (ec) return Expected<ValidationReport>::fail(path, "cannot read: " + ec.message());
@@ -44,6 +76,11 @@ Expected<ValidationReport> validate_cases(const std::string& path) {
   if (!j.is_array()) return Expected<ValidationReport>::fail(path + ": /", "expected an array of cases");
   if (j.empty()) return Expected<ValidationReport>::fail(path + ": /", "no cases");
   const std::string base_dir = std::filesystem::path(path).parent_path().string();
+  const CasePredictor predict = settings.predictor
+                                    ? settings.predictor
+                                    : CasePredictor([](const Scenario& s, const Plan& p) -> Expected<BackendResult> {
+                                        return run_analytical(s, p);
+                                      });
 
   ValidationReport report;
   Problems problems;
@@ -56,6 +93,13 @@ Expected<ValidationReport> validate_cases(const std::string& path) {
     }
     ValidationRow row;
     row.id = c.contains("id") && c["id"].is_string() ? c["id"].get<std::string>() : "#" + std::to_string(i);
+    if (c.contains("group")) {
+      if (!c["group"].is_string()) {
+        problems.push_back({at + "/group", "expected a string"});
+        continue;
+      }
+      row.group = c["group"].get<std::string>();
+    }
     const auto target = c.find("target");
     if (target == c.end() || !target->is_object()) {
       problems.push_back({at + "/target", "missing, expected {metric, value}"});
@@ -90,60 +134,159 @@ Expected<ValidationReport> validate_cases(const std::string& path) {
       for (const Problem& p : plan.problems()) problems.push_back({at + "/scenario" + p.where, p.message});
       continue;
     }
-    const BackendResult r = run_analytical(*sc, *plan);
-    if (!(r.iteration_time_s > 0)) {
+    row.gpus = plan->world_size();
+    if (settings.max_gpus && row.gpus > *settings.max_gpus) {
+      report.skipped.push_back(row.id);
+      continue;
+    }
+    Expected<BackendResult> r = predict(*sc, *plan);
+    if (!r) {
+      for (const Problem& p : r.problems()) problems.push_back({at + "/scenario" + p.where, p.message});
+      continue;
+    }
+    if (!(r->iteration_time_s > 0)) {
       problems.push_back({at + "/scenario/parallelism", "the plan cannot run"});
       continue;
     }
-    row.predicted = metric_of(r, row.metric);
-    row.fits = r.memory.fits;
+    row.predicted = metric_of(*r, row.metric);
+    row.fits = r->memory.fits;
     row.error_pct = (row.predicted - row.measured) / row.measured * 100.0;
+    row.iteration_time_s = r->iteration_time_s;
+    row.shares = shares_of(*r);
     report.rows.push_back(row);
   }
   if (!problems.empty()) return problems;
-  double sum = 0;
+  if (report.rows.empty())
+    return Expected<ValidationReport>::fail(path + ": /", "every case is above --max-gpus; nothing to compare");
   for (const ValidationRow& row : report.rows) {
-    sum += std::fabs(row.error_pct);
-    if (std::fabs(row.error_pct) > report.max_abs_error_pct) {
-      report.max_abs_error_pct = std::fabs(row.error_pct);
-      report.worst_id = row.id;
-    }
+    const bool seen = std::any_of(report.groups.begin(), report.groups.end(),
+                                  [&](const ErrorStats& g) { return g.group == row.group; });
+    if (!seen) report.groups.push_back(error_stats(report.rows, row.group));
   }
-  report.mape_pct = sum / static_cast<double>(report.rows.size());
+  report.overall = error_stats(report.rows, std::nullopt);
+  report.mape_pct = report.overall.mape_pct;
+  report.max_abs_error_pct = report.overall.max_abs_error_pct;
+  report.worst_id = report.overall.worst_id;
   return report;
 }
 
-int run_validate(const std::string& cases_path, std::optional<double> max_mape_pct, std::ostream& out,
-                 std::ostream& err) {
-  if (max_mape_pct && !(*max_mape_pct >= 0 && std::isfinite(*max_mape_pct))) {
-    err << "--max-mape: found " << *max_mape_pct << ", expected a percentage >= 0\n";
+ErrorStats error_stats(const std::vector<ValidationRow>& rows, const std::optional<std::string>& group) {
+  ErrorStats st;
+  st.group = group ? (group->empty() ? "(no group)" : *group) : "overall";
+  std::vector<double> signed_errors;
+  double abs_sum = 0, signed_sum = 0;
+  for (const ValidationRow& r : rows) {
+    if (group && r.group != *group) continue;
+    signed_errors.push_back(r.error_pct);
+    abs_sum += std::fabs(r.error_pct);
+    signed_sum += r.error_pct;
+    if (std::fabs(r.error_pct) > st.max_abs_error_pct || st.worst_id.empty()) {
+      st.max_abs_error_pct = std::fabs(r.error_pct);
+      st.worst_id = r.id;
+    }
+  }
+  st.cases = signed_errors.size();
+  if (st.cases == 0) return st;
+  st.mape_pct = abs_sum / static_cast<double>(st.cases);
+  st.mean_signed_error_pct = signed_sum / static_cast<double>(st.cases);
+  st.median_error_pct = median_of(signed_errors);
+  return st;
+}
+
+namespace {
+
+void print_rows(const ValidationReport& rep, std::ostream& out) {
+  size_t width = 4;
+  for (const ValidationRow& r : rep.rows) width = std::max(width, r.id.size());
+  const int w = static_cast<int>(width);
+  char line[768];
+  std::snprintf(line, sizeof line, "%-*s  %-20s %6s %12s %12s %9s  %7s %6s %6s %6s %6s\n", w, "case", "metric", "gpus",
+                "predicted", "measured", "error", "compute", "comm", "bubble", "optim", "host");
+  out << line;
+  for (const ValidationRow& r : rep.rows) {
+    const TimeShares& s = r.shares;
+    std::snprintf(line, sizeof line, "%-*s  %-20s %6lld %12.4g %12.4g %+8.1f%%  %6.0f%% %5.0f%% %5.0f%% %5.0f%% %5.0f%%%s\n", w,
+                  r.id.c_str(), r.metric.c_str(), static_cast<long long>(r.gpus), r.predicted, r.measured, r.error_pct,
+                  100 * s.compute, 100 * s.exposed_comm, 100 * s.bubble, 100 * s.optimizer, 100 * s.host,
+                  r.fits ? "" : "  (does not fit in memory)");
+    out << line;
+  }
+}
+
+void print_stats(const ValidationReport& rep, std::ostream& out) {
+  size_t width = 7;
+  for (const ErrorStats& g : rep.groups) width = std::max(width, g.group.size());
+  const int w = static_cast<int>(width);
+  char line[768];
+  std::snprintf(line, sizeof line, "\n%-*s  %5s %8s %8s %8s %8s  %s\n", w, "group", "cases", "MAPE", "median", "mean", "worst",
+                "worst case");
+  out << line;
+  auto row = [&](const ErrorStats& g) {
+    std::snprintf(line, sizeof line, "%-*s  %5zu %7.2f%% %+7.1f%% %+7.1f%% %7.1f%%  %s\n", w, g.group.c_str(), g.cases,
+                  g.mape_pct, g.median_error_pct, g.mean_signed_error_pct, g.max_abs_error_pct, g.worst_id.c_str());
+    out << line;
+  };
+  for (const ErrorStats& g : rep.groups) row(g);
+  row(rep.overall);
+}
+
+void print_worst(const ValidationReport& rep, size_t n, std::ostream& out) {
+  std::vector<const ValidationRow*> order;
+  for (const ValidationRow& r : rep.rows) order.push_back(&r);
+  std::stable_sort(order.begin(), order.end(), [](const ValidationRow* a, const ValidationRow* b) {
+    return std::fabs(a->error_pct) > std::fabs(b->error_pct);
+  });
+  order.resize(std::min(n, order.size()));
+  out << "\nworst cases (error; the largest term beside compute, its share of the predicted time):\n";
+  char line[512];
+  for (const ValidationRow* r : order) {
+    const auto [term, share] = leading_overhead(r->shares);
+    std::snprintf(line, sizeof line, "  %-40s %+7.1f%%  %s %.0f%%\n", r->id.c_str(), r->error_pct, term, 100 * share);
+    out << line;
+  }
+}
+
+}  // namespace
+
+int run_validate(const std::string& cases_path, const ValidationSettings& settings, std::ostream& out, std::ostream& err) {
+  if (settings.max_mape_pct && !(*settings.max_mape_pct >= 0 && std::isfinite(*settings.max_mape_pct))) {
+    err << "--max-mape: found " << *settings.max_mape_pct << ", expected a percentage >= 0\n";
     return 2;
   }
-  Expected<ValidationReport> rep = validate_cases(cases_path);
+  if (settings.max_gpus && *settings.max_gpus < 1) {
+    err << "--max-gpus: found " << *settings.max_gpus << ", expected at least 1\n";
+    return 2;
+  }
+  Expected<ValidationReport> rep = validate_cases(cases_path, settings);
   if (!rep) {
     for (const Problem& p : rep.problems()) err << p.to_string() << "\n";
     return 2;
   }
-  size_t width = 4;
-  for (const ValidationRow& r : rep->rows) width = std::max(width, r.id.size());
+  print_rows(*rep, out);
+  print_stats(*rep, out);
+  print_worst(*rep, settings.worst_cases, out);
   char line[512];
-  std::snprintf(line, sizeof line, "%-*s  %-20s %12s %12s %9s\n", static_cast<int>(width), "case", "metric", "predicted",
-                "measured", "error");
-  out << line;
-  for (const ValidationRow& r : rep->rows) {
-    std::snprintf(line, sizeof line, "%-*s  %-20s %12.4g %12.4g %+8.1f%%%s\n", static_cast<int>(width), r.id.c_str(),
-                  r.metric.c_str(), r.predicted, r.measured, r.error_pct, r.fits ? "" : "  (does not fit in memory)");
+  if (!rep->skipped.empty()) {
+    std::snprintf(line, sizeof line, "skipped %zu case(s) above --max-gpus %lld\n", rep->skipped.size(),
+                  static_cast<long long>(*settings.max_gpus));
     out << line;
   }
   std::snprintf(line, sizeof line, "MAPE %.2f%% over %zu cases; worst %.1f%% (%s)\n", rep->mape_pct, rep->rows.size(),
                 rep->max_abs_error_pct, rep->worst_id.c_str());
   out << line;
-  if (max_mape_pct && rep->mape_pct > *max_mape_pct) {
-    std::snprintf(line, sizeof line, "MAPE %.2f%% exceeds --max-mape %.2f%%\n", rep->mape_pct, *max_mape_pct);
+  if (settings.max_mape_pct && rep->mape_pct > *settings.max_mape_pct) {
+    std::snprintf(line, sizeof line, "MAPE %.2f%% exceeds --max-mape %.2f%%\n", rep->mape_pct, *settings.max_mape_pct);
     err << line;
     return 1;
   }
   return 0;
+}
+
+int run_validate(const std::string& cases_path, std::optional<double> max_mape_pct, std::ostream& out,
+                 std::ostream& err) {
+  ValidationSettings settings;
+  settings.max_mape_pct = max_mape_pct;
+  return run_validate(cases_path, settings, out, err);
 }
 
 }  // namespace monarch

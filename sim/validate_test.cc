@@ -66,6 +66,46 @@ TEST(Validate, PublishedMoeRunsWithinFifteenPercent) {
   EXPECT_LE(abs_sum / claimed, 10.0);
 }
 
+// The fidelity bounds on the visible validation sets (docs/analytical_model.md, "Fidelity"):
+// every case predicted (none refused, every plan fits), the MAPE and the worst case bounded.
+// Where a set's target is not reached yet the bound is the figure reached (a regression guard);
+// the table in the doc gives the target and the mechanism behind what remains.
+struct VisibleSet {
+  const char* file;
+  size_t cases;
+  double max_mape_pct;
+  double max_abs_error_pct;
+};
+
+void expect_within(const VisibleSet& v) {
+  const std::string path = std::string(MONARCH_SOURCE_DIR) + "/tests/data/validation/" + v.file;
+  Expected<ValidationReport> rep = validate_cases(path);
+  ASSERT_TRUE(rep.ok()) << v.file << ": " << (rep.ok() ? "" : rep.problems().front().to_string());
+  ASSERT_EQ(rep->rows.size(), v.cases) << v.file << ": every case is predicted";
+  for (const ValidationRow& r : rep->rows) {
+    EXPECT_LE(std::fabs(r.error_pct), v.max_abs_error_pct) << v.file << " " << r.id;
+    EXPECT_TRUE(r.fits) << v.file << " " << r.id << " ran on real hardware, so its plan must fit";
+  }
+  ::testing::Test::RecordProperty(std::string(v.file) + "_mape_pct", std::to_string(rep->mape_pct));
+  EXPECT_LE(rep->mape_pct, v.max_mape_pct) << v.file;
+}
+
+TEST(Validate, CalibrationSetWithinThreePercentMape) {
+  expect_within({"calibration.json", 18, 3.0, 5.0});
+}
+
+// Targets 5% MAPE and 15% worst; reached 13.6% and 72.9% (MLPerf GPT-3 at 10240 GPUs): a
+// regression guard, see the doc's table for what remains.
+TEST(Validate, PublishedRunsSetHoldsTheFidelityReached) {
+  expect_within({"published-runs.json", 45, 14.0, 75.0});
+}
+
+// Target 8% MAPE and 15% worst; reached 20.4% and 52.1% (host-bound micro-batch-1 runs): a
+// regression guard.
+TEST(Validate, VtrainSetHoldsTheFidelityReached) {
+  expect_within({"vtrain-single.json", 240, 21.0, 53.0});
+}
+
 TEST(Validate, PrintsOneRowPerCaseAndTheMape) {
   std::ostringstream out, err;
   EXPECT_EQ(run_validate(kCalibration, 5.0, out, err), 0) << err.str();
@@ -73,7 +113,70 @@ TEST(Validate, PrintsOneRowPerCaseAndTheMape) {
   EXPECT_NE(text.find("korthikanti-175B-seqpar+selective"), std::string::npos);
   EXPECT_NE(text.find("dgxc-llama31-8b-fp8-128"), std::string::npos);
   EXPECT_NE(text.find("MAPE"), std::string::npos);
-  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1 + 18 + 1);  // header, rows, summary
+  // header, rows; blank, group header, 2 groups, overall; blank, worst header, 5 worst; summary
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1 + 18 + 1 + 1 + 2 + 1 + 1 + 1 + 5 + 1);
+  EXPECT_NE(text.find("Korthikanti et al. 2022"), std::string::npos);  // a group row
+  EXPECT_NE(text.find("\noverall "), std::string::npos);
+  EXPECT_NE(text.find("worst cases"), std::string::npos);
+}
+
+// Per-group figures: MAPE, median and mean signed error over the group's rows; overall over all.
+TEST(Validate, GroupFiguresAreTheMeanAndMedianOfTheirRows) {
+  std::vector<ValidationRow> rows(4);
+  const double errors[] = {-10, 2, 4, 30};
+  const char* groups[] = {"a", "a", "a", "b"};
+  for (size_t i = 0; i < rows.size(); ++i) {
+    rows[i].id = "c" + std::to_string(i);
+    rows[i].group = groups[i];
+    rows[i].error_pct = errors[i];
+  }
+  const ErrorStats a = error_stats(rows, std::string("a"));
+  EXPECT_EQ(a.cases, 3u);
+  EXPECT_NEAR(a.mape_pct, 16.0 / 3.0, 1e-12);
+  EXPECT_NEAR(a.mean_signed_error_pct, -4.0 / 3.0, 1e-12);
+  EXPECT_NEAR(a.median_error_pct, 2.0, 1e-12);
+  EXPECT_EQ(a.worst_id, "c0");
+  const ErrorStats all = error_stats(rows, std::nullopt);
+  EXPECT_EQ(all.cases, 4u);
+  EXPECT_NEAR(all.median_error_pct, 3.0, 1e-12);  // even count: mean of the middle two
+  EXPECT_NEAR(all.max_abs_error_pct, 30.0, 1e-12);
+  EXPECT_EQ(all.worst_id, "c3");
+}
+
+// The analytical shares of the predicted time add up to the whole iteration.
+TEST(Validate, TimeSharesOfEachCaseSumToOne) {
+  Expected<ValidationReport> rep = validate_cases(kCalibration);
+  ASSERT_TRUE(rep.ok());
+  for (const ValidationRow& r : rep->rows) {
+    const TimeShares& s = r.shares;
+    EXPECT_NEAR(s.compute + s.exposed_comm + s.bubble + s.optimizer + s.host, 1.0, 1e-9) << r.id;
+    EXPECT_GT(s.compute, 0.5) << r.id;
+  }
+}
+
+// --max-gpus skips the cases whose plan is larger and says how many; a predictor replaces the
+// analytical backend (here: one that reports a problem, which names the case).
+TEST(Validate, MaxGpusSkipsLargerCasesAndPredictorProblemsNameTheCase) {
+  ValidationSettings settings;
+  settings.max_gpus = 64;
+  Expected<ValidationReport> rep = validate_cases(kCalibration, settings);
+  ASSERT_TRUE(rep.ok());
+  EXPECT_FALSE(rep->skipped.empty());
+  for (const ValidationRow& r : rep->rows) EXPECT_LE(r.gpus, 64) << r.id;
+  EXPECT_EQ(rep->rows.size() + rep->skipped.size(), 18u);
+  std::ostringstream out, err;
+  EXPECT_EQ(run_validate(kCalibration, settings, out, err), 0);
+  EXPECT_NE(out.str().find("above --max-gpus 64"), std::string::npos);
+
+  settings.max_gpus = 1;
+  EXPECT_EQ(run_validate(kCalibration, settings, out, err), 2);  // nothing left to compare
+  settings.max_gpus.reset();
+  settings.predictor = [](const Scenario&, const Plan&) -> Expected<BackendResult> {
+    return Expected<BackendResult>::fail("/parallelism", "cannot simulate");
+  };
+  std::ostringstream out2, err2;
+  EXPECT_EQ(run_validate(kCalibration, settings, out2, err2), 2);
+  EXPECT_NE(err2.str().find("calibration.json: /0/scenario/parallelism"), std::string::npos) << err2.str();
 }
 
 TEST(Validate, ExceedingMaxMapeReturnsOne) {

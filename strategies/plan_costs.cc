@@ -32,9 +32,10 @@ LoweringCosts lowering_costs(const Scenario& sc, const Plan& p) {
   const DType dt = dtype_of(sc.training.precision);
   const double e = bytes_per_element(sc.training.precision);
 
-  c.layer_fwd = {L.forward_flops, L.forward_mem_bytes, L.forward_s};
-  c.layer_bwd = {L.backward_flops, L.backward_mem_bytes, L.backward_s};
-  c.layer_recompute = {L.recompute_flops, L.recompute_mem_bytes, L.recompute_s};
+  // The host floor stretches each layer pass: the stream waits for the host's launches.
+  c.layer_fwd = {L.forward_flops, L.forward_mem_bytes, L.forward_s + L.host_forward_s};
+  c.layer_bwd = {L.backward_flops, L.backward_mem_bytes, L.backward_s + L.host_backward_s};
+  c.layer_recompute = {L.recompute_flops, L.recompute_mem_bytes, L.recompute_s + L.host_recompute_s};
   c.moe_fwd = {L.moe_forward_flops, L.moe_forward_mem_bytes, L.moe_forward_s};
   c.moe_bwd = {L.moe_backward_flops, L.moe_backward_mem_bytes, L.moe_backward_s};
 

@@ -38,7 +38,7 @@ std::vector<CompareRow> compare_rows(const BackendResult& a, const BackendResult
       {"cp comm", &TimeBreakdown::cp_comm},         {"pp comm", &TimeBreakdown::pp_comm},
       {"dp comm", &TimeBreakdown::dp_comm},         {"ep comm", &TimeBreakdown::ep_comm},
       {"pipeline bubble", &TimeBreakdown::bubble},  {"optimizer", &TimeBreakdown::optimizer},
-      {"exposed comm", &TimeBreakdown::exposed_comm}};
+      {"exposed comm", &TimeBreakdown::exposed_comm}, {"host floor", &TimeBreakdown::host}};
   for (const auto& [name, member] : kParts)
     add(kTime, QStringLiteral("%1 (s)").arg(QLatin1String(name)), ta.*member, tb.*member);
 
