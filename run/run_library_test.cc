@@ -59,7 +59,7 @@ TEST(RunLibrary, AnalyticalRunIsTheSearchRankingWithTheModelsFigures) {
 }
 
 TEST(RunLibrary, CancelStopsWithNothingToWrite) {
-  const Scenario s = shipped("llama3-70b-256-h100.json");
+  const Scenario s = shipped("default.json");  // enough plans for the search to poll the flag
   RunEvents events;
   events.control.cancelled = [] { return true; };
   events.ranked = [](const RunReport&) { ADD_FAILURE() << "a cancelled search ranks nothing"; };
@@ -68,7 +68,7 @@ TEST(RunLibrary, CancelStopsWithNothingToWrite) {
 }
 
 TEST(RunLibrary, ProgressIsReportedWhileSearching) {
-  const Scenario s = shipped("llama3-70b-256-h100.json");
+  const Scenario s = shipped("default.json");  // over 4096 plans: the search reports progress
   int64_t last_total = 0;
   RunEvents events;
   events.control.progress = [&](const std::string& stage, int64_t, int64_t total) {
