@@ -155,23 +155,30 @@ void print_dlrm_table(const run::RunReport& report) {
   }
 }
 
+// "2.861 ms", "14.52 s": 4 significant digits, so that small and large runs both read.
+std::string seconds_text(double s) {
+  char buf[32];
+  if (s < 1) std::snprintf(buf, sizeof buf, "%.4g ms", 1e3 * s);
+  else std::snprintf(buf, sizeof buf, "%.4g s", s);
+  return buf;
+}
+
 // The analytical ranking, printed as soon as the search ends when slower backends follow.
 void print_ranking(const run::RunReport& report) {
   std::cout << "analytical ranking (" << report.entries.size() << " plans); the slower backends follow:\n";
   for (const auto& e : report.entries) {
     const BackendResult& r = e.result;
     std::cout << "  " << std::left << std::setw(4) << e.rank
-              << (report.recommendation ? e.sharding.substr(0, 68) : describe(r.plan, PlanDetail::kFull)) << std::right << "  "
-              << fixed(r.iteration_time_s, report.recommendation ? 6 : 3) << " s  " << fixed(r.memory.peak_gib, 1)
-              << " GiB\n";
+              << (report.recommendation ? e.sharding.substr(0, 68) : describe(r.plan, PlanDetail::kFull)) << "  "
+              << seconds_text(r.iteration_time_s) << ", " << fixed(r.memory.peak_gib, 2) << " GiB\n";
   }
   std::cout << std::flush;
 }
 
 // One slower backend's entry, printed as it arrives.
 void print_arrival(const run::RunEntry& e) {
-  std::cout << "  " << std::left << std::setw(4) << e.rank << std::setw(12) << e.result.backend << std::right
-            << fixed(e.result.iteration_time_s, 3) << " s  " << fixed(e.result.memory.peak_gib, 1) << " GiB\n"
+  std::cout << "  " << e.result.backend << " on plan " << e.rank << ": " << seconds_text(e.result.iteration_time_s) << ", "
+            << fixed(e.result.memory.peak_gib, 2) << " GiB\n"
             << std::flush;
 }
 

@@ -56,7 +56,7 @@ compare)
     elif ! cmp -s "$fa" "$fb"; then
       echo "differs: $(basename "$fa")"
       diff <(python3 -m json.tool --sort-keys "$fa" 2>/dev/null || cat "$fa") \
-           <(python3 -m json.tool --sort-keys "$fb" 2>/dev/null || cat "$fb") | head -20
+           <(python3 -m json.tool --sort-keys "$fb" 2>/dev/null || cat "$fb") | head -20 || true
       status=1
     fi
   done
