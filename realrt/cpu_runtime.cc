@@ -497,6 +497,10 @@ int64_t rank_of(const Plan& plan, const RankCoords& c) {
 CpuRuntime::CpuRuntime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 CpuRuntime::~CpuRuntime() = default;
 
+std::string to_string(const PipeOp& op) {
+  return std::string(op.forward ? "F" : "B") + "(c" + std::to_string(op.chunk) + ",mb" + std::to_string(op.mb) + ")";
+}
+
 std::vector<PipeOp> schedule_from_program(const RankProgram& program) {
   std::vector<PipeOp> ops;
   std::set<std::tuple<bool, int64_t, int64_t>> seen;

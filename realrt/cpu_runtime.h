@@ -63,6 +63,8 @@ struct PipeOp {
   int64_t mb = 0;     // micro-batch
   bool operator==(const PipeOp&) const = default;
 };
+// "F(c0,mb3)": the pass as the watchdog names it.
+std::string to_string(const PipeOp& op);
 
 struct RuntimeConfig {
   GptConfig model;
