@@ -9,20 +9,16 @@
 #include "app/commands.h"
 #include "core/presets.h"
 #include "core/scenario_io.h"
+#include "run/backend.h"
 
 namespace monarch::app {
 
 BuildFeatures build_features() {
+  const run::BuildFeatures backends = run::build_features();  // the backends: the run library knows them
   BuildFeatures f;
-#ifdef MONARCH_HAVE_SIMGRID
-  f.simgrid = true;
-#endif
-#ifdef MONARCH_HAVE_REAL_CPU
-  f.real_cpu = true;
-#endif
-#ifdef MONARCH_HAVE_REAL_GPU
-  f.real_gpu = true;
-#endif
+  f.simgrid = backends.simgrid;
+  f.real_cpu = backends.real_cpu;
+  f.real_gpu = backends.real_gpu;
 #ifdef MONARCH_HAVE_GUI
   f.gui = true;
 #endif

@@ -1,5 +1,5 @@
 // Plans evaluated per second by the analytical model's fast path (quick_estimate), the
-// figure search depends on. Target (issue 3): >= 100,000 plans/s on one core for Llama-3
+// figure search depends on. Target: >= 100,000 plans/s on one core for Llama-3
 // 405B on 16384 H100s.
 //
 //   cmake --build build --target monarch_bench_analytical

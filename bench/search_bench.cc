@@ -1,5 +1,5 @@
 // Speed of the strategy engine: the full plan search for Llama-3 405B on 16,384 H100s (the
-// issue's target: under 10 s on one core), and lowering + checking + timing of the task graph
+// target: under 10 s on one core), and lowering + checking + timing of the task graph
 // for GPT-3 175B on 1,024 GPUs and Llama-3 405B on 16,384 GPUs.
 //
 //   ./build/bench/monarch_bench_search

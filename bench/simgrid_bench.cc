@@ -1,4 +1,4 @@
-// SimGrid backend speed and memory on the issue's two large cases (issue 5):
+// SimGrid backend speed and memory on two large cases:
 //   GPT-3 175B on 1024 A100 (TP 8, PP 8, DP 16, 1F1B, 64 micro-batches): <= 10 s, <= 2 GiB
 //   Llama-3 405B on 16384 H100 (TP 8, PP 16, DP 128, 16 micro-batches):  <= 60 s, <= 8 GiB
 // The graph is lowered once (strategies' lower_plan with the cost model's costs); each

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string_view>
 
+#include "core/collectives.h"
 #include "core/profile.h"
 #include "core/profile_io.h"
 #include "core/units.h"
@@ -324,17 +325,6 @@ double nic_bytes_per_s_per_gpu(const ClusterConfig& c, bool rail_aligned) {
   return bw;
 }
 
-double ring_factor(CollectiveKind kind, double n) {
-  switch (kind) {
-    case CollectiveKind::kAllReduce: return 2.0 * (n - 1.0) / n;
-    case CollectiveKind::kAllGather:
-    case CollectiveKind::kReduceScatter:
-    case CollectiveKind::kAllToAll: return (n - 1.0) / n;
-    case CollectiveKind::kBroadcast: return 1.0;
-  }
-  return 1.0;
-}
-
 }  // namespace
 
 // All-to-all (NCCL's ncclGroupStart + ncclSend/ncclRecv to every peer, nccl-tests alltoall_perf).
@@ -401,7 +391,7 @@ double all_to_all_latency_s(const GroupSpan& g, const ClusterConfig& c) {
 
 double collective_wire_bytes(CollectiveKind kind, int64_t bytes, int64_t n) {
   if (n <= 1) return 0;
-  return ring_factor(kind, static_cast<double>(n)) * static_cast<double>(bytes);
+  return collective_bus_factor(kind, static_cast<double>(n)) * static_cast<double>(bytes);
 }
 
 double collective_time_s(CollectiveKind kind, int64_t bytes_per_rank, const GroupSpan& g, const ClusterConfig& c) {
@@ -418,8 +408,8 @@ double collective_time_s(CollectiveKind kind, int64_t bytes_per_rank, const Grou
       const double t = profile_collective_time_s(*cal, kind, static_cast<int>(g.size), bytes_per_rank);
       if (t > 0) return t;  // measured on this node (nccl-tests style)
     }
-    if (kind == CollectiveKind::kAllToAll) return all_to_all_latency_s(g, c) + ring_factor(kind, n) * S / bw_intra;
-    return steps_factor * (n - 1.0) * lat_intra + ring_factor(kind, n) * S / bw_intra;
+    if (kind == CollectiveKind::kAllToAll) return all_to_all_latency_s(g, c) + collective_bus_factor(kind, n) * S / bw_intra;
+    return steps_factor * (n - 1.0) * lat_intra + collective_bus_factor(kind, n) * S / bw_intra;
   }
   // Across nodes: r members per node, N nodes. Hierarchical algorithm: an intra-node phase on
   // NVLink and an inter-node phase where each of the r GPUs moves 1/r of the data over its
@@ -432,7 +422,7 @@ double collective_time_s(CollectiveKind kind, int64_t bytes_per_rank, const Grou
     return all_to_all_latency_s(g, c) +
            std::max(S * load.nic_fraction / nic_bytes_per_s_per_gpu(c, load.on_rail), S * load.nvlink_fraction / bw_intra);
   }
-  double intra = r > 1 ? ring_factor(kind, r) * S / bw_intra + steps_factor * (r - 1.0) * lat_intra : 0.0;
+  double intra = r > 1 ? collective_bus_factor(kind, r) * S / bw_intra + steps_factor * (r - 1.0) * lat_intra : 0.0;
   if (cal != nullptr && r > 1) {
     const double t = profile_collective_time_s(*cal, kind, static_cast<int>(r), bytes_per_rank);
     if (t > 0) intra = t;
@@ -441,7 +431,7 @@ double collective_time_s(CollectiveKind kind, int64_t bytes_per_rank, const Grou
   // to double binary trees, 2 log2(N) steps (NCCL_ALGO ring/tree tuning model).
   double inter_steps = steps_factor * (N - 1.0);
   if (kind == CollectiveKind::kAllReduce) inter_steps = std::min(inter_steps, 2.0 * std::ceil(std::log2(N)));
-  const double inter = ring_factor(kind, N) * S / r / bw_nic + inter_steps * lat_inter;
+  const double inter = collective_bus_factor(kind, N) * S / r / bw_nic + inter_steps * lat_inter;
   return intra + inter;
 }
 
@@ -801,7 +791,7 @@ LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape&
   }
 
   // --- expert parallel: token dispatch and combine, and the expert-TP gather / scatter
-  // (ETP_CONTRACT.md). Both sit on the critical path between attention and the experts (the
+  // (docs/analytical_model.md, "Mixture of experts"). Both sit on the critical path between attention and the experts (the
   // experts need the tokens), so they are exposed, not overlapped. Their time is the layer's
   // EP communication (TimeBreakdown::ep_comm holds the expert block's all-to-all and ETP time).
   const MoeTokenFlow flow = moe_token_flow(m, p);

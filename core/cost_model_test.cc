@@ -483,7 +483,7 @@ TEST(LayerCosts, CapacityFactorSizesTheAllToAllAndTheExperts) {
   EXPECT_NEAR((more_flops - router_flops) / (one_flops - router_flops), 1.25, 1e-9);
 }
 
-// Expert tensor parallelism (ETP_CONTRACT.md): per rank and micro-batch, with T = mbs x seq / cp
+// Expert tensor parallelism (docs/analytical_model.md, "Mixture of experts"): per rank and micro-batch, with T = mbs x seq / cp
 // and T_loc = T / tp routed tokens, cap = capacity(T_loc): dispatch / combine all-to-all of
 // E x cap x h elements over the EP group (2 forward, 2 backward), and with etp > 1 an all-gather
 // and a reduce-scatter of etp x E x cap x h elements over the expert-TP group (1 + 1 each way).

@@ -91,12 +91,11 @@ std::string describe(const DlrmShardingPlan& plan) {
   return s;
 }
 
-DlrmShardingPlan parse_dlrm_plan(const std::string& text, std::string* error) {
+Expected<DlrmShardingPlan> parse_dlrm_plan(const std::string& text) {
   DlrmShardingPlan plan;
   plan.name = "given";
   auto fail = [&](const std::string& word, const std::string& why) {
-    *error = "\"" + word + "\": " + why;
-    return DlrmShardingPlan{};
+    return Expected<DlrmShardingPlan>::fail("", "\"" + word + "\": " + why);
   };
   // Non-negative integer of a whole string, or -1.
   auto number = [](const std::string& s) -> int64_t {
@@ -144,8 +143,15 @@ DlrmShardingPlan parse_dlrm_plan(const std::string& text, std::string* error) {
     plan.tables.push_back(std::move(p));
   }
   if (plan.tables.empty()) return fail(text, "no tables");
-  error->clear();
   return plan;
+}
+
+Plan dlrm_plan(const Scenario& sc, const DlrmShardingPlan& sharding) {
+  Plan p;
+  p.dp = std::max<int64_t>(1, sc.cluster.num_gpus);
+  p.micro_batch_size = std::max<int64_t>(1, sc.training.global_batch_size / p.dp);
+  p.embedding_sharding = describe(sharding);
+  return p;
 }
 
 DlrmDenseShape dlrm_dense_shape(const DlrmConfig& d) {
@@ -410,14 +416,12 @@ BackendResult estimate_dlrm(const Scenario& sc, const DlrmShardingPlan& plan) {
   const Precision prec = sc.training.precision;
   const int64_t n = std::max<int64_t>(1, c.num_gpus);
   const int64_t B = sc.training.global_batch_size;
-  const int64_t b = std::max<int64_t>(1, B / n);
   const std::vector<DlrmRankLoad> loads = dlrm_rank_loads(sc, plan);
   const DlrmDenseShape shape = dlrm_dense_shape(d);
 
   BackendResult r;
   r.backend = "analytical";
-  r.plan.dp = n;
-  r.plan.micro_batch_size = b;
+  r.plan = dlrm_plan(sc, plan);
 
   const DlrmDenseCosts dense = dlrm_dense_costs(sc);
   const double dense_s = dense.forward_s() + dense.backward_s();

@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "core/problem.h"
 #include "core/result.h"
 #include "core/scenario.h"
 
@@ -56,9 +57,13 @@ struct DlrmShardingPlan {
 std::string describe(const DlrmShardingPlan& plan);
 
 // Reads describe()'s form back: one "tI:KIND" word per table, in table order, KIND one of dp,
-// rw, tw@RANK, cwK@R1,R2,...; returns the plan (name "given") or an empty plan and sets
-// `error` to what is wrong (the word at fault). check_dlrm_plan still applies.
-DlrmShardingPlan parse_dlrm_plan(const std::string& text, std::string* error);
+// rw, tw@RANK, cwK@R1,R2,...; returns the plan (name "given") or the problem (where empty, the
+// message naming the word at fault). check_dlrm_plan still applies.
+Expected<DlrmShardingPlan> parse_dlrm_plan(const std::string& text);
+
+// The plan of a recommendation model with this sharding, as every backend reports it: data
+// parallel over the scenario's GPUs, the per-GPU batch as micro-batch, and the sharding.
+Plan dlrm_plan(const Scenario& scenario, const DlrmShardingPlan& sharding);
 
 // Constants (units in names; sources in dlrm_model.cc).
 extern const double kEmbeddingGatherEfficiency;  // achieved / peak HBM bandwidth of TBE gathers

@@ -76,7 +76,7 @@ inline double routed_tokens(const ModelShape& m, double tokens) {
 
 // Token flow of one MoE layer on one rank for one micro-batch, Megatron-Core's drop-and-pad
 // all-to-all dispatcher with expert tensor parallelism (docs/analytical_model.md, "Mixture of
-// experts"; ETP_CONTRACT.md). With sequence parallelism every TP rank routes its own slice of
+// experts"; docs/analytical_model.md). With sequence parallelism every TP rank routes its own slice of
 // the sequence; the EP all-to-all sends capacity slots of every expert; the ETP all-gather then
 // gives every expert-TP rank the rows of its etp peers, and each rank computes 1/etp of every
 // local expert's FFN columns on them.

@@ -132,4 +132,21 @@ const char* to_string(OpKind o) {
   return n[static_cast<int>(o)];
 }
 
+std::string describe(const Plan& p, PlanDetail detail) {
+  std::string s = "tp" + std::to_string(p.tp) + " pp" + std::to_string(p.pp) + " dp" + std::to_string(p.dp) + " cp" +
+                  std::to_string(p.cp) + " ep" + std::to_string(p.ep) +
+                  (p.expert_tp() != p.tp ? " etp" + std::to_string(p.expert_tp()) : "") + " vpp" + std::to_string(p.vpp) +
+                  " mbs" + std::to_string(p.micro_batch_size);
+  const std::string tables = p.embedding_sharding.empty() ? "" : " tables=[" + p.embedding_sharding + "]";
+  if (detail == PlanDetail::kDegrees) return s + tables;
+  s += std::string(" ") + to_string(p.schedule) + (p.sequence_parallel ? " sp" : "") + " recompute=" + to_string(p.recompute) +
+       " zero" + std::to_string(p.zero_stage);
+  if (detail == PlanDetail::kWithLayers && !p.layers_per_stage.empty()) {
+    s += " layers=[";
+    for (size_t i = 0; i < p.layers_per_stage.size(); ++i) s += (i ? " " : "") + std::to_string(p.layers_per_stage[i]);
+    s += "]";
+  }
+  return s + tables;
+}
+
 }  // namespace monarch

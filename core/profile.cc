@@ -21,19 +21,6 @@ const char* to_string(MatmulPrecision p) {
 
 const char* to_string(DeviceKind d) { return d == DeviceKind::kCpu ? "cpu" : "gpu"; }
 
-double collective_bus_factor(CollectiveKind kind, int ranks) {
-  assert(ranks >= 1);
-  const double n = ranks;
-  switch (kind) {
-    case CollectiveKind::kAllReduce: return 2.0 * (n - 1) / n;
-    case CollectiveKind::kAllGather:
-    case CollectiveKind::kReduceScatter:
-    case CollectiveKind::kAllToAll: return (n - 1) / n;
-    case CollectiveKind::kBroadcast: return 1.0;
-  }
-  return 1.0;
-}
-
 MatmulSample make_matmul_sample(MatmulPrecision precision, int64_t m, int64_t n, int64_t k,
                                 double time_us) {
   assert(time_us > 0);

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/collectives.h"  // collective_bus_factor
 #include "core/plan_ir.h"
 #include "core/scenario.h"
 
@@ -68,11 +69,6 @@ struct CalibrationProfile {
 
 const char* to_string(MatmulPrecision);
 const char* to_string(DeviceKind);
-
-// nccl-tests bus-bandwidth factor: busbw = algbw x factor. All-reduce 2(n-1)/n; all-gather,
-// reduce-scatter and all-to-all (n-1)/n; broadcast 1. Source: nccl-tests doc/PERFORMANCE.md.
-// ranks must be >= 1 (a single rank gives 0 for all but broadcast).
-double collective_bus_factor(CollectiveKind, int ranks);
 
 // A sample from a measured time, with the derived tflops (2 m n k / time) or algbw/busbw.
 MatmulSample make_matmul_sample(MatmulPrecision, int64_t m, int64_t n, int64_t k, double time_us);

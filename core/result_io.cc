@@ -1,6 +1,7 @@
 #include "core/result_io.h"
 
 #include <array>
+#include <cassert>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -148,7 +149,7 @@ const std::set<std::string>& plan_keys() {
       "context_parallel_degree", "expert_parallel_degree", "virtual_pipeline_degree",
       "expert_tensor_parallel_degree", "etp", "micro_batch_size", "pipeline_schedule", "sequence_parallel", "activation_recompute",
       "zero_stage", "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap",
-      "layers_per_stage"};
+      "layers_per_stage", "embedding_sharding"};
   return keys;
 }
 
@@ -176,6 +177,7 @@ void read_plan(Reader& r, const json& j, const std::string& path, Plan& p) {
   r.get_bool(j, path, "overlap_grad_reduce", p.overlap_grad_reduce, false);
   r.get_bool(j, path, "overlap_param_gather", p.overlap_param_gather, false);
   r.get_bool(j, path, "tp_comm_overlap", p.tp_comm_overlap, false);
+  r.get_string(j, path, "embedding_sharding", p.embedding_sharding, false);
   if (const json* lps = r.find(j, path, "layers_per_stage", false)) {
     std::string lpath = path + "/layers_per_stage";
     if (r.is_array(*lps, lpath)) {
@@ -220,6 +222,7 @@ json plan_to_json(const Plan& p) {
   };
   if (p.expert_tp() != p.tp) j["expert_tensor_parallel_degree"] = p.etp;  // absent = tp
   if (!p.layers_per_stage.empty()) j["layers_per_stage"] = p.layers_per_stage;
+  if (!p.embedding_sharding.empty()) j["embedding_sharding"] = p.embedding_sharding;  // absent: a transformer plan
   return j;
 }
 
@@ -440,6 +443,36 @@ Expected<RejectedPlan> rejected_from_json(const json& j, const std::string& path
   r.get_string(j, path, "reason", rp.reason, true);
   if (!problems.empty()) return problems;
   return rp;
+}
+
+json result_file_to_json(const ResultFile& file) {
+  json out;
+  out["format"] = "monarch-sim-result/1";
+  if (!file.run.is_null()) out["run"] = file.run;
+  out["scenario"] = file.scenario;
+  if (file.parameters > 0) out["parameters"] = file.parameters;
+  out["results"] = json::array();
+  for (const ResultFileEntry& e : file.results) {
+    assert(e.result);
+    json j = result_to_json(*e.result);
+    if (e.rank) j["rank"] = *e.rank;
+    if (!e.sharding.empty()) j["sharding"] = e.sharding;
+    out["results"].push_back(std::move(j));
+  }
+  if (file.rejected) {
+    out["rejected"] = json::array();
+    for (const RejectedPlan& r : *file.rejected) out["rejected"].push_back(rejected_to_json(r));
+  }
+  if (file.baseline) {
+    out["baseline"] = result_to_json(*file.baseline);
+    out["baseline"]["note"] = file.baseline_note;
+  }
+  if (file.search)
+    out["search"] = {{"plans_in_space", file.search->plans_in_space},
+                     {"plans_evaluated", file.search->plans_evaluated},
+                     {"plans_fitting", file.search->plans_fitting},
+                     {"plans_rejected", file.search->plans_rejected}};
+  return out;
 }
 
 std::string normalized_dump(const json& j) {

@@ -13,7 +13,9 @@
 // Numbers that are not finite are written as null (JSON has no NaN) and read back as NaN.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -24,7 +26,8 @@
 namespace monarch {
 
 // Plan object of the result file: tensor_parallel_degree ... zero_stage, the overlap switches
-// (overlap_grad_reduce, overlap_param_gather, tp_comm_overlap) and, when set, layers_per_stage.
+// (overlap_grad_reduce, overlap_param_gather, tp_comm_overlap) and, when set, layers_per_stage
+// and (recommendation models) embedding_sharding.
 nlohmann::json plan_to_json(const Plan& plan);
 Expected<Plan> plan_from_json(const nlohmann::json& j, const std::string& json_path);
 
@@ -37,6 +40,31 @@ Expected<BackendResult> result_from_json(const nlohmann::json& j, const std::str
 // One entry of the result file's "rejected" array: {"plan": {...}, "reason": "..."}.
 nlohmann::json rejected_to_json(const RejectedPlan& rejected);
 Expected<RejectedPlan> rejected_from_json(const nlohmann::json& j, const std::string& json_path);
+
+// A result file (format "monarch-sim-result/1", docs/spec/cli.md "Result file"): what
+// `monarch-sim --output` writes for a run and `monarch-sim runs show` prints for a stored one.
+struct ResultFileEntry {
+  const BackendResult* result = nullptr;  // must outlive the ResultFile
+  std::optional<int64_t> rank;            // the plan's position in the ranking; absent: no "rank"
+  std::string sharding;                   // recommendation models: "name: description"; empty: none
+};
+struct ResultFileSearch {
+  int64_t plans_in_space = 0;
+  int64_t plans_evaluated = 0;
+  int64_t plans_fitting = 0;
+  int64_t plans_rejected = 0;
+};
+struct ResultFile {
+  nlohmann::json scenario;                 // the scenario object (or its text when it is not JSON)
+  nlohmann::json run;                      // runs show: the store's record of the run; null: absent
+  int64_t parameters = 0;                  // the model's parameter count; written when > 0
+  std::vector<ResultFileEntry> results;
+  std::optional<std::vector<RejectedPlan>> rejected;  // absent: no "rejected" array
+  const BackendResult* baseline = nullptr;  // the FSDP / ZeRO-3 baseline; null: absent
+  std::string baseline_note;                // written with the baseline
+  std::optional<ResultFileSearch> search;   // the search's counts; absent: no "search"
+};
+nlohmann::json result_file_to_json(const ResultFile& file);
 
 // The normalized text of a JSON value: compact, object keys sorted (nlohmann's default object
 // is a sorted map), numbers in their shortest round-trip form, invalid UTF-8 replaced by U+FFFD.

@@ -178,6 +178,54 @@ TEST(PlanJson, ExpertTpIsWrittenOnlyWhenItDiffersFromTp) {
   EXPECT_TRUE(has_problem(zero.problems(), "/plan/expert_tensor_parallel_degree", "positive integer"));
 }
 
+TEST(PlanJson, EmbeddingShardingIsPartOfARecommendationPlan) {
+  Plan p;
+  p.dp = 8;
+  EXPECT_FALSE(plan_to_json(p).contains("embedding_sharding"));  // transformer plans: absent
+  p.embedding_sharding = "t0:tw@3 t1:rw";
+  const json j = plan_to_json(p);
+  EXPECT_EQ(j["embedding_sharding"], "t0:tw@3 t1:rw");
+  Expected<Plan> back = plan_from_json(json::parse(j.dump()), "/plan");
+  ASSERT_TRUE(back.ok()) << back.problems()[0].to_string();
+  EXPECT_EQ(*back, p);
+  Plan other = p;
+  other.embedding_sharding = "t0:rw t1:rw";
+  EXPECT_NE(content_hash(plan_to_json(p)), content_hash(plan_to_json(other)));  // two plans in the store
+}
+
+TEST(ResultFile, WritesTheFieldsItIsGiven) {
+  BackendResult r;
+  r.backend = "analytical";
+  ResultFile f;
+  f.scenario = {{"name", "s"}};
+  f.results.push_back({&r, 1, ""});
+  f.results.push_back({&r, std::nullopt, "greedy: t0:rw"});
+  json j = result_file_to_json(f);
+  EXPECT_EQ(j["format"], "monarch-sim-result/1");
+  EXPECT_EQ(j["scenario"]["name"], "s");
+  EXPECT_FALSE(j.contains("parameters"));  // 0: unknown
+  EXPECT_FALSE(j.contains("run"));
+  EXPECT_FALSE(j.contains("rejected"));
+  EXPECT_FALSE(j.contains("baseline"));
+  EXPECT_FALSE(j.contains("search"));
+  ASSERT_EQ(j["results"].size(), 2u);
+  EXPECT_EQ(j["results"][0]["rank"], 1);
+  EXPECT_FALSE(j["results"][0].contains("sharding"));
+  EXPECT_FALSE(j["results"][1].contains("rank"));
+  EXPECT_EQ(j["results"][1]["sharding"], "greedy: t0:rw");
+
+  f.parameters = 7;
+  f.rejected = std::vector<RejectedPlan>{};
+  f.baseline = &r;
+  f.baseline_note = "FSDP";
+  f.search = ResultFileSearch{10, 8, 5, 3};
+  j = result_file_to_json(f);
+  EXPECT_EQ(j["parameters"], 7);
+  EXPECT_TRUE(j["rejected"].is_array());
+  EXPECT_EQ(j["baseline"]["note"], "FSDP");
+  EXPECT_EQ(j["search"]["plans_rejected"], 3);
+}
+
 TEST(PlanJson, ReadsTheSpecExampleWithOverlapDefaults) {
   json j = json::parse(R"({ "tensor_parallel_degree": 8, "pipeline_parallel_degree": 8,
                 "data_parallel_degree": 1, "context_parallel_degree": 1,

@@ -207,11 +207,23 @@ struct Plan {
   bool tp_comm_overlap = false;
   // Layers per pipeline stage (size pp); empty = even split. Filled by the partitioner.
   std::vector<int64_t> layers_per_stage;
+  // Recommendation models: the embedding-table sharding (core/dlrm_model.h describe form,
+  // "t0:tw@3 t1:rw t2:cw2@0,1 t3:dp"), so that two sharding plans are two plans; empty for
+  // transformer plans.
+  std::string embedding_sharding;
 
   int64_t world_size() const { return tp * pp * dp * cp; }
   int64_t expert_tp() const { return etp > 0 ? etp : tp; }
   bool operator==(const Plan&) const = default;
 };
+
+// The one description of a plan, as tables, messages, the store and the GUI show it:
+// kDegrees "tp8 pp2 dp4 cp1 ep1 vpp2 mbs1" (" etpN" after ep when expert TP differs from tp);
+// kFull adds " 1f1b sp recompute=selective zero1" (" sp" only with sequence parallelism);
+// kWithLayers adds " layers=[5 5 6 6]" when the pipeline split is set. A recommendation plan
+// ends, at every detail, with " tables=[t0:tw@3 t1:rw]" (its embedding sharding).
+enum class PlanDetail : uint8_t { kDegrees, kFull, kWithLayers };
+std::string describe(const Plan& plan, PlanDetail detail = PlanDetail::kWithLayers);
 
 // Names as they appear in files and on the command line.
 const char* to_string(Architecture);

@@ -20,6 +20,7 @@
 #include "realrt/run_io.h"
 #include "realrt/span_recorder.h"
 #include "strategies/lowering.h"
+#include "strategies/schedule.h"
 
 namespace monarch::realrt {
 
@@ -432,7 +433,7 @@ Problems check_runtime_config(const RuntimeConfig& cfg) {
   auto bad = [&](const char* where, const std::string& what) { pr.push_back({where, what}); };
   if (p.cp != 1) bad("/plan/cp", "the CPU runtime has no context parallelism; cp must be 1");
   if (m.moe()) {
-    // Expert layout (ETP_CONTRACT.md): etp x ep must divide the tp x cp x dp ranks of a stage.
+    // Expert layout (core/placement.h): etp x ep must divide the tp x cp x dp ranks of a stage.
     const int64_t etp = p.expert_tp(), stage = p.tp * p.cp * p.dp;
     if (p.ep < 1 || etp < 1) {
       bad("/plan/ep", "ep and etp must be positive");
@@ -495,6 +496,10 @@ int64_t rank_of(const Plan& plan, const RankCoords& c) {
 
 CpuRuntime::CpuRuntime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 CpuRuntime::~CpuRuntime() = default;
+
+std::string to_string(const PipeOp& op) {
+  return std::string(op.forward ? "F" : "B") + "(c" + std::to_string(op.chunk) + ",mb" + std::to_string(op.mb) + ")";
+}
 
 std::vector<PipeOp> schedule_from_program(const RankProgram& program) {
   std::vector<PipeOp> ops;
@@ -660,7 +665,10 @@ Expected<std::unique_ptr<CpuRuntime>> CpuRuntime::create(MPI_Comm world, const R
     if (Problems bad = check_program(*program, impl->schedule, cfg, rank, impl->num_mb); !bad.empty())
       late.insert(late.end(), bad.begin(), bad.end());
   } else {
-    impl->schedule = pipeline_schedule(p.pp > 1 ? p.schedule : Schedule::kOneFOneB, p.pp, p.vpp, me.pp, impl->num_mb);
+    // Without a plan file: the schedule the lowering uses (strategies/schedule.h).
+    const Schedule schedule = p.pp > 1 ? p.schedule : Schedule::kOneFOneB;
+    for (const PipelineStep& st : pipeline_order(schedule, p.pp, me.pp, impl->num_mb, p.vpp))
+      impl->schedule.push_back({st.forward, st.chunk, st.micro_batch});
   }
   int ok = late.empty() ? 1 : 0;
   MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, world);

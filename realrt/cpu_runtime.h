@@ -24,7 +24,7 @@
 // (Megatron's embedding group; counted under group "pp").
 //
 // Mixture of experts (realrt/moe.h): the expert layout of core/placement (Megatron-Core's
-// expert RankGenerator, ETP_CONTRACT.md): inside a stage, expert-TP groups of plan.expert_tp()
+// expert RankGenerator, core/placement.h): inside a stage, expert-TP groups of plan.expert_tp()
 // consecutive ranks, EP groups of stride etp, expert-DP groups of stride etp x ep. Each EP rank
 // holds num_experts / ep experts of every layer, sharded over its expert-TP group; tokens go out
 // and back with MPI_Alltoall (group "ep", 2 per layer and micro-batch forward, 2 backward, 2 more
@@ -51,11 +51,20 @@
 #include "realrt/gpt.h"
 #include "realrt/memory.h"
 #include "realrt/reference.h"
-#include "realrt/schedule.h"
 #include "realrt/span_recorder.h"
 #include "realrt/watchdog.h"
 
 namespace monarch::realrt {
+
+// One forward or backward pass of a model chunk on a micro-batch, as the runtime runs it.
+struct PipeOp {
+  bool forward = true;
+  int64_t chunk = 0;  // model chunk on this stage (0 .. vpp-1); virtual stage = chunk * pp + stage
+  int64_t mb = 0;     // micro-batch
+  bool operator==(const PipeOp&) const = default;
+};
+// "F(c0,mb3)": the pass as the watchdog names it.
+std::string to_string(const PipeOp& op);
 
 struct RuntimeConfig {
   GptConfig model;

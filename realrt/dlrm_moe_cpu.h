@@ -1,5 +1,5 @@
 // A small mixture-of-experts block trained on CPUs (fp32), single-process or with expert
-// parallelism over the ranks of a communicator (the recsys helper's realrt/dlrm_* files).
+// parallelism over the ranks of a communicator (as in realrt/dlrm_cpu.h).
 //
 //   x_in [tokens, H] -> x = x_in W0 (dense, data-parallel)
 //   router: logits = x Wg [H, E]; top-k experts per token; gates = softmax over those k logits

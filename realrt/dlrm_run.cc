@@ -100,12 +100,12 @@ int run_dlrm_scenario(const Scenario& sc_in, const std::string& sharding, int64_
   }
   DlrmShardingPlan plan;
   if (!sharding.empty()) {
-    std::string why;
-    plan = parse_dlrm_plan(sharding, &why);
-    if (!why.empty()) {
-      report("--sharding", why);
+    Expected<DlrmShardingPlan> given = parse_dlrm_plan(sharding);
+    if (!given) {
+      report("--sharding", given.problems().front().message);
       return 2;
     }
+    plan = std::move(given).value();
   } else {
     const DlrmSearchResult found = search_dlrm_sharding(sc);
     const DlrmRankedPlan* best = nullptr;
@@ -144,8 +144,7 @@ int run_dlrm_scenario(const Scenario& sc_in, const std::string& sharding, int64_
     BackendResult res;
     res.backend = "real-cpu";
     res.measured = true;
-    res.plan.dp = n;
-    res.plan.micro_batch_size = setup->config.global_batch / n;
+    res.plan = dlrm_plan(sc, plan);
     res.losses = run.losses;
     // Mean step time, the first step left out when there are more (warm-up: first touches).
     double sum = 0;

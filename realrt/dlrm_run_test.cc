@@ -84,9 +84,9 @@ TEST(DlrmRun, MixedShardingMatchesOneProcessAndThePredictedBytes) {
     ASSERT_EQ(got.size(), ref.size());
     for (size_t i = 0; i < ref.size(); ++i) EXPECT_LE(std::fabs(got[i] - ref[i]), 1e-5 * std::fabs(ref[i])) << "step " << i;
 
-    std::string why;
-    const DlrmShardingPlan plan = parse_dlrm_plan(sharding, &why);
-    ASSERT_TRUE(why.empty()) << why;
+    const Expected<DlrmShardingPlan> parsed = parse_dlrm_plan(sharding);
+    ASSERT_TRUE(parsed.ok()) << parsed.problems().front().message;
+    const DlrmShardingPlan& plan = *parsed;
     const auto loads = dlrm_rank_loads(*sc, plan);
     const DlrmCommSizes sizes = dlrm_comm_sizes(*sc, loads);
     const auto& ranks = r.out["dlrm_send_bytes"];

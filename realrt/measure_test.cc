@@ -177,7 +177,7 @@ TEST(Measure, ExpertParallelAllToAllBytesEqualThePrediction) {
 }
 
 // MoE with tensor + sequence parallelism (tiny_moe_ep2.json, Megatron-Core's MoE layer on the
-// sequence shard, ETP_CONTRACT.md): each TP rank routes T / tp = 32 tokens, capacity
+// sequence shard, docs/analytical_model.md, "Mixture of experts"): each TP rank routes T / tp = 32 tokens, capacity
 // ceil(32 x 2 / 4) = 16, so every all-to-all's send buffer is E x cap x h = 4 x 16 x 128 fp32 =
 // 32 KiB (2 forward + 2 backward per layer and micro-batch), and with expert TP = TP = 2 the
 // expert-TP all-gather (forward inputs, backward output gradients) and reduce-scatter (forward

@@ -125,7 +125,7 @@ int cmd_list(Store& store, const RunFilter& filter, std::ostream& out, std::ostr
     started[10] = ' ';
     std::snprintf(buf, sizeof buf, "%-6lld %-20s %-11s %-7s %-13s %-30s %12s %12s %7s %9s  ",
                   static_cast<long long>(r.id), started.c_str(), one_line(b.backend).c_str(),
-                  to_string(r.record.status), short_hash(r.plan_hash).c_str(), plan_label(b.plan).c_str(),
+                  to_string(r.record.status), short_hash(r.plan_hash).c_str(), describe(b.plan, PlanDetail::kDegrees).c_str(),
                   fmt("%.4g", b.iteration_time_s).c_str(), fmt("%.6g", b.tokens_per_s).c_str(),
                   fmt("%.3f", b.mfu).c_str(), fmt("%.2f", b.memory.peak_gib).c_str());
     out << buf << one_line(r.record.scenario_name) << "\n";
@@ -226,7 +226,7 @@ int cmd_compare(Store& store, const std::vector<std::string>& ids, std::ostream&
   out << "A = " << run_title(*a) << "\n";
   out << "B = " << run_title(*b) << "\n";
   if (a->plan_hash == b->plan_hash) {
-    out << "Both runs use the same plan (" << short_hash(a->plan_hash) << "): " << plan_label(x.plan, true) << "\n";
+    out << "Both runs use the same plan (" << short_hash(a->plan_hash) << "): " << describe(x.plan, PlanDetail::kFull) << "\n";
     if (x.measured != y.measured) {
       const StoredRun& sim = x.measured ? *b : *a;
       const StoredRun& real = x.measured ? *a : *b;
@@ -250,7 +250,7 @@ int cmd_compare(Store& store, const std::vector<std::string>& ids, std::ostream&
              "predictions of one plan.\n";
     }
   } else {
-    out << "Different plans:\n  A: " << plan_label(x.plan, true) << "\n  B: " << plan_label(y.plan, true) << "\n";
+    out << "Different plans:\n  A: " << describe(x.plan, PlanDetail::kFull) << "\n  B: " << describe(y.plan, PlanDetail::kFull) << "\n";
   }
   for (const StoredRun* r : {&*a, &*b})
     if (r->record.status == RunStatus::kFailed)
@@ -327,18 +327,6 @@ int cmd_export(Store& store, const RunFilter& filter, const std::string& format,
 
 }  // namespace
 
-std::string plan_label(const Plan& p, bool full) {
-  std::string s = "tp" + std::to_string(p.tp) + " pp" + std::to_string(p.pp) + " dp" + std::to_string(p.dp) +
-                  " cp" + std::to_string(p.cp) + " ep" + std::to_string(p.ep) +
-                  (p.expert_tp() != p.tp ? " etp" + std::to_string(p.expert_tp()) : "") + " vpp" + std::to_string(p.vpp) +
-                  " mbs" + std::to_string(p.micro_batch_size);
-  if (full) {
-    s += std::string(" ") + to_string(p.schedule) + (p.sequence_parallel ? " sp" : " no-sp") + " recompute=" +
-         to_string(p.recompute) + " zero" + std::to_string(p.zero_stage);
-  }
-  return s;
-}
-
 json stored_run_to_json(const StoredRun& r) {
   const RunRecord& rec = r.record;
   json run = {{"id", r.id},
@@ -352,12 +340,12 @@ json stored_run_to_json(const StoredRun& r) {
               {"plan_hash", r.plan_hash}};
   if (!rec.error_message.empty()) run["error"] = rec.error_message;
   json scenario = json::parse(rec.scenario_json, nullptr, false);
-  json j = {{"format", "monarch-sim-result/1"},
-            {"run", run},
-            {"scenario", scenario.is_discarded() ? json(rec.scenario_json) : scenario},
-            {"results", json::array({result_to_json(rec.result)})}};
-  if (rec.parameters > 0) j["parameters"] = rec.parameters;
-  return j;
+  ResultFile file;
+  file.run = std::move(run);
+  file.scenario = scenario.is_discarded() ? json(rec.scenario_json) : std::move(scenario);
+  file.parameters = rec.parameters;
+  file.results.push_back({&rec.result, std::nullopt, ""});
+  return result_file_to_json(file);
 }
 
 int run_runs_command(const std::vector<std::string>& args, const std::string& db_path, std::ostream& out,

@@ -23,9 +23,6 @@ namespace monarch {
 int run_runs_command(const std::vector<std::string>& args, const std::string& db_path, std::ostream& out,
                      std::ostream& err);
 
-// "tp8 pp8 dp1 cp1 ep1 vpp3 mbs1" and, with `full`, schedule, SP, recompute and ZeRO too.
-std::string plan_label(const Plan& plan, bool full = false);
-
 // The JSON of `runs show`: the result file's fields for one result, plus a "run" object
 // (id, status, times, host, version, hashes, error).
 nlohmann::json stored_run_to_json(const StoredRun& run);

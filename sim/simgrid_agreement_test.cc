@@ -1,5 +1,5 @@
 // SimGrid vs the analytical model on real lowered plans (strategies' lower_plan with the cost
-// model's costs), in the uncontended cases of issue 5: single-node TP, DP only, PP only.
+// model's costs), in the uncontended cases: single-node TP, DP only, PP only.
 // Two references: the graph's own critical path with the cost model's durations
 // (core/graph_time, the same graph SimGrid runs) and the analytical backend's closed form.
 #include <gtest/gtest.h>

@@ -11,7 +11,7 @@ json plan_json(const Plan& p) {
               {"mbs", p.micro_batch_size}, {"schedule", static_cast<int>(p.schedule)},
               {"sp", p.sequence_parallel}, {"recompute", static_cast<int>(p.recompute)},
               {"zero", p.zero_stage}, {"ogr", p.overlap_grad_reduce}, {"opg", p.overlap_param_gather},
-              {"tco", p.tp_comm_overlap}, {"lps", p.layers_per_stage}};
+              {"tco", p.tp_comm_overlap}, {"lps", p.layers_per_stage}, {"es", p.embedding_sharding}};
 }
 
 Plan plan_from(const json& j) {
@@ -32,6 +32,7 @@ Plan plan_from(const json& j) {
   p.overlap_param_gather = j.at("opg");
   p.tp_comm_overlap = j.at("tco");
   p.layers_per_stage = j.at("lps").get<std::vector<int64_t>>();
+  p.embedding_sharding = j.at("es").get<std::string>();
   return p;
 }
 

@@ -23,7 +23,7 @@ std::string write_temp(const std::string& name, const std::string& text) {
   return path.string();
 }
 
-// The acceptance bounds of issue 3: one calibration per GPU kind and precision predicts the
+// The acceptance bounds: one calibration per GPU kind and precision predicts the
 // published A100 (Korthikanti et al. 2022) and H100 (NVIDIA DGXC Llama 3.1 8B) runs.
 TEST(Validate, CalibrationFileWithinFivePercentMapeAndTwelvePercentWorst) {
   Expected<ValidationReport> rep = validate_cases(kCalibration);

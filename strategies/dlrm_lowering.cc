@@ -86,7 +86,6 @@ Expected<PlanGraph> lower_dlrm(const Scenario& sc, const DlrmShardingPlan& plan)
   if (const std::string why = check_dlrm_plan(sc, plan); !why.empty()) return Expected<PlanGraph>::fail("/plan", why);
   const ClusterConfig& c = sc.cluster;
   const int64_t n = std::max<int64_t>(1, c.num_gpus);
-  const int64_t b = std::max<int64_t>(1, sc.training.global_batch_size / n);
   const std::vector<DlrmRankLoad> loads = dlrm_rank_loads(sc, plan);
   const DlrmDenseCosts dense = dlrm_dense_costs(sc);
   const DlrmCommSizes sizes = dlrm_comm_sizes(sc, loads);
@@ -97,8 +96,7 @@ Expected<PlanGraph> lower_dlrm(const Scenario& sc, const DlrmShardingPlan& plan)
   const DType dtype = dtype_of(sc.training.precision);
 
   PlanGraph g;
-  g.plan.dp = n;
-  g.plan.micro_batch_size = b;
+  g.plan = dlrm_plan(sc, plan);
   g.world_size = static_cast<int32_t>(n);
   g.num_micro_batches = 1;
   ProcessGroup all;

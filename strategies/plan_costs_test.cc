@@ -256,7 +256,7 @@ TEST(PlanCosts, MixtureOfExpertsBytesMatchTheCostModel) {
   EXPECT_GT(dp_wire, 0);
 }
 
-// Expert tensor parallelism (ETP_CONTRACT.md) in the lowered graph: per MoE layer
+// Expert tensor parallelism (docs/analytical_model.md, "Mixture of experts") in the lowered graph: per MoE layer
 // attention -> dispatch a2a (kEp) -> ETP all-gather (kExpertTp) -> experts -> ETP
 // reduce-scatter -> combine a2a, backward mirrored; groups from core/placement's expert layout,
 // bytes equal to the cost model's communication table.

@@ -12,16 +12,6 @@
 
 namespace monarch {
 
-std::string describe(const Plan& p) {
-  std::string s = "tp" + std::to_string(p.tp) + " cp" + std::to_string(p.cp) + " pp" + std::to_string(p.pp) + " dp" +
-                  std::to_string(p.dp) + " ep" + std::to_string(p.ep) +
-                  (p.expert_tp() != p.tp ? " etp" + std::to_string(p.expert_tp()) : "") + " vpp" + std::to_string(p.vpp) + " mbs" +
-                  std::to_string(p.micro_batch_size) + " " + to_string(p.schedule) + (p.sequence_parallel ? " sp" : "") +
-                  " recompute=" + to_string(p.recompute) + " zero" + std::to_string(p.zero_stage);
-  if (!p.layers_per_stage.empty()) s += " layers=[" + split_text(p.layers_per_stage) + "]";
-  return s;
-}
-
 std::vector<RejectedPlan> SearchResult::rejected_for_report(int64_t max_listed) const {
   if (plans_rejected <= max_listed && static_cast<int64_t>(rejected_examples.size()) == plans_rejected) return rejected_examples;
   std::vector<RejectedPlan> out;

@@ -82,8 +82,6 @@ struct SearchResult {
   int64_t plans_rejected = 0;
 };
 
-// Short description, e.g. "tp8 cp1 pp16 dp128 ep1 vpp1 mbs1 1f1b sp recompute=selective zero1".
-std::string describe(const Plan& plan);
 
 SearchResult search_plans(const Scenario& scenario, const SearchOptions& options);
 

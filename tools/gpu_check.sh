@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tools/gpu_check.sh: the GPU checks of issue 8, on one GPU node (target: under 5 minutes on one
+# tools/gpu_check.sh: the GPU checks, on one GPU node (target: under 5 minutes on one
 # H200). Builds the GPU code, runs the GPU tests (they must run: a skip here is a failure),
 # calibrates this node's GPUs with monarch-calibrate --device gpu and prints the profile back, then
 # checks the GPU runtime (monarch-run --device gpu) on one GPU:

@@ -5,34 +5,47 @@
 #include "core/cost_model.h"
 #include "core/scenario_io.h"
 #include "results/store.h"
-#include "strategies/plan_costs.h"
+#include "run/run_library.h"
 #include "strategies/search.h"
-#if defined(MONARCH_GUI_WITH_SIMGRID)
-#include "sim/simgrid_backend.h"
-#endif
 
 namespace monarch::gui {
 
-Expected<SearchOutcome> search_plans(const Scenario& scenario, JobControl& job) {
-  SearchOptions options;
-  options.evaluate = analytical_evaluator();  // the same evaluator as monarch-sim
-  options.cancelled = [&job] { return job.cancel.load(); };
-  options.progress = [&job](int64_t done, int64_t total) {
+namespace {
+
+run::RunControl control_of(JobControl& job) {
+  run::RunControl control;
+  control.cancelled = [&job] { return job.cancel.load(); };
+  control.progress = [&job](const std::string&, int64_t done, int64_t total) {
     job.fraction = total > 0 ? static_cast<double>(done) / static_cast<double>(total) : -1.0;
   };
-  const SearchResult found = monarch::search_plans(scenario, options);
-  if (found.cancelled) return Expected<SearchOutcome>::fail("", "search cancelled");
+  return control;
+}
+
+}  // namespace
+
+Expected<SearchOutcome> search_plans(const Scenario& scenario, JobControl& job) {
+  run::RunRequest request;
+  request.backends = {Backend::kAnalytical};  // the same search and model as monarch-sim
+  run::RunEvents events;
+  events.control = control_of(job);
+  run::RunOutcome found = run::run_scenario(scenario, request, events);
+  if (found.end == run::RunEnd::kCancelled) return Expected<SearchOutcome>::fail("", "search cancelled");
+  if (found.end == run::RunEnd::kInvalid || found.end == run::RunEnd::kFailed) return found.problems;
+  const run::RunReport& report = found.report;
   SearchOutcome out;
-  out.ranked.reserve(found.ranked.size());
-  for (const RankedPlan& rp : found.ranked) {
-    if (job.cancel) return Expected<SearchOutcome>::fail("", "search cancelled");
-    out.ranked.push_back(estimate_plan(scenario, rp.plan));
-  }
-  out.rejected = found.rejected_for_report(options.max_rejected_listed);
-  if (found.baseline) out.baseline = estimate_plan(scenario, found.baseline->plan);
-  out.note = "looked at " + std::to_string(found.plans_in_space) + " plans, estimated " +
-             std::to_string(found.plans_evaluated) + ", " + std::to_string(found.plans_fitting) + " fit";
-  if (!found.any_fits() && !found.no_fit_message.empty()) out.note += ". " + found.no_fit_message;
+  out.ranked.reserve(report.entries.size());
+  for (const run::RunEntry& e : report.entries) out.ranked.push_back(e.result);
+  out.rejected = report.rejected;
+  out.baseline = report.baseline;
+  const SearchResult& sr = report.search;
+  if (report.recommendation)
+    out.note = "ranked " + std::to_string(report.entries.size()) + " sharding plans, " +
+               std::to_string(report.rejected.size()) + " rejected";
+  else
+    out.note = "looked at " + std::to_string(sr.plans_in_space) + " plans, estimated " +
+               std::to_string(sr.plans_evaluated) + ", " + std::to_string(sr.plans_fitting) + " fit";
+  if (found.end == run::RunEnd::kNoPlanFits && !found.problems.empty() && !found.problems.front().message.empty())
+    out.note += ". " + found.problems.front().message;
   job.fraction = 1;
   return out;
 }
@@ -66,32 +79,19 @@ Expected<BackendResult> estimate(const Scenario& scenario, const Plan& plan) {
   return estimate_plan(*checked, plan);
 }
 
-#if defined(MONARCH_GUI_WITH_SIMGRID)
-
-bool simgrid_built() { return true; }
+bool simgrid_built() { return run::build_features().simgrid; }
 
 Expected<BackendResult> simulate_simgrid(const Scenario& scenario, const Plan& plan, JobControl& job) {
+  run::RunControl control = control_of(job);
+  control.progress = nullptr;
   job.fraction = -1;  // SimGrid reports no progress: a busy indicator
-  Expected<PlanGraph> graph = lower_plan(scenario, plan);
-  if (!graph.ok()) return graph.problems();
-  if (job.cancel) return Expected<BackendResult>::fail("", "simulation cancelled");
-  SimgridOptions options;
-  options.record_timeline = true;
-  options.cancelled = [&job] { return job.cancel.load(); };  // Cancel kills the forked simulation
-  Expected<BackendResult> result = run_simgrid(scenario, *graph, options);
+  run::BackendSettings settings;
+  settings.record_timeline = true;
+  // Cancel kills the forked simulation.
+  Expected<BackendResult> result = run::run_plan(scenario, run::Candidate{plan}, Backend::kSimgrid, settings, control);
   job.fraction = 1;
   return result;
 }
-
-#else
-
-bool simgrid_built() { return false; }
-
-Expected<BackendResult> simulate_simgrid(const Scenario&, const Plan&, JobControl&) {
-  return Expected<BackendResult>::fail("", "this build has no SimGrid backend (configure with MONARCH_WITH_SIMGRID=ON)");
-}
-
-#endif
 
 // Newest runs listed in the Compare view; older ones stay in the store (monarch-sim runs list).
 constexpr size_t kMaxStoreRunsListed = 500;

@@ -1,5 +1,6 @@
 #include "gui/models/communication_model.h"
 
+#include "core/collectives.h"
 #include "core/units.h"
 #include "gui/models/format.h"
 #include "gui/models/plans_model.h"  // kSortRole
@@ -15,7 +16,7 @@ std::vector<CommRow> communication_rows(const BackendResult& result) {
     row.group_ranks = group_size(result.plan, e.group);
     if (e.time_s > 0) {
       row.algbw_GBps = static_cast<double>(e.bytes) / e.time_s / kGB;
-      row.busbw_GBps = row.algbw_GBps * bus_bandwidth_factor(e.kind, row.group_ranks);
+      row.busbw_GBps = row.algbw_GBps * collective_bus_factor(e.kind, row.group_ranks);
     }
     rows.push_back(std::move(row));
   }
@@ -72,7 +73,7 @@ QVariant CommunicationModel::data(const QModelIndex& index, int role) const {
   }
   if (role == Qt::ToolTipRole && (col == kAlgBw || col == kBusBw))
     return QStringLiteral("algbw = bytes / time; busbw = algbw x %1 (nccl-tests, n = %2)")
-        .arg(bus_bandwidth_factor(r.entry.kind, r.group_ranks), 0, 'f', 3)
+        .arg(collective_bus_factor(r.entry.kind, r.group_ranks), 0, 'f', 3)
         .arg(r.group_ranks);
   return {};
 }

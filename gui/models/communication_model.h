@@ -1,5 +1,5 @@
 // Communication of one result per (collective kind, group): bytes, operations, time, and the
-// nccl-tests bandwidths. algbw = bytes / time; busbw = algbw x bus_bandwidth_factor(kind, n)
+// nccl-tests bandwidths. algbw = bytes / time; busbw = algbw x collective_bus_factor(kind, n)
 // with n the group's size under the result's plan. `bytes` is the NCCL "size" (buffer bytes
 // per rank) summed over the iteration's operations, so the ratio bytes/time equals nccl-tests'
 // size/time per operation.

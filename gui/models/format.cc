@@ -26,23 +26,7 @@ QString format_bytes(double bytes) {
          QLatin1Char(' ') + QLatin1String(kUnits[u]);
 }
 
-QString plan_summary(const Plan& p) {
-  QString s = QStringLiteral("tp=%1 pp=%2 dp=%3 cp=%4 ep=%5 vpp=%6 mbs=%7 %8")
-                  .arg(p.tp)
-                  .arg(p.pp)
-                  .arg(p.dp)
-                  .arg(p.cp)
-                  .arg(p.ep)
-                  .arg(p.vpp)
-                  .arg(p.micro_batch_size)
-                  .arg(QLatin1String(to_string(p.schedule)));
-  if (p.expert_tp() != p.tp) s += QStringLiteral(" etp=%1").arg(p.expert_tp());  // expert TP when it differs from tp
-  if (p.sequence_parallel) s += QStringLiteral(" sp");
-  s += QStringLiteral(" recompute=%1 zero=%2")
-           .arg(QLatin1String(to_string(p.recompute)))
-           .arg(p.zero_stage);
-  return s;
-}
+QString plan_summary(const Plan& p) { return QString::fromStdString(describe(p, PlanDetail::kFull)); }
 
 int64_t group_size(const Plan& p, std::string_view g) {
   if (g == "tp") return p.tp;
@@ -61,15 +45,6 @@ int64_t group_size(const Plan& p, std::string_view g) {
     const int64_t n = p.tp * p.cp * p.dp / (p.expert_tp() * (p.ep > 0 ? p.ep : 1));
     return n > 0 ? n : 1;
   }
-  return 0;
-}
-
-double bus_bandwidth_factor(std::string_view kind, int64_t n) {
-  if (n < 1) return 0;
-  const double nn = static_cast<double>(n);
-  if (kind == "all-reduce") return 2.0 * (nn - 1) / nn;
-  if (kind == "all-gather" || kind == "reduce-scatter" || kind == "all-to-all") return (nn - 1) / nn;
-  if (kind == "broadcast" || kind == "reduce" || kind == "send-recv" || kind == "p2p") return 1.0;
   return 0;
 }
 

@@ -6,6 +6,7 @@
 #include <QAbstractItemModelTester>
 #include <QBrush>
 
+#include "core/collectives.h"
 #include "gui/models/communication_model.h"
 #include "gui/models/compare_model.h"
 #include "gui/models/format.h"
@@ -110,7 +111,7 @@ TEST(RejectedModel, ShowsPlanAndReason) {
   ASSERT_EQ(model.rowCount(), 2);
   EXPECT_EQ(cell(model, 0, RejectedModel::kDp), "32");
   EXPECT_EQ(cell(model, 1, RejectedModel::kReason), "needs 91.2 GiB per GPU, A100-80GB has 80");
-  EXPECT_TRUE(cell(model, 0, RejectedModel::kReason, Qt::ToolTipRole).contains("tp=2 pp=1 dp=32"));
+  EXPECT_TRUE(cell(model, 0, RejectedModel::kReason, Qt::ToolTipRole).contains("tp2 pp1 dp32"));
 }
 
 TEST(MemoryModel, OneRowPerStageOneColumnPerCategory) {
@@ -130,14 +131,14 @@ TEST(MemoryModel, OneRowPerStageOneColumnPerCategory) {
 }
 
 TEST(Bandwidth, NcclTestsBusFactors) {
-  EXPECT_DOUBLE_EQ(bus_bandwidth_factor("all-reduce", 8), 2.0 * 7 / 8);
-  EXPECT_DOUBLE_EQ(bus_bandwidth_factor("all-gather", 4), 3.0 / 4);
-  EXPECT_DOUBLE_EQ(bus_bandwidth_factor("reduce-scatter", 2), 0.5);
-  EXPECT_DOUBLE_EQ(bus_bandwidth_factor("all-to-all", 16), 15.0 / 16);
-  EXPECT_DOUBLE_EQ(bus_bandwidth_factor("send-recv", 2), 1.0);
-  EXPECT_DOUBLE_EQ(bus_bandwidth_factor("all-reduce", 1), 0.0);  // one rank moves nothing
-  EXPECT_DOUBLE_EQ(bus_bandwidth_factor("gossip", 8), 0.0);
-  EXPECT_DOUBLE_EQ(bus_bandwidth_factor("all-reduce", 0), 0.0);
+  EXPECT_DOUBLE_EQ(collective_bus_factor("all-reduce", 8), 2.0 * 7 / 8);
+  EXPECT_DOUBLE_EQ(collective_bus_factor("all-gather", 4), 3.0 / 4);
+  EXPECT_DOUBLE_EQ(collective_bus_factor("reduce-scatter", 2), 0.5);
+  EXPECT_DOUBLE_EQ(collective_bus_factor("all-to-all", 16), 15.0 / 16);
+  EXPECT_DOUBLE_EQ(collective_bus_factor("send-recv", 2), 1.0);
+  EXPECT_DOUBLE_EQ(collective_bus_factor("all-reduce", 1), 0.0);  // one rank moves nothing
+  EXPECT_DOUBLE_EQ(collective_bus_factor("gossip", 8), 0.0);
+  EXPECT_DOUBLE_EQ(collective_bus_factor("all-reduce", 0), 0.0);
   Plan p;
   p.tp = 8;
   p.pp = 4;
@@ -232,7 +233,7 @@ TEST(Format, UnitsAreAlwaysPrinted) {
   EXPECT_EQ(format_bytes(1.5 * 1024 * 1024 * 1024), "1.50 GiB");
   Plan p;
   p.sequence_parallel = true;
-  EXPECT_EQ(plan_summary(p), "tp=1 pp=1 dp=1 cp=1 ep=1 vpp=1 mbs=1 1f1b sp recompute=none zero=0");
+  EXPECT_EQ(plan_summary(p), "tp1 pp1 dp1 cp1 ep1 vpp1 mbs1 1f1b sp recompute=none zero0");
 }
 
 TEST(TimelineRows, OneRowPerRankAndStreamComputeFirst) {

@@ -1,0 +1,28 @@
+// The bus-bandwidth factor of each collective, the one statement of the rule that the cost
+// model (bytes on the wire), the calibration profile (busbw of a measured collective) and the
+// GUI's communication view (busbw of a result's entries) use.
+//
+// nccl-tests (doc/PERFORMANCE.md): busbw = algbw x factor, with factor 2(n-1)/n for all-reduce,
+// (n-1)/n for all-gather, reduce-scatter and all-to-all, 1 for broadcast, reduce and
+// point-to-point. For a ring this is also the fraction of the buffer each rank sends.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "core/plan_ir.h"
+
+namespace monarch {
+
+// `ranks` >= 1 (one rank gives 0 for all but broadcast).
+double collective_bus_factor(CollectiveKind kind, double ranks);
+
+// The same for a kind named as in results ("all-reduce", ..., "send-recv", "p2p", "reduce");
+// 0 when the name is not a known kind or ranks < 1.
+double collective_bus_factor(std::string_view kind, int64_t ranks);
+
+// "all-reduce" -> kAllReduce, ... (the names of to_string(CollectiveKind)); nullopt otherwise.
+std::optional<CollectiveKind> collective_kind_from_string(std::string_view name);
+
+}  // namespace monarch
