@@ -16,6 +16,8 @@ packages=(
   libopenmpi-dev openmpi-bin openssh-client libopenblas-dev  # CPU runtime (MPI + BLAS; mpirun wants an rsh agent)
   jq                                             # tools/gpu_check.sh reads result files
   python3                                        # tools/*.py scripts and the README checks
+  zlib1g-dev                                     # gzip-compressed profiler traces (measured/)
+  python3-torch                                  # tests/pytorch: the reference harness (PyTorch 1.13, CPU)
 )
 
 missing=()
