@@ -69,7 +69,12 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 InputKind classify(const std::string& path) {
   const std::string head = head_of(path);
   const size_t first = head.find_first_not_of(" \t\r\n");
-  if (first != std::string::npos && (head[first] == '{' || head[first] == '[')) {
+  // A bare event array opens with "[{" (or is empty); a log line may open with "[timestamp]".
+  const size_t second = first == std::string::npos ? first : head.find_first_not_of(" \t\r\n", first + 1);
+  const bool json_text = first != std::string::npos &&
+                         (head[first] == '{' || (head[first] == '[' && second != std::string::npos &&
+                                                 (head[second] == '{' || head[second] == ']')));
+  if (json_text) {
     // Kineto's distributedInfo also carries an "nccl_version"; its top-level keys tell it apart.
     for (const char* key : {"\"traceEvents\"", "\"schemaVersion\"", "\"distributedInfo\"", "\"deviceProperties\""})
       if (head.find(key) != std::string::npos) return InputKind::kTrace;
