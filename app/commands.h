@@ -58,6 +58,9 @@ struct RunsOptions {
   std::string db_path;            // --db given before "runs"; empty = the default store path
 };
 int cmd_runs(const RunsOptions&);
+// monarch-sim runs import PATH... [--scenario S | --plan P] [--db FILE] ...: `args` are the words
+// after "import"; db_path the store given before it (app/cmd_runs_import.cc).
+int cmd_runs_import(const std::vector<std::string>& args, const std::string& db_path);
 
 // monarch-sim export RESULT.json|PLAN.json --to FORMAT [--rank N] [--output FILE]
 struct ExportOptions {

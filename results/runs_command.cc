@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/result_io.h"
+#include "results/measured_compare.h"
 
 namespace monarch {
 namespace {
@@ -240,6 +241,7 @@ int cmd_compare(Store& store, const std::vector<std::string>& ids, std::ostream&
           << fmt("%.6g", p.tokens_per_s) << ", measured " << fmt("%.6g", m.tokens_per_s) << ")\n";
       out << "  peak memory     " << percent(m.memory.peak_gib, p.memory.peak_gib) << "  (predicted "
           << fmt("%.3f", p.memory.peak_gib) << " GiB, measured " << fmt("%.3f", m.memory.peak_gib) << " GiB)\n";
+      print_largest_differences(out, m, p);
       if (a->scenario_hash != b->scenario_hash)
         out << "Note: the two runs come from different scenarios (" << short_hash(a->scenario_hash) << " vs "
             << short_hash(b->scenario_hash) << "), so this error compares different setups.\n";
@@ -369,7 +371,11 @@ int run_runs_command(const std::vector<std::string>& args, const std::string& db
   show->add_option("ID", show_id, "run id (from `runs list`)")->required();
   CLI::App* compare = app.add_subcommand("compare", "two runs side by side, differences in percent");
   std::vector<std::string> compare_ids;
-  compare->add_option("IDS", compare_ids, "two run ids")->required()->expected(2);
+  bool validate = false;
+  compare->add_option("IDS", compare_ids, "two run ids (with --validate: measured run ids, none = all)")
+      ->expected(0, 1 << 20);
+  compare->add_flag("--validate", validate,
+                    "every measured run against the newest prediction of its plan, as a validation table");
   CLI::App* exp = app.add_subcommand("export", "all runs as CSV or JSON, for notebooks and spreadsheets");
   std::string format = "csv";
   exp->add_option("--format", format, "csv (one row per run) or json (everything)")
@@ -420,7 +426,25 @@ int run_runs_command(const std::vector<std::string>& args, const std::string& db
     out << stored_run_to_json(*r).dump(2, ' ', false, json::error_handler_t::replace) << "\n";
     return kExitOk;
   }
-  if (compare->parsed()) return cmd_compare(*store, compare_ids, out, err);
+  if (compare->parsed()) {
+    if (validate) {
+      std::vector<int64_t> ids;
+      for (const std::string& t : compare_ids) {
+        std::optional<int64_t> id = parse_id(t);
+        if (!id) {
+          err << "error: runs compare --validate: found \"" << one_line(t) << "\", expected run ids\n";
+          return kExitBadInput;
+        }
+        ids.push_back(*id);
+      }
+      return run_compare_validate(*store, ids, out, err);
+    }
+    if (compare_ids.size() != 2) {
+      err << "error: monarch-sim runs compare: IDS: expected two run ids, found " << compare_ids.size() << "\n";
+      return kExitBadInput;
+    }
+    return cmd_compare(*store, compare_ids, out, err);
+  }
   return cmd_export(*store, filter, format, out, err);
 }
 

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "core/result_io.h"
 #include "results/test_support.h"
 
@@ -135,6 +137,35 @@ TEST_F(RunsCommand, CompareSimulatedAndMeasuredRunOfOnePlan) {
   EXPECT_TRUE(contains(o.out, "stage 1 activations"));
   EXPECT_TRUE(contains(o.out, "all-reduce tp bytes"));
   EXPECT_TRUE(contains(o.out, "send-recv pp time_s"));
+}
+
+TEST_F(RunsCommand, CompareListsTheLargestDifferencesFirst) {
+  Output o = runs({"compare", "2", "1"}, path_);
+  ASSERT_EQ(o.rc, 0) << o.err;
+  const size_t at = o.out.find("Largest differences first");
+  ASSERT_NE(at, std::string::npos) << o.out;
+  std::vector<std::string> rows = lines(o.out.substr(at));
+  ASSERT_GE(rows.size(), 3u);
+  EXPECT_TRUE(contains(rows[1], "measured") && contains(rows[1], "predicted")) << o.out;
+  // Every row's |error| is at most the one above it.
+  double previous = 1e300;
+  for (size_t i = 2; i < rows.size() && contains(rows[i], "%"); ++i) {
+    const std::string pct = rows[i].substr(rows[i].rfind(' ') + 1);
+    const double e = std::fabs(std::stod(pct));
+    EXPECT_LE(e, previous + 1e-9) << rows[i];
+    previous = e;
+  }
+}
+
+TEST_F(RunsCommand, CompareValidateSetsMeasuredRunsAgainstPredictionsOfTheirPlan) {
+  Output o = runs({"compare", "--validate"}, path_);
+  ASSERT_EQ(o.rc, 0) << o.err;
+  EXPECT_TRUE(contains(o.out, "run 2 gpt-small")) << o.out;
+  EXPECT_TRUE(contains(o.out, "-10.0%")) << o.out;
+  EXPECT_TRUE(contains(o.out, "analytical: MAPE 10.00% over 1 measured runs")) << o.out;
+  Output bad = runs({"compare", "--validate", "1"}, path_);
+  EXPECT_EQ(bad.rc, 2);
+  EXPECT_TRUE(contains(bad.err, "is a prediction")) << bad.err;
 }
 
 TEST_F(RunsCommand, CompareDifferentPlans) {

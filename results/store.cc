@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -111,8 +112,22 @@ CREATE TABLE losses (
 ) WITHOUT ROWID;
 CREATE INDEX runs_by_scenario_backend ON runs(scenario_name, backend);
 )sql",
+      // 2 -> 3: the files a measured run was imported from (`runs import`), and the key that
+      // recognises a second import of the same files.
+      R"sql(
+ALTER TABLE runs ADD COLUMN source_key TEXT;  -- SHA-256 over the sources' hashes; NULL unless imported
+CREATE UNIQUE INDEX runs_by_source_key ON runs(source_key) WHERE source_key IS NOT NULL;
+CREATE TABLE run_sources (
+  run_id    INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  position  INTEGER NOT NULL,
+  path      TEXT NOT NULL,     -- as given on the command line
+  sha256    TEXT NOT NULL,     -- of the file's bytes (compressed files as stored)
+  bytes     INTEGER NOT NULL,
+  PRIMARY KEY (run_id, position)
+) WITHOUT ROWID;
+)sql",
   };
-  static_assert(kStoreSchemaVersion == 2, "add a migration step for the new schema version");
+  static_assert(kStoreSchemaVersion == 3, "add a migration step for the new schema version");
   return steps;
 }
 
@@ -337,6 +352,26 @@ std::string store_migration_sql(int from_version) {
 
 std::string default_store_path() { return "results/monarch.db"; }
 
+std::string source_key(const std::vector<RunSource>& sources) {
+  std::vector<std::string> hashes;
+  for (const RunSource& s : sources) hashes.push_back(s.sha256);
+  std::sort(hashes.begin(), hashes.end());
+  std::string all;
+  for (const std::string& h : hashes) all += h + "\n";
+  return sha256_hex(all);
+}
+
+Expected<std::optional<int64_t>> Store::find_imported(const std::vector<RunSource>& sources) const {
+  try {
+    Statement s = db_->prepare("SELECT id FROM runs WHERE source_key = ?1");
+    s.bind(1, source_key(sources));
+    if (s.step()) return std::optional<int64_t>(s.int64(0));
+    return std::optional<int64_t>();
+  } catch (const sqlite::Error& e) {
+    return Expected<std::optional<int64_t>>::fail(path_, "cannot read runs: " + explain(e, options_.busy_timeout_ms));
+  }
+}
+
 std::string software_version() { return MONARCH_VERSION; }
 
 std::string host_name() {
@@ -450,16 +485,23 @@ Expected<int64_t> Store::record_run(const RunRecord& run) {
 
     Statement ins = db_->prepare(
         "INSERT INTO runs (scenario_id, plan_id, scenario_name, backend, status, started_at, ended_at, "
-        "software_version, host, measured, parameters, error_message) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)");
+        "software_version, host, measured, parameters, error_message, source_key) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)");
     ins.bind(1, scenario_id).bind(2, plan_id).bind(3, run.scenario_name).bind(4, b.backend);
     ins.bind(5, std::string(to_string(run.status)));
     ins.bind(6, format_utc(run.started_at)).bind(7, format_utc(run.ended_at));
     ins.bind(8, run.software_version.empty() ? software_version() : run.software_version);
     ins.bind(9, run.host.empty() ? host_name() : run.host);
     ins.bind(10, int64_t{b.measured ? 1 : 0}).bind(11, run.parameters).bind(12, run.error_message);
+    if (!run.sources.empty()) ins.bind(13, source_key(run.sources));
     ins.run();
     const int64_t id = db_->last_insert_rowid();
+
+    Statement src = db_->prepare(
+        "INSERT INTO run_sources (run_id, position, path, sha256, bytes) VALUES (?1, ?2, ?3, ?4, ?5)");
+    for (size_t i = 0; i < run.sources.size(); ++i)
+      src.bind(1, id).bind(2, static_cast<int64_t>(i)).bind(3, run.sources[i].path).bind(4, run.sources[i].sha256)
+          .bind(5, run.sources[i].bytes).run();
 
     Statement metric = db_->prepare("INSERT INTO metrics (run_id, name, value) VALUES (?1, ?2, ?3)");
     auto put = [&](const char* name, double v) { metric.bind(1, id).bind(2, std::string(name)).bind(3, v).run(); };
@@ -565,6 +607,10 @@ Expected<StoredRun> Store::load_run(int64_t id, bool with_timeline) const {
     Statement loss = db_->prepare("SELECT loss FROM losses WHERE run_id = ?1 ORDER BY step");
     loss.bind(1, id);
     while (loss.step()) b.losses.push_back(loss.real(0));
+
+    Statement src = db_->prepare("SELECT path, sha256, bytes FROM run_sources WHERE run_id = ?1 ORDER BY position");
+    src.bind(1, id);
+    while (src.step()) run.record.sources.push_back({src.text(0), src.text(1), src.int64(2)});
 
     if (with_timeline) {
       Statement span = db_->prepare(

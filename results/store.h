@@ -11,6 +11,8 @@
 //   communication(run, kind, group, bytes, count, time_s)
 //   timeline(run, rank, stream, name, category, start_s, end_s)
 //   losses(run, step, loss)      measured runs
+//   run_sources(run, path, sha256, bytes)   files a measured run was imported from; runs.source_key
+//                                (unique) recognises a second import of the same files
 // Foreign keys are on, every statement is prepared with bound parameters, each run is written
 // in one transaction (BEGIN IMMEDIATE), the journal is WAL and writers wait on a busy timeout.
 //
@@ -42,7 +44,7 @@ class Database;
 }
 
 // Schema version written to PRAGMA user_version; bump it and add a migration for any change.
-constexpr int kStoreSchemaVersion = 2;
+constexpr int kStoreSchemaVersion = 3;
 // PRAGMA application_id of a monarch-sim store: "MNRC" in ASCII.
 constexpr int32_t kStoreApplicationId = 0x4d4e5243;
 
@@ -59,6 +61,13 @@ const char* to_string(RunStatus);
 
 using TimePoint = std::chrono::system_clock::time_point;
 
+// A file a measured run was imported from.
+struct RunSource {
+  std::string path;
+  std::string sha256;  // hex, of the file's bytes
+  int64_t bytes = 0;
+};
+
 // Everything recorded about one run of one backend on one plan.
 struct RunRecord {
   std::string scenario_name;
@@ -71,6 +80,7 @@ struct RunRecord {
   std::string host;              // empty: host_name()
   std::string software_version;  // empty: software_version()
   std::string error_message;     // why a failed run failed; empty for ok runs
+  std::vector<RunSource> sources;  // imported runs: the files read; empty otherwise
 };
 
 // A run read back from the store.
@@ -108,8 +118,12 @@ class Store {
   Store& operator=(Store&&) noexcept;
   ~Store();
 
-  // Writes one run in one transaction; returns its id. Nothing is written on failure.
+  // Writes one run in one transaction; returns its id. Nothing is written on failure, also
+  // when a run imported from the same sources exists (the unique source key refuses it).
   Expected<int64_t> record_run(const RunRecord& run);
+
+  // The run imported from exactly these sources (same hashes, in any order), if any.
+  Expected<std::optional<int64_t>> find_imported(const std::vector<RunSource>& sources) const;
 
   // Runs matching the filter, newest first (start time, then id). Memory stages,
   // communication, losses and timeline are left empty; load_run gives everything.
@@ -131,6 +145,9 @@ class Store {
 // The SQL that takes a store from schema version `from_version` to from_version + 1 (for
 // migration tests and for readers of the schema); empty when there is no such step.
 std::string store_migration_sql(int from_version);
+
+// SHA-256 (hex) over the sorted hashes of the sources: equal for the same set of files.
+std::string source_key(const std::vector<RunSource>& sources);
 
 // ISO 8601 UTC with milliseconds: "2026-11-29T17:46:27.123Z".
 std::string format_utc(TimePoint t);

@@ -276,7 +276,7 @@ TEST(StoreMigration, UpgradesAVersion1StoreKeepingItsRuns) {
   {
     Expected<Store> store = Store::open(path);
     ASSERT_TRUE(store.ok()) << all_problems(store.problems());
-    EXPECT_EQ(store->schema_version(), 2);
+    EXPECT_EQ(store->schema_version(), kStoreSchemaVersion);
     Expected<StoredRun> old = store->load_run(1);
     ASSERT_TRUE(old.ok()) << all_problems(old.problems());
     EXPECT_EQ(old->record.scenario_name, "old");
@@ -295,12 +295,41 @@ TEST(StoreMigration, UpgradesAVersion1StoreKeepingItsRuns) {
     EXPECT_EQ(store->load_run(*id)->record.result.losses, rec.result.losses);
     EXPECT_EQ(store->list_runs()->size(), 2u);
   }
-  EXPECT_EQ(sql_int(path, "PRAGMA user_version"), 2);
+  EXPECT_EQ(sql_int(path, "PRAGMA user_version"), kStoreSchemaVersion);
   EXPECT_EQ(sql_int(path, "SELECT count(*) FROM losses"), 4);
   // Opening again does nothing more.
   std::string bytes = read_file(path);
   ASSERT_TRUE(Store::open(path).ok());
   EXPECT_EQ(read_file(path), bytes);
+}
+
+TEST(StoreSources, ImportedRunKeepsItsSourcesAndASecondImportIsRefused) {
+  TempDir dir;
+  std::string path = dir.file("s.db");
+  Expected<Store> store = Store::open(path);
+  ASSERT_TRUE(store.ok());
+  RunRecord rec = sample_record("job", "measured", /*measured=*/true);
+  rec.sources = {{"traces/rank0.json.gz", std::string(64, 'a'), 100}, {"traces/rank1.json.gz", std::string(64, 'b'), 120}};
+  EXPECT_FALSE(store->find_imported(rec.sources)->has_value());
+  Expected<int64_t> id = store->record_run(rec);
+  ASSERT_TRUE(id.ok()) << all_problems(id.problems());
+  Expected<StoredRun> back = store->load_run(*id);
+  ASSERT_TRUE(back.ok());
+  ASSERT_EQ(back->record.sources.size(), 2u);
+  EXPECT_EQ(back->record.sources[1].path, "traces/rank1.json.gz");
+  EXPECT_EQ(back->record.sources[1].bytes, 120);
+  // The same files in another order are the same import.
+  std::vector<RunSource> swapped = {rec.sources[1], rec.sources[0]};
+  EXPECT_EQ(**store->find_imported(swapped), *id);
+  RunRecord again = rec;
+  again.sources = swapped;
+  Expected<int64_t> dup = store->record_run(again);
+  EXPECT_FALSE(dup.ok());
+  EXPECT_EQ(store->list_runs()->size(), 1u);
+  // Runs that were not imported have no sources and never collide.
+  ASSERT_TRUE(store->record_run(sample_record("a", "analytical")).ok());
+  ASSERT_TRUE(store->record_run(sample_record("a", "analytical")).ok());
+  EXPECT_EQ(store->list_runs()->size(), 3u);
 }
 
 TEST(StoreMigration, AnEmptyFileBecomesAStore) {

@@ -19,6 +19,8 @@ packages=(
   jq                                             # tools/gpu_check.sh reads result files
   python3                                        # tools/*.py scripts and the README checks
   time debootstrap                               # tools/bench_scenarios.sh (GNU time), tools/fresh_debian_check.sh
+  zlib1g-dev                                     # gzip-compressed profiler traces (measured/)
+  python3-torch                                  # tests/pytorch: the reference harness (PyTorch 1.13, CPU)
 )
 
 missing=()

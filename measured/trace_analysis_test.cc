@@ -1,0 +1,72 @@
+#include "measured/trace_analysis.h"
+
+#include <gtest/gtest.h>
+
+namespace monarch::measured {
+namespace {
+
+TEST(Intervals, UnionAndOverlap) {
+  EXPECT_DOUBLE_EQ(union_length_us({{0, 10}, {5, 15}, {20, 25}}), 20);
+  EXPECT_DOUBLE_EQ(union_length_us({}), 0);
+  EXPECT_DOUBLE_EQ(overlap_length_us({{0, 10}, {20, 30}}, {{5, 25}}), 10);
+  EXPECT_DOUBLE_EQ(overlap_length_us({{0, 10}}, {{10, 20}}), 0);
+}
+
+TEST(CollectiveNames, NcclAndGlooSpellings) {
+  CommOp op;
+  ASSERT_TRUE(parse_collective_name("ncclDevKernel_AllReduce_Sum_f32_RING_LL", op));
+  EXPECT_EQ(op.kind, CollectiveKind::kAllReduce);
+  ASSERT_TRUE(parse_collective_name("_allgather_base", op));
+  EXPECT_EQ(op.kind, CollectiveKind::kAllGather);
+  ASSERT_TRUE(parse_collective_name("reduce_scatter_tensor_coalesced", op));
+  EXPECT_EQ(op.kind, CollectiveKind::kReduceScatter);
+  ASSERT_TRUE(parse_collective_name("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t", op));
+  EXPECT_TRUE(op.p2p);
+  EXPECT_FALSE(parse_collective_name("ampere_sgemm_128x64_tn", op));
+}
+
+// Two iterations kept out of three steps: compute 0-60, comm 40-100 in step 1 (20 us hidden).
+TEST(AnalyzeTrace, BreakdownOverlapAndDroppedLastStep) {
+  TraceReadout t;
+  t.rank = 0;
+  t.steps = {{1, 0, 100}, {2, 100, 100}, {3, 200, 100}};
+  t.comm_ops.push_back({CollectiveKind::kAllReduce, false, 4096, 2, "[0,1]"});
+  t.activities.push_back({0, 60, ActivityClass::kCompute, -1, -1});
+  t.activities.push_back({40, 60, ActivityClass::kComm, -1, 0});
+  t.activities.push_back({110, 50, ActivityClass::kCompute, -1, -1});
+  t.activities.push_back({170, 10, ActivityClass::kMemory, -1, -1});
+  t.activities.push_back({210, 50, ActivityClass::kCompute, -1, -1});  // in the dropped step
+  // A kernel running in step 2's time but launched in step 1 belongs to step 1.
+  t.launches.push_back({77, 30});
+  t.activities.push_back({150, 5, ActivityClass::kCompute, 77, -1});
+  t.memory = {{10, 1e9}, {120, 2e9}, {250, 3e9}};
+  const RankStats s = analyze_trace(t);
+  ASSERT_EQ(s.iterations.size(), 2u);
+  const IterationStats& a = s.iterations[0];
+  EXPECT_EQ(a.step, 1);
+  EXPECT_DOUBLE_EQ(a.iteration_s, 100e-6);
+  EXPECT_NEAR(a.compute_s, 65e-6, 1e-12);
+  EXPECT_NEAR(a.comm_s, 60e-6, 1e-12);
+  EXPECT_NEAR(a.exposed_comm_s, 40e-6, 1e-12);
+  EXPECT_NEAR(a.overlap_ratio, 20.0 / 60.0, 1e-12);
+  EXPECT_NEAR(a.idle_s, 0, 1e-12);  // 0-100 busy, plus 150-155
+  ASSERT_EQ(a.comm.size(), 1u);
+  EXPECT_EQ(a.comm[0].kind, "all-reduce");
+  EXPECT_EQ(a.comm[0].buffer_bytes, 4096);
+  EXPECT_DOUBLE_EQ(a.peak_allocated_bytes, 1e9);
+  const IterationStats& b = s.iterations[1];
+  EXPECT_NEAR(b.compute_s, 50e-6, 1e-12);
+  EXPECT_NEAR(b.memory_s, 10e-6, 1e-12);
+  EXPECT_NEAR(b.idle_s, 40e-6, 1e-12);
+  EXPECT_EQ(b.overlap_ratio, 0);
+  EXPECT_DOUBLE_EQ(b.peak_allocated_bytes, 2e9);
+}
+
+TEST(AnalyzeTrace, OneStepLeavesNothing) {
+  TraceReadout t;
+  t.steps = {{1, 0, 100}};
+  EXPECT_TRUE(analyze_trace(t).iterations.empty());
+}
+
+}  // namespace
+}  // namespace monarch::measured
