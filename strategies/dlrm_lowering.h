@@ -8,7 +8,7 @@
 //                        │            top bwd, interaction bwd, bottom bwd ┐     (+ fused    │    (dense)
 //   ep                   └ pooled a2a, rw reduce-scatter ┘ ids a2a ┐       └ pooled a2a bwd, │
 //                                                                  └─────── rw all-gather ───┘
-//   dp                                                                                 all-reduce ┘
+//   dp                                          └ all-reduce (from the top fwd, beside the backward) ┘
 //
 //   - lookups: HBM-bound TBE gathers (forward) and gather + fused optimizer update (backward)
 //     of this rank's shards, each rank with its own load (table-wise imbalance shows);
