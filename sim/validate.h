@@ -3,10 +3,12 @@
 //
 // CASES.json is a JSON array (as tests/data/validation/calibration.json) of
 //   { "id": "...", "scenario": { a scenario, spec/scenario.md },
-//     "target": { "metric": "iteration_time_s" | "tokens_per_s" | "mfu" |
+//     "target": { "metric": "iteration_time_s" | "tokens_per_s" | "samples_per_s" | "mfu" |
 //                           "model_tflops_per_gpu", "value": <measured> }, ... }
 // Other keys (source, group, verification) are carried for people and ignored here. The plan
-// of each case is resolve_plan(scenario) (sim/analytical_backend.h).
+// of each case is resolve_plan(scenario) (sim/analytical_backend.h); a recommendation model
+// (architecture dlrm) takes the fastest embedding sharding of search_dlrm_sharding, and its
+// samples per second are "samples_per_s" (or "tokens_per_s").
 #pragma once
 
 #include <optional>
