@@ -54,13 +54,14 @@ TEST(DlrmSharding, TableLargerThanOneGpuIsRowWise) {
       search_dlrm_sharding(dlrm({{"huge", 800'000'000, 128, 1}, {"small", 1000, 128, 1}}, 16));
   ASSERT_TRUE(r.any_fits()) << r.no_fit_message;
   // In HBM only row-wise holds it; column-wise it needs host memory with an HBM cache (UVM
-  // caching, 19 GiB per shard), which is slower, so the fastest plan keeps it row-wise.
+  // caching, 19 GiB per shard; at 4096 one-hot samples the misses cost microseconds).
+  bool row_wise_in_hbm = false;
   for (const auto& p : r.ranked) {
     const TablePlacement& huge = p.sharding.tables[0];
     EXPECT_TRUE(huge.kind == TableSharding::kRowWise || huge.uvm_caching) << describe(p.sharding);
+    row_wise_in_hbm |= huge.kind == TableSharding::kRowWise && !huge.uvm_caching;
   }
-  EXPECT_EQ(r.ranked.front().sharding.tables[0].kind, TableSharding::kRowWise) << describe(r.ranked.front().sharding);
-  EXPECT_FALSE(r.ranked.front().sharding.tables[0].uvm_caching);
+  EXPECT_TRUE(row_wise_in_hbm);
   // The uniform table-wise (a 76 GiB cache) and data-parallel plans are rejected, with the
   // table named.
   int named = 0;
