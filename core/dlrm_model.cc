@@ -536,26 +536,31 @@ BackendResult estimate_dlrm(const Scenario& sc, const DlrmShardingPlan& plan) {
   const double opt_s = optimizer_step_time_s(sc, dense_params, dense_params);
 
   // TorchRec's TrainPipelineSparseDist runs the next batch's input dist during this batch's
-  // dense compute, so only what exceeds it is exposed. It starts once the bottom MLP's forward
-  // is issued (as strategies/dlrm_lowering.cc orders it), so the window is the rest of the
-  // dense compute. (The owner of a heavily pooled table receives every sample's ids of it: the
-  // busiest receiver, not the senders, sizes this exchange on many GPUs.)
-  const double id_window_s = dense_s - dense.fwd_s[0];
-  const double id_exposed = std::max(0.0, id_s - id_window_s);
+  // dense compute. It starts once the bottom MLP's forward is issued (as
+  // strategies/dlrm_lowering.cc orders it); what it runs past the forward occupies the
+  // network into the backward. (The owner of a heavily pooled table receives every sample's
+  // ids of it: the busiest receiver, not the senders, sizes this exchange on many GPUs.)
+  const double ids_past_forward_s = std::max(0.0, id_s - (dense.fwd_s[1] + dense.fwd_s[2]));
   // The dense modules are wrapped in DistributedDataParallel, whose reducer all-reduces
-  // gradient buckets as the backward fills them, the first bucket capped at 1 MiB
-  // (c10d reducer kDefaultFirstBucketBytes) so the first all-reduce starts with the top
-  // MLP's last layer. The all-reduce (its own stream) therefore runs beside the whole
-  // backward: the dense part, the embedding gradients' exchange and the TBE backward; the
-  // optimizer step waits for both.
-  const double ar_window_s = dense.backward_s() + a2a_bwd_s + ag_s + lookup_bwd_s;
-  const double ar_exposed = std::max(0.0, ar_s - ar_window_s);
+  // gradient buckets as the backward fills them, the first bucket capped at 1 MiB (c10d
+  // reducer kDefaultFirstBucketBytes), so the all-reduce starts with the backward. It crosses
+  // the same NVLink and NIC ports as the embedding collectives, so the network carries them
+  // one after the other: the input dist, the all-reduce (beside the dense backward), then the
+  // gradients' all-to-all and all-gather, which the TBE backward waits for; without those the
+  // TBE backward runs beside the all-reduce. The optimizer step waits for everything.
+  const double dense_bwd_s = dense.backward_s();
+  const double emb_bwd_comm_s = a2a_bwd_s + ag_s;
+  const double network_s = ids_past_forward_s + ar_s;
+  const double backward_phase_s =
+      emb_bwd_comm_s > 0 ? std::max(dense_bwd_s, network_s) + emb_bwd_comm_s + lookup_bwd_s
+                         : std::max(std::max(dense_bwd_s, ids_past_forward_s) + lookup_bwd_s, network_s);
+  const double backward_exposed_s = backward_phase_s - (dense_bwd_s + emb_bwd_comm_s + lookup_bwd_s);
   TimeBreakdown& t = r.time_breakdown_s;
   t.compute = lookup_s + dense_s;
   t.ep_comm = a2a_s + a2a_bwd_s + id_s + rs_s + ag_s;
   t.dp_comm = ar_s;
   t.optimizer = opt_s;
-  t.exposed_comm = a2a_s + a2a_bwd_s + id_exposed + rs_s + ag_s + ar_exposed;
+  t.exposed_comm = a2a_s + rs_s + emb_bwd_comm_s + backward_exposed_s;
   r.iteration_time_s = t.compute + t.optimizer + t.exposed_comm;
 
   // ---- figures; "tokens" are samples for a recommendation model.

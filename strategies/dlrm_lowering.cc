@@ -165,6 +165,15 @@ Expected<PlanGraph> lower_dlrm(const Scenario& sc, const DlrmShardingPlan& plan)
     prev = rb.compute(OpKind::kOther, Phase::kForward, dense.fwd_flops[1], 0, dense.fwd_s[1], {});
     const int32_t top_fwd = rb.compute(OpKind::kMlp, Phase::kForward, dense.fwd_flops[2], 0, dense.fwd_s[2], {});
     prev = top_fwd;
+    // DDP all-reduces gradient buckets as the backward fills them (the first, 1 MiB, with the
+    // top MLP's last layer), so the all-reduce starts with the backward. It shares the links
+    // with the embedding collectives, so it is queued on their stream: after the input dist,
+    // before the gradients' all-to-all.
+    int32_t all_reduce = -1;
+    if (allreduce)
+      all_reduce = rb.collective(Stream::kEpComm, Phase::kBackward, CollectiveKind::kAllReduce, kDpGroup, 0,
+                                 sizes.dp_grad_bytes, dtype, time_of(CollectiveKind::kAllReduce, sizes.dp_grad_bytes),
+                                 {top_fwd});
     // ---- backward: dense (two GEMMs per forward GEMM), the embedding gradients' exchange,
     // then the lookups' backward with the fused optimizer update.
     prev = rb.compute(OpKind::kMlp, Phase::kBackward, 2 * dense.fwd_flops[2], 0, dense.bwd_s[2], {});
@@ -176,13 +185,8 @@ Expected<PlanGraph> lower_dlrm(const Scenario& sc, const DlrmShardingPlan& plan)
                                   dlrm_lookup_backward_s(sc, L), last_emb);
     rb.free_buffer(act, MemCategory::kActivations, m.activations_gib, {lb});
     // ---- data-parallel gradients and the dense optimizer step.
-    // DDP all-reduces gradient buckets as the backward fills them (the first, 1 MiB, with the
-    // top MLP's last layer): the all-reduce starts with the backward and runs beside it.
     std::vector<int32_t> opt_deps = {lb};
-    if (allreduce)
-      opt_deps.push_back(rb.collective(Stream::kDpComm, Phase::kBackward, CollectiveKind::kAllReduce, kDpGroup, 0,
-                                       sizes.dp_grad_bytes, dtype, time_of(CollectiveKind::kAllReduce, sizes.dp_grad_bytes),
-                                       {top_fwd}));
+    if (all_reduce >= 0) opt_deps.push_back(all_reduce);
     rb.compute(OpKind::kOptimizerStep, Phase::kOptimizer, 0, 0, opt_s, opt_deps);
     (void)prev;
   }
