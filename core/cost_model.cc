@@ -304,6 +304,28 @@ double compute_time_s(const GpuSpec& gpu, Precision precision, double flops, dou
   return std::max(flops / rate, mem_s) + kKernelGap_s;
 }
 
+// Tensor-core MMA fragment of one warp (16 x 16, wmma m16n16k16 / mma.sync tiles; CUDA C++
+// Programming Guide, "Warp Matrix Functions"): the smallest tile a GEMM kernel pads a matrix to.
+constexpr double kMmaFragmentDim = 16.0;
+
+double batched_compute_time_s(const GpuSpec& gpu, Precision precision, double flops, double mem_bytes,
+                              int64_t batch, int64_t m, int64_t n, int64_t k) {
+  const GpuProfile& prof = gpu_profile(gpu);
+  const double mem_s = mem_bytes / hbm_bytes_per_s(gpu, prof);
+  if (m <= 0 || n <= 0 || k <= 0 || batch <= 0) return mem_s + kKernelGap_s;
+  const Precision p = effective_precision(gpu, precision);
+  const double bm = static_cast<double>(m), bn = static_cast<double>(n), bk = static_cast<double>(k);
+  const double nb = static_cast<double>(batch);
+  double rate = profile_flops_per_s(profile_of(gpu), prof, p, bm * nb, bn, bk);  // as one taller GEMM
+  if (!(rate > 0)) {
+    const double tm = std::min(static_cast<double>(prof.tile_m), kMmaFragmentDim * ceil_div(bm, kMmaFragmentDim));
+    const double tn = std::min(static_cast<double>(prof.tile_n), kMmaFragmentDim * ceil_div(bn, kMmaFragmentDim));
+    rate = peak_tflops(gpu, p) * kTera * base_efficiency(prof, p) * prof.sustained_clock_fraction *
+           tile_utilization(prof, bm, bn, nb, tm, tn) * (bk / (bk + kGemmKHalf));
+  }
+  return std::max(flops / rate, mem_s) + kKernelGap_s;
+}
+
 // ============================================================================ communication
 
 namespace {

@@ -71,6 +71,13 @@ Expected<const CalibrationProfile*> calibration_profile(const std::string& path)
 double compute_time_s(const GpuSpec& gpu, Precision precision, double flops, double mem_bytes,
                       int64_t m, int64_t n, int64_t k);
 
+// Seconds for `batch` independent GEMMs (m x k) . (k x n) run as one batched kernel (torch.bmm,
+// cublasGemmStridedBatched); `flops` and `mem_bytes` are the whole batch's. Every matrix's
+// tiles fill the SMs together, and a matrix smaller than the large-GEMM tile runs in tiles
+// cut to its size (rounded up to the 16 x 16 MMA fragment) rather than padded to 128 x 256.
+double batched_compute_time_s(const GpuSpec& gpu, Precision precision, double flops, double mem_bytes,
+                              int64_t batch, int64_t m, int64_t n, int64_t k);
+
 // Shape-dependent GEMM efficiency (fraction of dense peak) for the GPU and precision.
 double gemm_efficiency(const GpuSpec& gpu, Precision precision, int64_t m, int64_t n, int64_t k);
 

@@ -20,16 +20,41 @@ namespace monarch {
 const double kEmbeddingGatherEfficiency = 0.5;
 // TorchRec KeyedJaggedTensor values are int64 ids (torchrec/sparse/jagged_tensor.py).
 const int64_t kSparseIdBytes = 8;
+// fbgemm_gpu SplitTableBatchedEmbeddingBagsCodegen's default cache_load_factor (0.2): the
+// HBM cache of a MANAGED_CACHING table holds a fifth of its rows; TorchRec's planner sizes
+// FUSED_UVM_CACHING shards with the same default.
+const double kUvmCacheLoadFactor = 0.2;
 
 namespace {
 
 constexpr double kBytesPerGib = 1024.0 * 1024.0 * 1024.0;
-// Row-wise Adagrad keeps one fp32 accumulator per row (FBGEMM EXACT_ROWWISE_ADAGRAD).
+// Host links, one direction: PCIe 4.0 x16 (A100) 16 GT/s x 16 lanes x 128b/130b = 31.5 GB/s,
+// PCIe 5.0 x16 (H100, H200, B200) 63 GB/s, NVLink-C2C (Grace: GH200, GB200) 450 GB/s (NVIDIA
+// Grace Hopper / GB200 datasheets: 900 GB/s bidirectional). PCIe carries 256-byte TLP payloads
+// with about 24 bytes of header, sequence number and LCRC each (PCIe Base Specification), so a
+// bulk copy moves at most 256 / 280 of the link rate.
+constexpr double kPcie4x16_GBps = 31.5;
+constexpr double kPcie5x16_GBps = 63.0;
+constexpr double kNvlinkC2c_GBps = 450.0;
+constexpr double kPcieTlpPayloadFraction = 256.0 / 280.0;
+// Optimizer state of FBGEMM's fused TBE optimizers (fbgemm_gpu EmbOptimType; TorchRec passes
+// the table's optimizer into the TBE kernel): row-wise Adagrad keeps one fp32 accumulator per
+// row (EXACT_ROWWISE_ADAGRAD), Adagrad one fp32 per element (EXACT_ADAGRAD), Adam fp32 first
+// and second moments per element (ADAM), SGD (EXACT_SGD) nothing.
 constexpr double kRowwiseAdagradStateBytesPerRow = 4.0;
-// Adam keeps fp32 first and second moments per element (FBGEMM ADAM).
+constexpr double kAdagradStateBytesPerElement = 4.0;
 constexpr double kAdamStateBytesPerElement = 8.0;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Distinct rows among `lookups` uniform draws from `rows` rows: rows x (1 - (1 - 1/rows)^lookups).
+// FBGEMM's TBE backward sorts the batch's ids and applies the fused optimizer once per distinct
+// row (split_embedding_backward_codegen: linearize_cache_indices, radix sort, run-length
+// encode, one warp per run), so a row looked up many times is read and written once.
+double distinct_rows(double rows, double lookups) {
+  if (rows <= 1.0 || lookups <= 0.0) return std::min(rows, lookups);
+  return rows * -std::expm1(lookups * std::log1p(-1.0 / rows));
+}
 
 struct Linear {
   int64_t in = 0, out = 0;
@@ -87,6 +112,7 @@ std::string describe(const DlrmShardingPlan& plan) {
         }
         break;
     }
+    if (p.uvm_caching) s += "+uvm";
   }
   return s;
 }
@@ -114,10 +140,15 @@ Expected<DlrmShardingPlan> parse_dlrm_plan(const std::string& text) {
     const size_t colon = word.find(':');
     const std::string expected = "t" + std::to_string(plan.tables.size());
     if (colon == std::string::npos || word.substr(0, colon) != expected)
-      return fail(word, "expected " + expected + ":KIND (tables in order; KIND dp, rw, tw@RANK or cwK@R1,R2,..)");
-    const std::string kind = word.substr(colon + 1);
+      return fail(word, "expected " + expected + ":KIND (tables in order; KIND dp, rw, tw@RANK or cwK@R1,R2,.., +uvm for host memory)");
+    std::string kind = word.substr(colon + 1);
     TablePlacement p;
+    if (kind.size() > 4 && kind.compare(kind.size() - 4, 4, "+uvm") == 0) {
+      p.uvm_caching = true;
+      kind.resize(kind.size() - 4);
+    }
     if (kind == "dp") {
+      if (p.uvm_caching) return fail(word, "a data-parallel table is in every GPU's HBM (+uvm is for rw, tw and cw)");
       p.kind = TableSharding::kDataParallel;
     } else if (kind == "rw") {
       p.kind = TableSharding::kRowWise;
@@ -174,10 +205,32 @@ DlrmDenseShape dlrm_dense_shape(const DlrmConfig& d) {
   return s;
 }
 
+double dlrm_host_link_bytes_per_s(const GpuSpec& gpu) {
+  const std::string& n = gpu.name;
+  if (n.find("GB200") != std::string::npos || n.find("GH200") != std::string::npos) return kNvlinkC2c_GBps * 1e9;
+  const double pcie_GBps = n.find("A100") != std::string::npos ? kPcie4x16_GBps : kPcie5x16_GBps;
+  return pcie_GBps * 1e9 * kPcieTlpPayloadFraction;
+}
+
+double dlrm_lookup_forward_s(const Scenario& sc, const DlrmRankLoad& l) {
+  const GpuSpec& gpu = sc.cluster.gpu;
+  return l.lookup_forward_bytes / (gpu.memory_bandwidth_GBps * 1e9 * kEmbeddingGatherEfficiency) +
+         l.host_forward_bytes / dlrm_host_link_bytes_per_s(gpu);
+}
+
+double dlrm_lookup_backward_s(const Scenario& sc, const DlrmRankLoad& l) {
+  const GpuSpec& gpu = sc.cluster.gpu;
+  return l.lookup_backward_bytes / (gpu.memory_bandwidth_GBps * 1e9 * kEmbeddingGatherEfficiency) +
+         l.host_backward_bytes / dlrm_host_link_bytes_per_s(gpu);
+}
+
 double dlrm_embedding_bytes_per_element(const Scenario& sc) { return bytes_per_element(sc.training.precision); }
 
 double dlrm_optimizer_bytes_per_row(const Scenario& sc, int64_t dim) {
-  if (sc.model.dlrm.embedding_optimizer == "adam") return kAdamStateBytesPerElement * static_cast<double>(dim);
+  const std::string& o = sc.model.dlrm.embedding_optimizer;
+  if (o == "adam") return kAdamStateBytesPerElement * static_cast<double>(dim);
+  if (o == "adagrad") return kAdagradStateBytesPerElement * static_cast<double>(dim);
+  if (o == "sgd") return 0.0;
   return kRowwiseAdagradStateBytesPerRow;
 }
 
@@ -195,6 +248,7 @@ std::string check_dlrm_plan(const Scenario& sc, const DlrmShardingPlan& plan) {
       case TableSharding::kDataParallel:
       case TableSharding::kRowWise:
         if (!p.ranks.empty()) return where + "data-parallel and row-wise tables use every GPU, ranks must be empty";
+        if (p.uvm_caching && p.kind == TableSharding::kDataParallel) return where + "data-parallel tables are in HBM";
         break;
       case TableSharding::kTableWise:
         if (p.ranks.size() != 1) return where + "table-wise needs exactly one rank";
@@ -225,19 +279,44 @@ std::vector<DlrmRankLoad> dlrm_rank_loads(const Scenario& sc, const DlrmSharding
     const TablePlacement& p = plan.tables[i];
     const double p_f = t.pooling_factor;
     const double rows = static_cast<double>(t.rows);
-    const double opt_row = dlrm_optimizer_bytes_per_row(sc, t.dim);
-    // Backward of `lookups` looked-up rows of width `dim`: read the pooled gradient once per
-    // lookup, read and write the row and its optimizer state (fused update, FBGEMM TBE).
-    auto backward_bytes = [&](double lookups, int64_t dim) {
-      return lookups * (3.0 * static_cast<double>(dim) * e + 2.0 * opt_row);
+    // TBE kernels on one shard of `shard_rows` rows of width `dim` that serves `lookups` ids
+    // pooled into `samples` outputs. Forward: read each id and its row, write the pooled
+    // output. Backward with the fused optimizer: read each id and its sample's pooled
+    // gradient, then read and write every distinct row and its optimizer state once.
+    auto forward_bytes = [&](double lookups, double samples, int64_t dim) {
+      return lookups * (static_cast<double>(dim) * e + kSparseIdBytes) + samples * static_cast<double>(dim) * e;
     };
+    auto backward_bytes = [&](double shard_rows, double lookups, int64_t dim) {
+      const double opt = dlrm_optimizer_bytes_per_row(sc, dim);
+      return lookups * (static_cast<double>(dim) * e + kSparseIdBytes) +
+             distinct_rows(shard_rows, lookups) * 2.0 * (static_cast<double>(dim) * e + (p.uvm_caching ? 0.0 : opt));
+    };
+    // One shard's rows and state on its GPU: all in HBM, or (UVM caching) in host memory with
+    // an HBM cache of kUvmCacheLoadFactor of the rows. Every distinct row of the batch is
+    // prefetched into the cache before the forward; a miss reads it over the host link and
+    // writes an evicted row back; the fused update reads and writes the state in host memory.
+    const double hit_rate = sc.model.dlrm.uvm_cache_hit_rate >= 0 ? sc.model.dlrm.uvm_cache_hit_rate : kUvmCacheLoadFactor;
+    auto hold = [&](DlrmRankLoad& l, double shard_rows, double lookups, int64_t dim) {
+      const double row = static_cast<double>(dim) * e, opt = dlrm_optimizer_bytes_per_row(sc, dim);
+      if (!p.uvm_caching) {
+        l.table_weight_bytes += shard_rows * row;
+        l.table_optimizer_bytes += shard_rows * opt;
+        return;
+      }
+      const double distinct = distinct_rows(shard_rows, lookups);
+      l.table_weight_bytes += std::ceil(kUvmCacheLoadFactor * shard_rows) * row;
+      l.host_memory_bytes += shard_rows * (row + opt);
+      l.host_forward_bytes += distinct * (1.0 - hit_rate) * 2.0 * row;
+      l.host_backward_bytes += distinct * 2.0 * opt;
+    };
+    const double opt_row = dlrm_optimizer_bytes_per_row(sc, t.dim);
     switch (p.kind) {
       case TableSharding::kDataParallel:
         for (DlrmRankLoad& l : loads) {
           l.table_weight_bytes += rows * t.dim * e;
           l.table_optimizer_bytes += rows * opt_row;
           l.table_grad_bytes += rows * t.dim * e;
-          l.lookup_forward_bytes += b * p_f * t.dim * e + b * t.dim * e;
+          l.lookup_forward_bytes += forward_bytes(b * p_f, b, t.dim);
           // Scatter the per-lookup gradients into the dense gradient, then a dense optimizer
           // pass over the whole table (read grad, read/write weights and state).
           l.lookup_backward_bytes += b * p_f * t.dim * e + rows * (3.0 * t.dim * e + 2.0 * opt_row);
@@ -249,10 +328,9 @@ std::vector<DlrmRankLoad> dlrm_rank_loads(const Scenario& sc, const DlrmSharding
         const int64_t dim = t.dim / k;
         for (int32_t r : p.ranks) {
           DlrmRankLoad& l = loads[r];
-          l.table_weight_bytes += rows * dim * e;
-          l.table_optimizer_bytes += rows * dlrm_optimizer_bytes_per_row(sc, dim);
-          l.lookup_forward_bytes += B * p_f * dim * e + B * dim * e;
-          l.lookup_backward_bytes += B * p_f * (3.0 * dim * e + 2.0 * dlrm_optimizer_bytes_per_row(sc, dim)) + B * dim * e;
+          hold(l, rows, B * p_f, dim);
+          l.lookup_forward_bytes += forward_bytes(B * p_f, B, dim);
+          l.lookup_backward_bytes += backward_bytes(rows, B * p_f, dim);
           l.a2a_send_bytes += B * dim * static_cast<int64_t>(e);
         }
         for (DlrmRankLoad& l : loads) {
@@ -265,12 +343,11 @@ std::vector<DlrmRankLoad> dlrm_rank_loads(const Scenario& sc, const DlrmSharding
       case TableSharding::kRowWise: {
         const double shard_rows = static_cast<double>(ceil_div(t.rows, n));
         for (DlrmRankLoad& l : loads) {
-          l.table_weight_bytes += shard_rows * t.dim * e;
-          l.table_optimizer_bytes += shard_rows * opt_row;
           // Uniform ids: each GPU sees 1/n of the global batch's lookups.
           const double lookups = B * p_f / static_cast<double>(n);
-          l.lookup_forward_bytes += lookups * t.dim * e + B * t.dim * e;
-          l.lookup_backward_bytes += backward_bytes(lookups, t.dim) + B * t.dim * e;
+          hold(l, shard_rows, lookups, t.dim);
+          l.lookup_forward_bytes += forward_bytes(lookups, B, t.dim);
+          l.lookup_backward_bytes += backward_bytes(shard_rows, lookups, t.dim);
           l.rw_reduce_scatter_bytes += B * t.dim * static_cast<int64_t>(e);
           l.id_send_bytes += static_cast<int64_t>(std::llround(b * p_f)) * kSparseIdBytes;
           l.id_receive_bytes += static_cast<int64_t>(std::llround(b * p_f)) * kSparseIdBytes;  // 1/n from each GPU
@@ -323,11 +400,13 @@ DlrmDenseCosts dlrm_dense_costs(const Scenario& sc) {
     }
   } else {
     const int64_t f = static_cast<int64_t>(d.tables.size()) + 1;
-    // Batched Z = X X^T over F vectors of width bottom_out (bmm of b matrices F x dim).
+    // Z = X X^T per sample, X the F vectors of width bottom_out: one batched GEMM of b
+    // (F x dim) . (dim x F) products (TorchRec's DLRM InteractionArch: torch.bmm); backward
+    // dX = (dZ + dZ^T) X, b (F x F) . (F x dim) products, counted as two.
     const double flops = 2.0 * b * f * f * bottom_out;
     const double mem = (2.0 * b * f * bottom_out + static_cast<double>(b) * f * f) * e;
-    c.fwd_s[1] += compute_time_s(gpu, prec, flops, mem, f, f, bottom_out);
-    c.bwd_s[1] += 2.0 * compute_time_s(gpu, prec, flops, mem, f, bottom_out, f);
+    c.fwd_s[1] += batched_compute_time_s(gpu, prec, flops, mem, b, f, f, bottom_out);
+    c.bwd_s[1] += 2.0 * batched_compute_time_s(gpu, prec, flops, mem, b, f, bottom_out, f);
     c.fwd_flops[1] += flops;
     act_bytes += static_cast<double>(b) * (f * bottom_out + f * f) * e;
   }
@@ -428,7 +507,6 @@ BackendResult estimate_dlrm(const Scenario& sc, const DlrmShardingPlan& plan) {
   const double fwd_flops = dense.forward_flops();
 
   // ---- busiest GPU: slowest lookups and largest send buffers (all-to-alls are synchronous).
-  const double gather_Bps = gpu.memory_bandwidth_GBps * 1e9 * kEmbeddingGatherEfficiency;
   // The pooled all-to-all waits for every GPU's forward lookups and the next one for every
   // GPU's backward, so the slowest forward and the slowest backward add up.
   double lookup_fwd_s = 0, lookup_bwd_s = 0;
@@ -436,8 +514,8 @@ BackendResult estimate_dlrm(const Scenario& sc, const DlrmShardingPlan& plan) {
   double busiest_bytes = -1;
   for (size_t i = 0; i < loads.size(); ++i) {
     const DlrmRankLoad& l = loads[i];
-    lookup_fwd_s = std::max(lookup_fwd_s, l.lookup_forward_bytes / gather_Bps);
-    lookup_bwd_s = std::max(lookup_bwd_s, l.lookup_backward_bytes / gather_Bps);
+    lookup_fwd_s = std::max(lookup_fwd_s, dlrm_lookup_forward_s(sc, l));
+    lookup_bwd_s = std::max(lookup_bwd_s, dlrm_lookup_backward_s(sc, l));
     const double mem = dlrm_rank_memory(sc, l).total_gib;
     if (mem > busiest_bytes) {
       busiest_bytes = mem;
@@ -462,18 +540,31 @@ BackendResult estimate_dlrm(const Scenario& sc, const DlrmShardingPlan& plan) {
   const double opt_s = optimizer_step_time_s(sc, dense_params, dense_params);
 
   // TorchRec's TrainPipelineSparseDist runs the next batch's input dist during this batch's
-  // dense compute, so only what exceeds it is exposed. It starts once the bottom MLP's forward
-  // is issued (as strategies/dlrm_lowering.cc orders it), so the window is the rest of the
-  // dense compute. (The owner of a heavily pooled table receives every sample's ids of it: the
-  // busiest receiver, not the senders, sizes this exchange on many GPUs.)
-  const double id_window_s = dense_s - dense.fwd_s[0];
-  const double id_exposed = std::max(0.0, id_s - id_window_s);
+  // dense compute. It starts once the bottom MLP's forward is issued (as
+  // strategies/dlrm_lowering.cc orders it); what it runs past the forward occupies the
+  // network into the backward. (The owner of a heavily pooled table receives every sample's
+  // ids of it: the busiest receiver, not the senders, sizes this exchange on many GPUs.)
+  const double ids_past_forward_s = std::max(0.0, id_s - (dense.fwd_s[1] + dense.fwd_s[2]));
+  // The dense modules are wrapped in DistributedDataParallel, whose reducer all-reduces
+  // gradient buckets as the backward fills them, the first bucket capped at 1 MiB (c10d
+  // reducer kDefaultFirstBucketBytes), so the all-reduce starts with the backward. It crosses
+  // the same NVLink and NIC ports as the embedding collectives, so the network carries them
+  // one after the other: the input dist, the all-reduce (beside the dense backward), then the
+  // gradients' all-to-all and all-gather, which the TBE backward waits for; without those the
+  // TBE backward runs beside the all-reduce. The optimizer step waits for everything.
+  const double dense_bwd_s = dense.backward_s();
+  const double emb_bwd_comm_s = a2a_bwd_s + ag_s;
+  const double network_s = ids_past_forward_s + ar_s;
+  const double backward_phase_s =
+      emb_bwd_comm_s > 0 ? std::max(dense_bwd_s, network_s) + emb_bwd_comm_s + lookup_bwd_s
+                         : std::max(std::max(dense_bwd_s, ids_past_forward_s) + lookup_bwd_s, network_s);
+  const double backward_exposed_s = backward_phase_s - (dense_bwd_s + emb_bwd_comm_s + lookup_bwd_s);
   TimeBreakdown& t = r.time_breakdown_s;
   t.compute = lookup_s + dense_s;
   t.ep_comm = a2a_s + a2a_bwd_s + id_s + rs_s + ag_s;
   t.dp_comm = ar_s;
   t.optimizer = opt_s;
-  t.exposed_comm = a2a_s + a2a_bwd_s + id_exposed + rs_s + ag_s + ar_s;
+  t.exposed_comm = a2a_s + rs_s + emb_bwd_comm_s + backward_exposed_s;
   r.iteration_time_s = t.compute + t.optimizer + t.exposed_comm;
 
   // ---- figures; "tokens" are samples for a recommendation model.

@@ -19,11 +19,14 @@
 //   backward       all-to-all of the gradients: every GPU sends its b samples' gradients of every
 //                  table-wise/column-wise shard (b x sum of their dims; equal to the forward
 //                  buffer only when the shards are spread evenly); row-wise: all-gather.
-//   MLPs           roofline GEMMs (core/cost_model compute_time_s) forward + 2x backward.
-//   lookups        HBM-bandwidth bound gathers (forward) and gather + scatter-update with the
-//                  fused optimizer (backward, FBGEMM TBE style).
-//   dp all-reduce  MLP gradients + data-parallel tables' gradients (not overlapped: the
-//                  model's critical path is short, so it is reported exposed).
+//   MLPs           roofline GEMMs (core/cost_model compute_time_s) forward + 2x backward;
+//                  the dot interaction is one batched GEMM of b small products.
+//   lookups        HBM-bandwidth bound TBE kernels: forward reads each id and row and writes
+//                  the pooled output; backward reads each id and pooled gradient and updates
+//                  every distinct row once with the fused optimizer (SGD, Adagrad, row-wise
+//                  Adagrad, Adam: FBGEMM's state sizes).
+//   dp all-reduce  MLP gradients + data-parallel tables' gradients, DDP buckets beside the
+//                  backward; only what exceeds the backward is exposed.
 //
 // Standard library only.
 #pragma once
@@ -46,6 +49,10 @@ struct TablePlacement {
   // table-wise: one GPU; column-wise: one GPU per column shard; data-parallel and row-wise:
   // empty (all GPUs).
   std::vector<int32_t> ranks;
+  // Table-wise, column-wise and row-wise shards may live in host memory with an HBM cache of
+  // kUvmCacheLoadFactor of their rows (FBGEMM EmbeddingLocation::MANAGED_CACHING, TorchRec's
+  // FUSED_UVM_CACHING kernel); describe() marks them "+uvm".
+  bool uvm_caching = false;
 };
 
 struct DlrmShardingPlan {
@@ -57,7 +64,8 @@ struct DlrmShardingPlan {
 std::string describe(const DlrmShardingPlan& plan);
 
 // Reads describe()'s form back: one "tI:KIND" word per table, in table order, KIND one of dp,
-// rw, tw@RANK, cwK@R1,R2,...; returns the plan (name "given") or the problem (where empty, the
+// rw, tw@RANK, cwK@R1,R2,..., the last three optionally followed by "+uvm" (host memory with an
+// HBM cache); returns the plan (name "given") or the problem (where empty, the
 // message naming the word at fault). check_dlrm_plan still applies.
 Expected<DlrmShardingPlan> parse_dlrm_plan(const std::string& text);
 
@@ -68,6 +76,7 @@ Plan dlrm_plan(const Scenario& scenario, const DlrmShardingPlan& sharding);
 // Constants (units in names; sources in dlrm_model.cc).
 extern const double kEmbeddingGatherEfficiency;  // achieved / peak HBM bandwidth of TBE gathers
 extern const int64_t kSparseIdBytes;              // bytes of one sparse feature id (int64)
+extern const double kUvmCacheLoadFactor;          // HBM cache rows / rows of a UVM-cached shard
 
 // Dense parameter counts.
 struct DlrmDenseShape {
@@ -90,8 +99,21 @@ struct DlrmRankLoad {
   int64_t rw_reduce_scatter_bytes = 0;  // row-wise tables: reduce-scatter input (B x dim)
   int64_t id_send_bytes = 0;         // input-dist all-to-all send buffer (ids)
   int64_t id_receive_bytes = 0;      // ids this GPU receives (every GPU's lookups of its shards)
+  // UVM-cached shards: rows and optimizer state held in host memory, and the host-link
+  // traffic of one iteration (forward: missed rows fetched into the cache and as many evicted
+  // rows written back; backward: the optimizer state of every updated row read and written).
+  double host_memory_bytes = 0;
+  double host_forward_bytes = 0;
+  double host_backward_bytes = 0;
 };
 std::vector<DlrmRankLoad> dlrm_rank_loads(const Scenario& scenario, const DlrmShardingPlan& plan);
+
+// Seconds of one GPU's TBE kernels: HBM traffic at kEmbeddingGatherEfficiency of the peak
+// bandwidth plus, for UVM-cached shards, the host-link traffic (dlrm_host_link_bytes_per_s).
+double dlrm_lookup_forward_s(const Scenario& scenario, const DlrmRankLoad& load);
+double dlrm_lookup_backward_s(const Scenario& scenario, const DlrmRankLoad& load);
+// Bytes per second one GPU moves to or from host memory in one direction.
+double dlrm_host_link_bytes_per_s(const GpuSpec& gpu);
 
 // Bytes of one embedding element and of the optimizer state per row.
 double dlrm_embedding_bytes_per_element(const Scenario& scenario);

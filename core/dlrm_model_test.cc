@@ -92,6 +92,71 @@ TEST(DlrmModel, AdamKeepsTwoMomentsPerElement) {
   EXPECT_DOUBLE_EQ(dlrm_optimizer_bytes_per_row(s, 64), 64.0 * 8);
 }
 
+// FBGEMM's fused TBE optimizers: SGD keeps no state, Adagrad one fp32 per element, row-wise
+// Adagrad one fp32 per row; the state is read and written with every updated row.
+TEST(DlrmModel, SgdAndAdagradEmbeddingOptimizers) {
+  Scenario s = small_dlrm(2);
+  s.model.dlrm.embedding_optimizer = "sgd";
+  EXPECT_DOUBLE_EQ(dlrm_optimizer_bytes_per_row(s, 64), 0.0);
+  const auto plan = plan_of({{TableSharding::kTableWise, {0}}, {TableSharding::kTableWise, {1}}});
+  const double sgd_bwd = dlrm_rank_loads(s, plan)[0].lookup_backward_bytes;
+  EXPECT_DOUBLE_EQ(dlrm_rank_loads(s, plan)[0].table_optimizer_bytes, 0.0);
+  s.model.dlrm.embedding_optimizer = "adagrad";
+  EXPECT_DOUBLE_EQ(dlrm_optimizer_bytes_per_row(s, 64), 64.0 * 4);
+  EXPECT_DOUBLE_EQ(dlrm_rank_loads(s, plan)[0].table_optimizer_bytes, 1000.0 * 64 * 4);
+  EXPECT_GT(dlrm_rank_loads(s, plan)[0].lookup_backward_bytes, sgd_bwd);
+  s.model.dlrm.embedding_optimizer = "rowwise-adagrad";
+  EXPECT_DOUBLE_EQ(dlrm_rank_loads(s, plan)[0].table_optimizer_bytes, 1000.0 * 4);
+}
+
+// The TBE backward updates each distinct row once: a table of 3 rows looked up by 65536
+// samples costs 3 row updates, a table far larger than the batch about one per lookup.
+TEST(DlrmModel, BackwardUpdatesEachDistinctRowOnce) {
+  Scenario s = small_dlrm(1, 65536);
+  s.training.optimizer = Optimizer::kSgd;
+  s.model.dlrm.embedding_optimizer = "sgd";
+  s.model.dlrm.tables = {{"tiny", 3, 64, 1.0}, {"huge", 100'000'000, 64, 1.0}};
+  const auto loads = [&](size_t t) {
+    Scenario one = s;
+    one.model.dlrm.tables = {s.model.dlrm.tables[t]};
+    return dlrm_rank_loads(one, plan_of({{TableSharding::kTableWise, {0}}}))[0].lookup_backward_bytes;
+  };
+  const double per_lookup = 64 * 4.0 + kSparseIdBytes;  // the pooled gradient and the id
+  const double row_update = 2.0 * 64 * 4.0;           // read and write the row (SGD)
+  EXPECT_NEAR(loads(0), 65536 * per_lookup + 3 * row_update, 1.0);
+  EXPECT_NEAR(loads(1), 65536 * (per_lookup + row_update), 65536 * row_update * 1e-3);
+}
+
+// The dot interaction is one batched GEMM of b tiny (F x dim) . (dim x F) products, not one
+// product on one SM: its time grows with the batch about linearly, and stays far below
+// a 64k batch's top MLP.
+TEST(DlrmModel, DotInteractionIsABatchedGemm) {
+  Scenario s = small_dlrm(1, 65536);
+  s.training.precision = Precision::kBf16;
+  s.model.dlrm.tables.assign(26, {"t", 1000, 64, 1.0});
+  s.model.dlrm.bottom_mlp = {512, 64};
+  s.model.dlrm.top_mlp = {1024, 1024, 1};
+  const DlrmDenseCosts big = dlrm_dense_costs(s);
+  s.training.global_batch_size = 8192;
+  const DlrmDenseCosts small = dlrm_dense_costs(s);
+  EXPECT_GT(big.fwd_s[1], 4.0 * small.fwd_s[1]);
+  EXPECT_LT(big.fwd_s[1], 12.0 * small.fwd_s[1]);
+  EXPECT_LT(big.fwd_s[1], big.fwd_s[2]);
+  // 2 x 65536 x 27 x 27 x 64 FLOPs at most a few hundred microseconds on an H100.
+  EXPECT_LT(big.fwd_s[1], 300e-6);
+}
+
+// DDP all-reduces the dense gradients beside the backward: exposed is only what exceeds it.
+TEST(DlrmModel, AllReduceOverlapsTheBackward) {
+  Scenario s = small_dlrm(16, 65536);
+  const auto plan = plan_of({{TableSharding::kTableWise, {0}}, {TableSharding::kTableWise, {1}}});
+  const BackendResult r = estimate_dlrm(s, plan);
+  const TimeBreakdown& t = r.time_breakdown_s;
+  EXPECT_GT(t.dp_comm, 0);
+  // The small MLPs' all-reduce hides entirely behind the 65536-sample backward.
+  EXPECT_LE(t.exposed_comm, t.ep_comm + 1e-12);
+}
+
 TEST(DlrmModel, CheckRejectsMalformedPlans) {
   Scenario s = small_dlrm(4);
   EXPECT_NE(check_dlrm_plan(s, plan_of({{TableSharding::kTableWise, {4}}, {TableSharding::kDataParallel, {}}})), "");

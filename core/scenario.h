@@ -65,7 +65,10 @@ struct DlrmConfig {
   std::string interaction = "dot";  // "dot" | "dcn"
   int64_t dcn_rank = 0;
   int64_t dcn_layers = 0;
-  std::string embedding_optimizer = "rowwise-adagrad";  // | "adam"
+  std::string embedding_optimizer = "rowwise-adagrad";  // | "adagrad" | "sgd" | "adam"
+  // Hit rate of the HBM cache of tables kept in host memory (UVM caching); < 0: ids uniform
+  // over the rows, so the cache's share of the rows (a skewed real stream hits more often).
+  double uvm_cache_hit_rate = -1;
 };
 
 struct ModelConfig {

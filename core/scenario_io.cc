@@ -281,7 +281,8 @@ const std::vector<std::string> kTransformerKeys = {
     "seq_length", "tie_embeddings", "num_experts", "moe_top_k", "moe_ffn_hidden_size", "moe_capacity_factor",
     "moe_dropless", "hidden_dropout", "attention_dropout", "activation", "attention_kernel"};
 const std::vector<std::string> kDlrmKeys = {"embedding_tables", "bottom_mlp", "top_mlp", "dense_features",
-                                            "interaction", "dcn_rank", "dcn_layers", "embedding_optimizer"};
+                                            "interaction", "dcn_rank", "dcn_layers", "embedding_optimizer",
+                                            "uvm_cache_hit_rate"};
 
 struct ModelSeen {  // which values were given (by preset, hf_config or the file)
   bool architecture = false, kv_heads = false, ffn = false, tie = false;
@@ -458,9 +459,11 @@ void read_dlrm(Ctx& ctx, Obj& o, DlrmConfig& d, bool& tables_ok) {
     ctx.add(o.at("dcn_rank"), "missing, expected a positive integer (interaction is dcn)");
   if (const json* v = o.get("embedding_optimizer")) {
     auto s = to_str(ctx, *v, o.at("embedding_optimizer"));
-    if (s && *s != "rowwise-adagrad" && *s != "adam") ctx.found(o.at("embedding_optimizer"), *v, "one of rowwise-adagrad, adam");
+    if (s && *s != "rowwise-adagrad" && *s != "adagrad" && *s != "sgd" && *s != "adam")
+      ctx.found(o.at("embedding_optimizer"), *v, "one of rowwise-adagrad, adagrad, sgd, adam");
     else if (s) d.embedding_optimizer = *s;
   }
+  if (auto h = get_num(ctx, o, "uvm_cache_hit_rate", 0, 1, false)) d.uvm_cache_hit_rate = *h;
   // The dot interaction takes pairwise dot products of the bottom-MLP output and every
   // embedding vector, so they must share one width (Naumov et al. 2019, DLRM).
   if (tables_ok && d.interaction == "dot") {
@@ -1358,6 +1361,7 @@ nlohmann::json scenario_to_json(const Scenario& s) {
       mj["dcn_layers"] = m.dlrm.dcn_layers;
     }
     mj["embedding_optimizer"] = m.dlrm.embedding_optimizer;
+    if (m.dlrm.uvm_cache_hit_rate >= 0) mj["uvm_cache_hit_rate"] = m.dlrm.uvm_cache_hit_rate;
   } else {
     mj["num_layers"] = m.num_layers;
     mj["hidden_size"] = m.hidden_size;

@@ -3,11 +3,13 @@
 //
 // CASES.json is a JSON array (as tests/data/validation/calibration.json) of
 //   { "id": "...", "group": "...", "scenario": { a scenario, spec/scenario.md },
-//     "target": { "metric": "iteration_time_s" | "tokens_per_s" | "mfu" |
+//     "target": { "metric": "iteration_time_s" | "tokens_per_s" | "samples_per_s" | "mfu" |
 //                           "model_tflops_per_gpu", "value": <measured> }, ... }
 // `group` (optional) gathers cases of one family for the per-group figures. Other keys
 // (source, verification, notes) are carried for people and ignored here. The plan of each case
-// is resolve_plan(scenario) (sim/analytical_backend.h).
+// is resolve_plan(scenario) (sim/analytical_backend.h); a recommendation model (architecture
+// dlrm) takes the fastest embedding sharding of search_dlrm_sharding, and its samples per
+// second are "samples_per_s" (or "tokens_per_s").
 #pragma once
 
 #include <cstdint>

@@ -91,7 +91,6 @@ Expected<PlanGraph> lower_dlrm(const Scenario& sc, const DlrmShardingPlan& plan)
   const DlrmCommSizes sizes = dlrm_comm_sizes(sc, loads);
   const double dense_params = static_cast<double>(dlrm_dense_shape(sc.model.dlrm).dense_params());
   const double opt_s = optimizer_step_time_s(sc, dense_params, dense_params);
-  const double gather_Bps = c.gpu.memory_bandwidth_GBps * 1e9 * kEmbeddingGatherEfficiency;
   const GroupSpan world = strided_span(0, n, 1, c.gpus_per_node > 0 ? c.gpus_per_node : n);
   const DType dtype = dtype_of(sc.training.precision);
 
@@ -155,14 +154,24 @@ Expected<PlanGraph> lower_dlrm(const Scenario& sc, const DlrmShardingPlan& plan)
 
     // ---- forward: lookups, then their exchange, then the dense part.
     const int32_t lf = rb.compute(OpKind::kEmbedding, Phase::kForward, 0, L.lookup_forward_bytes,
-                                  L.lookup_forward_bytes / gather_Bps, {});
+                                  dlrm_lookup_forward_s(sc, L), {});
     if (pooled) emb(Phase::kForward, CollectiveKind::kAllToAll, sizes.pooled_a2a_bytes, {lf}, &uneven.pooled_forward);
     if (rw) emb(Phase::kForward, CollectiveKind::kReduceScatter, sizes.rw_bytes, {lf});
     int32_t prev = rb.compute(OpKind::kMlp, Phase::kForward, dense.fwd_flops[0], 0, dense.fwd_s[0], last_emb);
     // Input dist of the next batch beside the dense compute (TrainPipelineSparseDist).
     if (ids) emb(Phase::kOther, CollectiveKind::kAllToAll, sizes.id_a2a_bytes, {prev}, &uneven.ids);
     prev = rb.compute(OpKind::kOther, Phase::kForward, dense.fwd_flops[1], 0, dense.fwd_s[1], {});
-    prev = rb.compute(OpKind::kMlp, Phase::kForward, dense.fwd_flops[2], 0, dense.fwd_s[2], {});
+    const int32_t top_fwd = rb.compute(OpKind::kMlp, Phase::kForward, dense.fwd_flops[2], 0, dense.fwd_s[2], {});
+    prev = top_fwd;
+    // DDP all-reduces gradient buckets as the backward fills them (the first, 1 MiB, with the
+    // top MLP's last layer), so the all-reduce starts with the backward. It shares the links
+    // with the embedding collectives, so it is queued on their stream: after the input dist,
+    // before the gradients' all-to-all.
+    int32_t all_reduce = -1;
+    if (allreduce)
+      all_reduce = rb.collective(Stream::kEpComm, Phase::kBackward, CollectiveKind::kAllReduce, kDpGroup, 0,
+                                 sizes.dp_grad_bytes, dtype, time_of(CollectiveKind::kAllReduce, sizes.dp_grad_bytes),
+                                 {top_fwd});
     // ---- backward: dense (two GEMMs per forward GEMM), the embedding gradients' exchange,
     // then the lookups' backward with the fused optimizer update.
     prev = rb.compute(OpKind::kMlp, Phase::kBackward, 2 * dense.fwd_flops[2], 0, dense.bwd_s[2], {});
@@ -171,13 +180,11 @@ Expected<PlanGraph> lower_dlrm(const Scenario& sc, const DlrmShardingPlan& plan)
     if (pooled) emb(Phase::kBackward, CollectiveKind::kAllToAll, sizes.pooled_a2a_backward_bytes, {bb}, &uneven.pooled_backward);
     if (rw) emb(Phase::kBackward, CollectiveKind::kAllGather, sizes.rw_bytes, {bb});
     const int32_t lb = rb.compute(OpKind::kEmbedding, Phase::kBackward, 0, L.lookup_backward_bytes,
-                                  L.lookup_backward_bytes / gather_Bps, last_emb);
+                                  dlrm_lookup_backward_s(sc, L), last_emb);
     rb.free_buffer(act, MemCategory::kActivations, m.activations_gib, {lb});
     // ---- data-parallel gradients and the dense optimizer step.
-    std::vector<int32_t> opt_deps;
-    if (allreduce)
-      opt_deps = {rb.collective(Stream::kDpComm, Phase::kBackward, CollectiveKind::kAllReduce, kDpGroup, 0,
-                                sizes.dp_grad_bytes, dtype, time_of(CollectiveKind::kAllReduce, sizes.dp_grad_bytes), {lb})};
+    std::vector<int32_t> opt_deps = {lb};
+    if (all_reduce >= 0) opt_deps.push_back(all_reduce);
     rb.compute(OpKind::kOptimizerStep, Phase::kOptimizer, 0, 0, opt_s, opt_deps);
     (void)prev;
   }

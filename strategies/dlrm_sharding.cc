@@ -26,7 +26,7 @@ std::string gib(double bytes) {
 // Per-GPU running totals while tables are placed.
 struct State {
   std::vector<double> mem_bytes;      // tables + optimizer + dp grads + comm buffers
-  std::vector<double> lookup_bytes;   // forward + backward HBM traffic
+  std::vector<double> lookup_s;       // forward + backward TBE seconds
   std::vector<double> send_bytes;     // pooled all-to-all send buffer
   std::vector<double> id_bytes;       // input-dist all-to-all send buffer (ids)
   double rs_bytes = 0;                // row-wise reduce-scatter input
@@ -36,7 +36,6 @@ struct State {
 struct Planner {
   const Scenario& sc;
   int64_t n;
-  double gather_Bps;
   GroupSpan world;
   double dense_mem_bytes;  // MLPs' weights, grads, optimizer, activations per GPU (estimate)
   double capacity_bytes;
@@ -44,7 +43,6 @@ struct Planner {
 
   explicit Planner(const Scenario& s) : sc(s) {
     n = std::max<int64_t>(1, s.cluster.num_gpus);
-    gather_Bps = s.cluster.gpu.memory_bandwidth_GBps * 1e9 * kEmbeddingGatherEfficiency;
     world = strided_span(0, n, 1, s.cluster.gpus_per_node > 0 ? s.cluster.gpus_per_node : n);
     // Memory of the dense part: the estimate of a plan with no tables.
     Scenario empty = s;
@@ -74,7 +72,7 @@ struct Planner {
     State t = s;
     for (int64_t r = 0; r < n; ++r) {
       t.mem_bytes[r] += mem_of(loads[r]);
-      t.lookup_bytes[r] += loads[r].lookup_forward_bytes + loads[r].lookup_backward_bytes;
+      t.lookup_s[r] += dlrm_lookup_forward_s(sc, loads[r]) + dlrm_lookup_backward_s(sc, loads[r]);
       t.send_bytes[r] += loads[r].a2a_send_bytes;
       t.id_bytes[r] += loads[r].id_send_bytes;
     }
@@ -88,7 +86,7 @@ struct Planner {
   // which rides with the MLP gradients (the state starts with those, so a small table's
   // marginal cost is its bandwidth, not another collective's latency).
   double cost_s(const State& s) const {
-    const double lookup = *std::max_element(s.lookup_bytes.begin(), s.lookup_bytes.end()) / gather_Bps;
+    const double lookup = *std::max_element(s.lookup_s.begin(), s.lookup_s.end());
     const auto send = static_cast<int64_t>(*std::max_element(s.send_bytes.begin(), s.send_bytes.end()));
     const auto ids = static_cast<int64_t>(*std::max_element(s.id_bytes.begin(), s.id_bytes.end()));
     const auto& c = sc.cluster;
@@ -107,7 +105,7 @@ struct Planner {
     std::vector<int32_t> r(n);
     std::iota(r.begin(), r.end(), 0);
     std::stable_sort(r.begin(), r.end(), [&](int32_t a, int32_t b) {
-      if (s.lookup_bytes[a] != s.lookup_bytes[b]) return s.lookup_bytes[a] < s.lookup_bytes[b];
+      if (s.lookup_s[a] != s.lookup_s[b]) return s.lookup_s[a] < s.lookup_s[b];
       return s.mem_bytes[a] < s.mem_bytes[b];
     });
     return r;
@@ -149,7 +147,7 @@ struct Planner {
 
     State s;
     s.mem_bytes.assign(n, 0);
-    s.lookup_bytes.assign(n, 0);
+    s.lookup_s.assign(n, 0);
     s.send_bytes.assign(n, 0);
     s.id_bytes.assign(n, 0);
     s.dp_grad_bytes = dense_grad_bytes;
@@ -160,17 +158,24 @@ struct Planner {
       std::optional<State> best;
       TablePlacement best_p;
       double best_cost = 0, best_mem = 0, least_mem = -1;
-      for (const TablePlacement& p : options(i, s, policy)) {
-        const State t = add(s, loads_of(i, p));
-        const double m = peak_mem(t);
-        if (least_mem < 0 || m < least_mem) least_mem = m;
-        if (!fits(t)) continue;
-        const double c = cost_s(t);
-        if (!best || c < best_cost || (c == best_cost && m < best_mem)) {
-          best = t;
-          best_p = p;
-          best_cost = c;
-          best_mem = m;
+      // A table that fits in no GPU's HBM goes to host memory with an HBM cache (TorchRec's
+      // planner proposes FUSED_UVM_CACHING when the HBM storage constraint fails).
+      for (const bool uvm : {false, true}) {
+        if (best) break;
+        for (TablePlacement p : options(i, s, policy)) {
+          if (uvm && p.kind == TableSharding::kDataParallel) continue;
+          p.uvm_caching = uvm;
+          const State t = add(s, loads_of(i, p));
+          const double m = peak_mem(t);
+          if (!uvm && (least_mem < 0 || m < least_mem)) least_mem = m;
+          if (!fits(t)) continue;
+          const double c = cost_s(t);
+          if (!best || c < best_cost || (c == best_cost && m < best_mem)) {
+            best = t;
+            best_p = p;
+            best_cost = c;
+            best_mem = m;
+          }
         }
       }
       if (!best) {
@@ -184,7 +189,8 @@ struct Planner {
                      : "has no " + policy + " placement on " + std::to_string(n) + " GPU(s)";
         } else {
           why += "does not fit: placed " + policy + ", the busiest GPU would need " + gib(least_mem + dense_mem_bytes) +
-                 " (dense part " + gib(dense_mem_bytes) + ") of " + gib(capacity_bytes) + " usable";
+                 " (dense part " + gib(dense_mem_bytes) + ") of " + gib(capacity_bytes) +
+                 " usable, and its HBM cache in host memory (UVM caching) does not fit either";
         }
         return std::nullopt;
       }

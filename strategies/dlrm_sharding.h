@@ -6,7 +6,9 @@
 // Tables are placed largest first; each takes the option and GPUs that keep the slowest GPU's
 // embedding time (HBM-bound lookups + its share of the pooled all-to-all) and the global
 // collectives (row-wise reduce-scatter/all-gather, data-parallel all-reduce) lowest, among
-// the options whose memory still fits on every GPU; ties go to the lower peak memory.
+// the options whose memory still fits on every GPU; ties go to the lower peak memory. A table
+// that fits nowhere in HBM is placed the same way in host memory with an HBM cache (UVM
+// caching, TablePlacement::uvm_caching), paying the host link for the cache misses.
 // Besides that mixed greedy plan the search evaluates the uniform plans a user would try
 // first (all data-parallel, all table-wise, all column-wise, all row-wise) and ranks every
 // plan that fits with core/dlrm_model's estimate; the others are rejected with a reason.
