@@ -483,6 +483,7 @@ int cmd_run(const RunOptions& opts) {
   // --- search with the analytical model
   SearchOptions so;
   so.top_k = s.search.top_k;
+  so.jobs = opts.jobs;
   so.cancelled = [] { return g_interrupted.load(); };
   if (tty)
     so.progress = [](int64_t done, int64_t total) {
