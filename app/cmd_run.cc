@@ -175,9 +175,13 @@ void print_table(const Scenario& s, const std::vector<BackendResult>& results, c
               << std::setw(11) << fixed(r.iteration_time_s, 3) << std::setw(12) << fixed(r.tokens_per_s, 0)
               << std::setw(7) << fixed(100 * r.mfu, 1) << std::setw(10) << fixed(r.memory.peak_gib, 1)
               << std::setw(11) << fixed(r.time_breakdown_s.exposed_comm, 3) << "\n";
+    if (!same_plan)
+      for (const std::string& w : r.warnings) std::cout << "    warning: " << w << "\n";
   }
   if (!results.empty() && !results.front().plan.layers_per_stage.empty()) {
-    std::cout << "\nlayers per pipeline stage of plan 1:";
+    const Plan& first = results.front().plan;
+    std::cout << (static_cast<int64_t>(first.layers_per_stage.size()) == first.pp ? "\nlayers per pipeline stage of plan 1:"
+                                                                                  : "\nlayers per model chunk of plan 1 (model order):");
     for (auto n : results.front().plan.layers_per_stage) std::cout << ' ' << n;
     std::cout << "\n";
   }

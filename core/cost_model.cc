@@ -1,5 +1,8 @@
 #include "core/cost_model.h"
 
+#include "core/framework_rules.h"
+#include "core/plan_warnings.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -916,7 +919,18 @@ std::string plan_problem(const Scenario& sc, const Plan& p, const ModelShape& m)
     return buf;
   }
   if (m.heads % p.tp != 0 || m.kv_heads % p.tp != 0) return "tensor parallel degree must divide the attention and key/value heads";
-  if (m.layers < p.pp * p.vpp) return "fewer layers than pipeline stages x virtual stages";
+  if (p.layers_per_stage.empty()) {
+    if (m.layers < p.pp * p.vpp) return "fewer layers than pipeline stages x virtual stages";
+  } else {
+    const auto n = static_cast<int64_t>(p.layers_per_stage.size());
+    if (n != p.pp && n != p.pp * p.vpp) return "layers_per_stage needs one entry per pipeline stage or per model chunk";
+    int64_t sum = 0;
+    for (int64_t l : p.layers_per_stage) {
+      if (l < 0) return "layers_per_stage has a negative entry";
+      sum += l;
+    }
+    if (sum != m.layers) return "layers_per_stage does not sum to the model's layers";
+  }
   if (m.seq % p.cp != 0) return "context parallel degree must divide the sequence length";
   if (p.etp < 0) return "expert tensor parallel degree must be at least 1";
   if ((p.tp * p.dp * p.cp) % (p.expert_tp() * p.ep) != 0) {
@@ -940,7 +954,7 @@ std::string plan_problem(const Scenario& sc, const Plan& p, const ModelShape& m)
     return "global batch size is not a multiple of micro_batch_size x dp";
   if (p.vpp > 1 && p.schedule != Schedule::kInterleaved) return "virtual stages need the interleaved schedule";
   if (p.zero_stage < 0 || p.zero_stage > 3) return "zero stage must be 0..3";
-  return {};
+  return framework_problem(sc.training.framework, p);
 }
 
 struct IterationModel {
@@ -1199,6 +1213,7 @@ BackendResult estimate_plan(const Scenario& sc, const Plan& p) {
   BackendResult r;
   r.backend = "analytical";
   r.plan = p;
+  r.warnings = plan_warnings(sc, p);
   const ModelShape m = model_shape(sc.model);
   const std::string problem = plan_problem(sc, p, m);
   const double usable = usable_memory_gib(sc.cluster.gpu);
@@ -1233,6 +1248,7 @@ BackendResult estimate_plan(const Scenario& sc, const Plan& p) {
     const MemoryBreakdown mem = stage_memory(m, sc, p, st, layers[static_cast<size_t>(st)]);
     StageMemory sm;
     sm.stage = st;
+    sm.layers = layers[static_cast<size_t>(st)];
     sm.weights_gib = bytes_to_gib(mem.weights_bytes);
     sm.gradients_gib = bytes_to_gib(mem.gradients_bytes);
     sm.optimizer_gib = bytes_to_gib(mem.optimizer_bytes);

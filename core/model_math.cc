@@ -23,7 +23,7 @@ ModelShape model_shape(const ModelConfig& c) {
   m.vocab = c.vocab_size;
   m.seq = c.seq_length;
   const bool gpt = c.architecture == Architecture::kGpt;
-  m.gated_mlp = !gpt;
+  m.gated_mlp = c.activation_kind() == Activation::kSwiglu;
   m.biases = gpt;
   m.layernorm = gpt;
   m.dropout = c.hidden_dropout_p() > 0;
@@ -35,7 +35,7 @@ ModelShape model_shape(const ModelConfig& c) {
   m.expert_ffn = c.moe_ffn_hidden_size > 0 ? c.moe_ffn_hidden_size : m.ffn;
   m.capacity_factor = c.moe_capacity_factor;
   m.dropless = c.moe_dropless;
-  m.attention = default_attention_kernel(c);
+  m.attention = c.attention_kernel.value_or(default_attention_kernel(c));
   return m;
 }
 
@@ -108,13 +108,60 @@ double megatron_gpt_parameters(int64_t l, int64_t h, int64_t v, int64_t s) {
   return 12.0 * L * H * H * (1.0 + 13.0 / (12.0 * H) + static_cast<double>(v + s) / (12.0 * L * H));
 }
 
-std::vector<int64_t> stage_layers(const ModelShape& m, const Plan& plan) {
-  if (static_cast<int64_t>(plan.layers_per_stage.size()) == plan.pp) return plan.layers_per_stage;
-  const int64_t p = std::max<int64_t>(plan.pp, 1);
-  std::vector<int64_t> out(static_cast<size_t>(p), m.layers / p);
-  const int64_t extra = m.layers % p;
-  for (int64_t i = 0; i < extra; ++i) ++out[static_cast<size_t>(i)];  // as strategies/lowering
+std::vector<int64_t> default_layer_split(int64_t num_layers, int64_t virtual_stages, bool account_for_embedding,
+                                         bool account_for_loss) {
+  const int64_t v = std::max<int64_t>(virtual_stages, 1);
+  const int64_t units = num_layers + (account_for_embedding ? 1 : 0) + (account_for_loss ? 1 : 0);
+  std::vector<int64_t> out(static_cast<size_t>(v), units / v);
+  const int64_t extra = units % v;
+  const int64_t first = (v - extra) / 2;  // the remainder centred: the ends carry embedding and output
+  for (int64_t i = 0; i < extra; ++i) ++out[static_cast<size_t>(first + i)];
+  if (account_for_embedding) --out.front();
+  if (account_for_loss) --out.back();
+  // A unit too few for the ends (more virtual stages than units): take it from the middle.
+  for (size_t i = 0; i < out.size(); ++i)
+    while (out[i] < 0) {
+      ++out[i];
+      --*std::max_element(out.begin(), out.end());
+    }
   return out;
+}
+
+std::vector<int64_t> virtual_stage_layers(int64_t num_layers, const Plan& plan) {
+  const int64_t pp = std::max<int64_t>(plan.pp, 1), vpp = std::max<int64_t>(plan.vpp, 1);
+  const auto given = static_cast<int64_t>(plan.layers_per_stage.size());
+  if (given == pp * vpp) return plan.layers_per_stage;
+  if (given != pp) return default_layer_split(num_layers, pp * vpp);
+  // One count per stage: each stage's layers over its chunks, earlier chunks take the remainder.
+  std::vector<int64_t> out(static_cast<size_t>(pp * vpp));
+  for (int64_t s = 0; s < pp; ++s) {
+    const int64_t n = plan.layers_per_stage[static_cast<size_t>(s)];
+    for (int64_t c = 0; c < vpp; ++c) out[static_cast<size_t>(c * pp + s)] = n / vpp + (c < n % vpp ? 1 : 0);
+  }
+  return out;
+}
+
+std::vector<int64_t> stage_layers(const ModelShape& m, const Plan& plan) {
+  const int64_t pp = std::max<int64_t>(plan.pp, 1);
+  if (static_cast<int64_t>(plan.layers_per_stage.size()) == pp) return plan.layers_per_stage;
+  const std::vector<int64_t> v = virtual_stage_layers(m.layers, plan);
+  std::vector<int64_t> out(static_cast<size_t>(pp), 0);
+  for (size_t i = 0; i < v.size(); ++i) out[i % static_cast<size_t>(pp)] += v[i];
+  return out;
+}
+
+int64_t max_chunk_layers(const ModelShape& m, const Plan& plan) {
+  const std::vector<int64_t> v = virtual_stage_layers(m.layers, plan);
+  return v.empty() ? 0 : *std::max_element(v.begin(), v.end());
+}
+
+std::vector<int64_t> fixed_layer_split(const Scenario& sc, const Plan& plan) {
+  const ParallelismConstraints& c = sc.parallelism;
+  const int64_t virtual_stages = std::max<int64_t>(plan.pp, 1) * std::max<int64_t>(plan.vpp, 1);
+  if (c.layers_per_stage && static_cast<int64_t>(c.layers_per_stage->size()) == virtual_stages) return *c.layers_per_stage;
+  if (c.account_for_embedding || c.account_for_loss)
+    return default_layer_split(sc.model.num_layers, virtual_stages, c.account_for_embedding, c.account_for_loss);
+  return {};
 }
 
 StageParameters stage_parameters(const ModelShape& m, const Plan& plan, int64_t stage, int64_t layers) {

@@ -16,18 +16,8 @@
 
 namespace monarch {
 
-// How attention scores are computed; decides what attention keeps for the backward pass.
-enum class AttentionKernel {
-  // Scores (b, a, s, s) written to memory, softmax and dropout as separate kernels, as in
-  // Megatron-LM 2021-22 (Korthikanti et al. 2022, Table 2 keeps 5as/h bytes per token for it).
-  kMaterialized,
-  // FlashAttention / cuDNN fused attention: tiles of the scores stay on chip, the backward
-  // recomputes them; only the output and the row log-sum-exp are kept. Causal masking skips
-  // the tiles above the diagonal (half the work).
-  kFlash,
-};
-
-// The attention kernel a framework uses for the model. gpt is the Megatron GPT-3 reference
+// The attention kernel (core/scenario.h) decides what attention keeps for the backward pass.
+// When model.attention_kernel is absent: the kernel a framework uses for the model. gpt is the Megatron GPT-3 reference
 // block (learned positions, LayerNorm, GeLU, dropout) as run in Megatron-LM's published GPT
 // results (Narayanan 2021, Korthikanti 2022: materialized scores with fused softmax);
 // llama models are trained with fused flash attention (Transformer Engine / cuDNN in NeMo
@@ -121,9 +111,30 @@ ParameterCounts parameter_counts(const ModelShape& m);
 // P = 12 l h^2 (1 + 13 / (12 h) + (V + s) / (12 l h)). No final LayerNorm; f = 4h, tied.
 double megatron_gpt_parameters(int64_t layers, int64_t hidden, int64_t vocab, int64_t seq);
 
-// Layers on each pipeline stage: plan.layers_per_stage when given, else an even split with
-// the remainder on the earliest stages (as strategies/lowering.h chunk_layers).
+// The one default layer-split rule: `num_layers` over `virtual_stages` (pp x vpp, in model
+// order), even where they divide, else the remainder on the middle virtual stages (the first
+// also runs the embedding, the last the output layer and the loss). With Megatron's
+// --account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split the
+// embedding / the loss count as one layer of the first / last virtual stage (126 layers on
+// pp 8 x vpp 8 with both: 1, 2, ..., 2, 1), which may leave those with no transformer layer.
+std::vector<int64_t> default_layer_split(int64_t num_layers, int64_t virtual_stages, bool account_for_embedding = false,
+                                         bool account_for_loss = false);
+
+// Layers of every virtual stage, size pp x vpp in model order (chunk c of stage s at c x pp + s):
+// plan.layers_per_stage when it has pp x vpp entries; with pp entries each stage's count split
+// over its chunks (earlier chunks take the remainder); else default_layer_split.
+std::vector<int64_t> virtual_stage_layers(int64_t num_layers, const Plan& plan);
+
+// Layers on each pipeline stage (the sums of its chunks of virtual_stage_layers).
 std::vector<int64_t> stage_layers(const ModelShape& m, const Plan& plan);
+
+// The most layers any model chunk holds (virtual_stage_layers).
+int64_t max_chunk_layers(const ModelShape& m, const Plan& plan);
+
+// The split the scenario fixes for the plan's pp x vpp: parallelism.layers_per_stage (when it
+// has pp x vpp entries), or default_layer_split with the scenario's account-for flags; empty
+// when it fixes neither (the partitioner chooses, strategies/partition.h).
+std::vector<int64_t> fixed_layer_split(const Scenario& sc, const Plan& plan);
 
 // Parameters held by one rank of a pipeline stage.
 struct StageParameters {

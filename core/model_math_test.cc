@@ -100,12 +100,48 @@ TEST(Parameters, TiedEmbeddingsAndPerStageShares) {
               0.01 * first.dense);
 }
 
-TEST(Parameters, UnevenLayersGoToTheEarliestStages) {
+// One split rule for the cost model, the partitioner and the lowering: the remainder goes to
+// the middle stages (the first and last also run the embedding and the output layer).
+TEST(Parameters, UnevenLayersGoToTheMiddleStages) {
   Plan p;
   p.pp = 4;
-  EXPECT_EQ(stage_layers(model_shape(gpt(10, 1024, 16)), p), (std::vector<int64_t>{3, 3, 2, 2}));
+  EXPECT_EQ(stage_layers(model_shape(gpt(10, 1024, 16)), p), (std::vector<int64_t>{2, 3, 3, 2}));
   p.layers_per_stage = {1, 4, 4, 1};
   EXPECT_EQ(stage_layers(model_shape(gpt(10, 1024, 16)), p), p.layers_per_stage);
+}
+
+TEST(Parameters, TheDefaultSplitCoversVirtualStagesAndMegatronsFlags) {
+  EXPECT_EQ(default_layer_split(32, 4), (std::vector<int64_t>{8, 8, 8, 8}));
+  EXPECT_EQ(default_layer_split(10, 4), (std::vector<int64_t>{2, 3, 3, 2}));
+  // Llama 3.1 405B: 126 layers on pp 8 x vpp 8 = 64 model chunks of 2, the two end chunks 1.
+  std::vector<int64_t> llama = default_layer_split(126, 64);
+  ASSERT_EQ(llama.size(), 64u);
+  EXPECT_EQ(llama.front(), 1);
+  EXPECT_EQ(llama.back(), 1);
+  for (size_t i = 1; i + 1 < llama.size(); ++i) EXPECT_EQ(llama[i], 2);
+  // Megatron's account-for flags give the same split (the embedding and loss count as layers).
+  EXPECT_EQ(default_layer_split(126, 64, true, true), llama);
+  EXPECT_EQ(default_layer_split(31, 4, true, false), (std::vector<int64_t>{7, 8, 8, 8}));
+  // 30 layers on pp 4 x vpp 8 with both flags: the end chunks hold only the embedding / loss.
+  std::vector<int64_t> proxy = default_layer_split(30, 32, true, true);
+  EXPECT_EQ(proxy.front(), 0);
+  EXPECT_EQ(proxy.back(), 0);
+  int64_t sum = 0;
+  for (int64_t n : proxy) sum += n;
+  EXPECT_EQ(sum, 30);
+  // Per stage, a plan with vpp sums its chunks (chunk c of stage s at c x pp + s).
+  Plan p;
+  p.pp = 8;
+  p.vpp = 8;
+  ModelConfig m = gpt(126, 1024, 16);
+  EXPECT_EQ(virtual_stage_layers(126, p), llama);
+  EXPECT_EQ(stage_layers(model_shape(m), p), (std::vector<int64_t>{15, 16, 16, 16, 16, 16, 16, 15}));
+  EXPECT_EQ(max_chunk_layers(model_shape(m), p), 2);
+  // A per-stage split is spread over the stage's chunks, earlier chunks first.
+  p.pp = 2;
+  p.vpp = 2;
+  p.layers_per_stage = {5, 4};
+  EXPECT_EQ(virtual_stage_layers(9, p), (std::vector<int64_t>{3, 2, 2, 2}));
 }
 
 // ---------------------------------------------------------------- FLOPs

@@ -56,6 +56,24 @@ const char* to_string(Backend b) {
   return "?";
 }
 
+const char* to_string(Activation a) {
+  switch (a) {
+    case Activation::kGelu: return "gelu";
+    case Activation::kSwiglu: return "swiglu";
+    case Activation::kSquaredRelu: return "squared-relu";
+  }
+  return "?";
+}
+const char* to_string(AttentionKernel k) { return k == AttentionKernel::kFlash ? "flash" : "materialized"; }
+const char* to_string(Framework f) {
+  switch (f) {
+    case Framework::kMegatron: return "megatron";
+    case Framework::kDeepspeed: return "deepspeed";
+    case Framework::kTorchtitan: return "torchtitan";
+  }
+  return "?";
+}
+
 double bytes_per_element(Precision p) {
   switch (p) {
     case Precision::kFp32: return 4;

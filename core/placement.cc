@@ -142,7 +142,32 @@ GroupSpan strided_span(int64_t base, int64_t size, int64_t stride, int64_t gpus_
 }
 
 GroupSpan group_span(GroupKind kind, const Plan& p, int64_t gpus_per_node) {
-  return strided_span(group_base(kind, 0, p), group_size(kind, p), group_stride(kind, p), gpus_per_node);
+  const int64_t size = group_size(kind, p), stride = group_stride(kind, p);
+  const GroupSpan first = strided_span(group_base(kind, 0, p), size, stride, gpus_per_node);
+  const int64_t g = gpus_per_node;
+  // Every group has rank 0's shape when its blocks tile the nodes (the stride divides a node
+  // and a group's block fits in one or covers whole nodes) or the stride is whole nodes.
+  const bool regular = g <= 0 || size <= 1 || stride % g == 0 ||
+                       (g % stride == 0 && (g % (stride * size) == 0 || (stride * size) % g == 0));
+  if (regular) return first;
+  // Otherwise (a group block that straddles nodes, e.g. TP 16 on 72-GPU NVLink domains):
+  // the group spanning the most nodes paces the collective.
+  GroupSpan worst = first;
+  const int64_t world = p.world_size();
+  for (int64_t r = 0; r < world; ++r) {
+    if (group_base(kind, r, p) != r || r + (size - 1) * stride >= world) continue;  // not a group of the plan
+    const GroupSpan s = strided_span(r, size, stride, g);
+    if (s.nodes > worst.nodes || (s.nodes == worst.nodes && s.ranks_per_node < worst.ranks_per_node)) worst = s;
+    worst.rail_aligned = worst.rail_aligned && s.rail_aligned;
+  }
+  return worst;
+}
+
+std::vector<int64_t> gpus_on_each_node(const ClusterConfig& c) {
+  std::vector<int64_t> out;
+  if (c.gpus_per_node <= 0) return out;
+  for (int64_t left = c.num_gpus; left > 0; left -= c.gpus_per_node) out.push_back(std::min(left, c.gpus_per_node));
+  return out;
 }
 
 bool pp_hop_crosses_nodes(const Plan& p, int64_t gpus_per_node) {

@@ -56,8 +56,10 @@ int64_t group_stride(GroupKind kind, const Plan& plan);
 std::vector<int32_t> group_ranks(GroupKind kind, int32_t rank, const Plan& plan);
 
 // Which link a group crosses, for the cost model: the shape of the group of `kind` that
-// contains rank 0. All groups of one kind share that shape whenever the stride divides
-// gpus_per_node or gpus_per_node divides the stride (every power-of-two layout).
+// contains rank 0 when all groups of the kind share it (the stride divides gpus_per_node and
+// a group's block fits a node or covers whole ones, or gpus_per_node divides the stride:
+// every power-of-two layout on 8-GPU nodes); else the shape of the group spanning the most
+// nodes (groups straddling the 72-GPU NVLink domains of GB200 NVL72, a partly used last node).
 struct GroupSpan {
   int64_t size = 1;            // ranks in the group
   int64_t nodes = 1;           // nodes the group spans
@@ -70,6 +72,10 @@ struct GroupSpan {
 GroupSpan group_span(GroupKind kind, const Plan& plan, int64_t gpus_per_node);
 // Span of an arbitrary strided group (first rank `base`, `size` members `stride` apart).
 GroupSpan strided_span(int64_t base, int64_t size, int64_t stride, int64_t gpus_per_node);
+
+// GPUs used on each node, rank r on node r / gpus_per_node: gpus_per_node on every node but the
+// last, which holds the rest (128 GPUs on GB200 NVL72: 72 + 56).
+std::vector<int64_t> gpus_on_each_node(const ClusterConfig& cluster);
 
 // Whether some pipeline point-to-point hop of rank 0's pipeline leaves the node (the slowest
 // hop paces the pipeline).

@@ -167,3 +167,43 @@ TEST(Placement, IrregularNodeSizeIsCounted) {
 
 }  // namespace
 }  // namespace monarch
+
+namespace monarch {
+namespace {
+
+TEST(Placement, A128GpuJobOnGb200Nvl72Takes72And56Gpus) {
+  ClusterConfig c;
+  c.num_gpus = 128;
+  c.gpus_per_node = 72;
+  EXPECT_EQ(gpus_on_each_node(c), (std::vector<int64_t>{72, 56}));
+  EXPECT_EQ(c.num_nodes(), 2);
+  c.num_gpus = 64;
+  EXPECT_EQ(gpus_on_each_node(c), (std::vector<int64_t>{64}));
+  c.num_gpus = 16;
+  c.gpus_per_node = 8;
+  EXPECT_EQ(gpus_on_each_node(c), (std::vector<int64_t>{8, 8}));
+}
+
+TEST(Placement, GroupsStraddlingAnNvlinkDomainAreSeen) {
+  // TP 8 tiles 72-GPU domains: no TP group leaves its domain.
+  Plan tp8 = make_plan(8, 1, 16, 1);
+  EXPECT_FALSE(group_span(GroupKind::kTp, tp8, 72).crosses_nodes());
+  // DP over 16 of stride 8: ranks 0..120 lie 9 on the first domain and 7 on the second.
+  const GroupSpan dp = group_span(GroupKind::kDpCp, tp8, 72);
+  EXPECT_EQ(dp.nodes, 2);
+  EXPECT_EQ(dp.ranks_per_node, 9);
+  // TP 16 on 72-GPU domains: rank 0's group (0..15) stays inside, the group 64..79 does not.
+  Plan tp16 = make_plan(16, 1, 8, 1);
+  const GroupSpan t = group_span(GroupKind::kTp, tp16, 72);
+  EXPECT_EQ(t.nodes, 2);
+  EXPECT_EQ(t.ranks_per_node, 8);
+  // The embedding group (first and last stage) of pp 4 on one 4-GPU node stays on it.
+  EXPECT_EQ(group_span(GroupKind::kEmbedding, make_plan(1, 1, 1, 4), 4).nodes, 1);
+  EXPECT_EQ(group_span(GroupKind::kEmbedding, make_plan(1, 1, 2, 4), 4).nodes, 2);
+  // Power-of-two layouts on 8-GPU nodes keep rank 0's shape.
+  EXPECT_EQ(group_span(GroupKind::kTp, tp16, 8).nodes, 2);
+  EXPECT_EQ(group_span(GroupKind::kTp, tp8, 8).nodes, 1);
+}
+
+}  // namespace
+}  // namespace monarch

@@ -18,6 +18,7 @@ struct StageMemory {
   double activations_gib = 0;
   double buffers_gib = 0;  // communication buckets, logits, workspace
   double total_gib = 0;
+  int64_t layers = 0;  // transformer layers on the stage (0 = not known)
 };
 
 struct MemoryReport {
@@ -84,6 +85,9 @@ struct BackendResult {
   std::vector<double> losses;  // real backends: loss after each step
   std::vector<TimelineSpan> timeline;  // simulators and real runs; may be empty
   std::vector<MemorySample> memory_timeline;  // simulators; may be empty
+  // Why the plan is valid but unwise (TP across nodes, a tiny micro-batch): predicted and
+  // ranked like any other, the reasons shown beside it.
+  std::vector<std::string> warnings;
 };
 
 struct RejectedPlan {

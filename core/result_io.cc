@@ -185,10 +185,12 @@ void read_plan(Reader& r, const json& j, const std::string& path, Plan& p) {
         r.to_int((*lps)[i], lpath + "/" + std::to_string(i), 0, kAny, n);
         p.layers_per_stage.push_back(n);
       }
-      if (!p.layers_per_stage.empty() && static_cast<int64_t>(p.layers_per_stage.size()) != p.pp)
-        r.fail(lpath, "has " + std::to_string(p.layers_per_stage.size()) +
-                          " entries, expected one per pipeline stage (pipeline_parallel_degree = " +
-                          std::to_string(p.pp) + ")");
+      const auto n = static_cast<int64_t>(p.layers_per_stage.size());
+      if (n > 0 && n != p.pp && n != p.pp * p.vpp)
+        r.fail(lpath, "has " + std::to_string(n) + " entries, expected one per pipeline stage (pipeline_parallel_degree = " +
+                          std::to_string(p.pp) + ")" +
+                          (p.vpp > 1 ? " or one per model chunk (x virtual_pipeline_degree = " + std::to_string(p.pp * p.vpp) + ")"
+                                     : std::string()));
     }
   }
   for (const auto& [key, value] : j.items())
@@ -234,6 +236,7 @@ json result_to_json(const BackendResult& b) {
   json stages = json::array();
   for (const StageMemory& s : b.memory.stages) {
     stages.push_back({{"stage", s.stage},
+                      {"layers", s.layers},
                       {"weights_gib", number_or_null(s.weights_gib)},
                       {"gradients_gib", number_or_null(s.gradients_gib)},
                       {"optimizer_gib", number_or_null(s.optimizer_gib)},
@@ -272,6 +275,7 @@ json result_to_json(const BackendResult& b) {
                             {"exposed_comm", number_or_null(t.exposed_comm)}}},
       {"communication", comm},
   };
+  if (!b.warnings.empty()) j["warnings"] = b.warnings;
   if (b.measured) {
     j["measured"] = true;
     json losses = json::array();
@@ -323,6 +327,7 @@ Expected<BackendResult> result_from_json(const json& j, const std::string& path)
             if (!r.is_object(e, epath)) continue;
             StageMemory s;
             r.get_int(e, epath, "stage", s.stage, true, 0);
+            r.get_int(e, epath, "layers", s.layers, false, 0);
             r.get_double(e, epath, "weights_gib", s.weights_gib, false);
             r.get_double(e, epath, "gradients_gib", s.gradients_gib, false);
             r.get_double(e, epath, "optimizer_gib", s.optimizer_gib, false);
@@ -370,6 +375,14 @@ Expected<BackendResult> result_from_json(const json& j, const std::string& path)
     }
   }
 
+  if (const json* w = r.find(j, path, "warnings", false)) {
+    const std::string wpath = path + "/warnings";
+    if (r.is_array(*w, wpath))
+      for (size_t i = 0; i < w->size(); ++i) {
+        if ((*w)[i].is_string()) b.warnings.push_back((*w)[i].get<std::string>());
+        else r.fail(wpath + "/" + std::to_string(i), "expected a string");
+      }
+  }
   r.get_bool(j, path, "measured", b.measured, false);
   if (const json* l = r.find(j, path, "losses", false)) {
     std::string lpath = path + "/losses";

@@ -253,6 +253,28 @@ TEST(ResultJson, SpecShapeForSimulatedResults) {
   EXPECT_FALSE(result_to_json(b).contains("timeline"));
 }
 
+TEST(ResultJson, WarningsAndStageLayersRoundTrip) {
+  BackendResult b = sample_result(false);
+  EXPECT_FALSE(result_to_json(b).contains("warnings"));  // absent when the plan is not unwise
+  b.warnings = {"TP 16 spans 2 nodes of 8 GPUs: its per-layer collectives run over the inter-node network"};
+  b.memory.stages[0].layers = 15;
+  const json j = result_to_json(b);
+  EXPECT_EQ(j["warnings"][0], b.warnings[0]);
+  EXPECT_EQ(j["memory"]["stages"][0]["layers"], 15);
+  auto back = result_from_json(j, "/results/0");
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->warnings, b.warnings);
+  EXPECT_EQ(back->memory.stages[0].layers, 15);
+  // A plan split per model chunk (pp 2 x vpp 2) reads back.
+  json plan = plan_to_json(b.plan);
+  plan["pipeline_parallel_degree"] = 2;
+  plan["virtual_pipeline_degree"] = 2;
+  plan["layers_per_stage"] = {1, 2, 2, 1};
+  auto p = plan_from_json(plan, "/plan");
+  ASSERT_TRUE(p.ok()) << p.problems()[0].to_string();
+  EXPECT_EQ(p->layers_per_stage, (std::vector<int64_t>{1, 2, 2, 1}));
+}
+
 TEST(ResultJson, MeasuredResultsCarryLosses) {
   json j = result_to_json(sample_result(true));
   EXPECT_EQ(j["measured"], true);

@@ -18,6 +18,19 @@ enum class Schedule { kGpipe, kOneFOneB, kInterleaved };
 enum class Recompute { kNone, kSelective, kFull };
 enum class Objective { kIterationTime, kMemory };
 enum class Backend { kAnalytical, kSimgrid, kRealCpu, kRealGpu };
+// MLP activation: swiglu has three FFN matrices (gate, up, down), gelu and squared-relu two.
+enum class Activation { kGelu, kSwiglu, kSquaredRelu };
+enum class AttentionKernel {
+  // Scores (b, a, s, s) written to memory, softmax and dropout as separate kernels, as in
+  // Megatron-LM 2021-22 (Korthikanti et al. 2022, Table 2 keeps 5as/h bytes per token for it).
+  kMaterialized,
+  // FlashAttention / cuDNN fused attention: tiles of the scores stay on chip, the backward
+  // recomputes them; only the output and the row log-sum-exp are kept. Causal masking skips
+  // the tiles above the diagonal (half the work).
+  kFlash,
+};
+// The training stack that carries out the plan (training.framework).
+enum class Framework { kMegatron, kDeepspeed, kTorchtitan };
 
 // Dense peak throughput of one GPU per precision, in TFLOP/s (1e12 FLOP/s), without sparsity.
 struct PeakTflops {
@@ -81,9 +94,16 @@ struct ModelConfig {
   // published GPT-3 runs), 0 / 0 for llama (Megatron / torchtitan Llama recipes).
   std::optional<double> hidden_dropout;     // embedding output, after attention and after the MLP
   std::optional<double> attention_dropout;  // attention probabilities
+  // MLP activation; absent = gelu for gpt, swiglu for llama.
+  std::optional<Activation> activation;
+  // Attention kernel; absent = flash (every 2023+ recipe runs a fused kernel).
+  std::optional<AttentionKernel> attention_kernel;
   DlrmConfig dlrm;  // only for Architecture::kDlrm
 
   bool is_moe() const { return num_experts > 1; }
+  Activation activation_kind() const {
+    return activation.value_or(architecture == Architecture::kLlama ? Activation::kSwiglu : Activation::kGelu);
+  }
   double hidden_dropout_p() const { return hidden_dropout.value_or(architecture == Architecture::kGpt ? 0.1 : 0.0); }
   double attention_dropout_p() const {
     return attention_dropout.value_or(architecture == Architecture::kGpt ? 0.1 : 0.0);
@@ -115,6 +135,7 @@ struct TrainingConfig {
   Optimizer optimizer = Optimizer::kAdam;
   int64_t steps = 10;
   int64_t seed = 1;
+  Framework framework = Framework::kMegatron;
 };
 
 // What the scenario fixes about the plan; every absent value is searched.
@@ -128,6 +149,14 @@ struct ParallelismConstraints {
   std::optional<Recompute> recompute;
   std::optional<int64_t> zero_stage;
   std::optional<bool> overlap_grad_reduce, overlap_param_gather, tp_comm_overlap;
+  // Explicit split: transformer layers of each pipeline stage, first to last; with vpp > 1 of
+  // each virtual stage (model chunk) in model order (chunk c of stage s is entry c x pp + s).
+  // Sums to num_layers. Absent: split automatically (strategies/partition.h).
+  std::optional<std::vector<int64_t>> layers_per_stage;
+  // Megatron's --account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split:
+  // the embedding (first stage) / the output layer and loss (last stage) count as one layer.
+  bool account_for_embedding = false;
+  bool account_for_loss = false;
 };
 
 struct SearchConfig {
@@ -193,6 +222,9 @@ const char* to_string(Schedule);
 const char* to_string(Recompute);
 const char* to_string(Objective);
 const char* to_string(Backend);
+const char* to_string(Activation);
+const char* to_string(AttentionKernel);
+const char* to_string(Framework);
 
 // Bytes of one element in the compute precision (fp8 activations are stored in bf16 by
 // Transformer Engine, so fp8 compute still keeps 2-byte activations; see memory model).

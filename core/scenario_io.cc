@@ -240,6 +240,9 @@ const std::vector<Schedule> kSchedules = {Schedule::kGpipe, Schedule::kOneFOneB,
 const std::vector<Recompute> kRecomputes = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
 const std::vector<Objective> kObjectives = {Objective::kIterationTime, Objective::kMemory};
 const std::vector<Backend> kBackends = {Backend::kAnalytical, Backend::kSimgrid, Backend::kRealCpu, Backend::kRealGpu};
+const std::vector<Activation> kActivations = {Activation::kGelu, Activation::kSwiglu, Activation::kSquaredRelu};
+const std::vector<AttentionKernel> kAttentionKernels = {AttentionKernel::kFlash, AttentionKernel::kMaterialized};
+const std::vector<Framework> kFrameworks = {Framework::kMegatron, Framework::kDeepspeed, Framework::kTorchtitan};
 
 std::optional<std::string> read_text_file(Ctx& ctx, const std::string& path, const std::string& where,
                                           const std::string& what) {
@@ -276,7 +279,7 @@ std::optional<std::string> read_text_file(Ctx& ctx, const std::string& path, con
 const std::vector<std::string> kTransformerKeys = {
     "num_layers", "hidden_size", "num_attention_heads", "num_kv_heads", "head_dim", "ffn_hidden_size", "vocab_size",
     "seq_length", "tie_embeddings", "num_experts", "moe_top_k", "moe_ffn_hidden_size", "moe_capacity_factor",
-    "moe_dropless", "hidden_dropout", "attention_dropout"};
+    "moe_dropless", "hidden_dropout", "attention_dropout", "activation", "attention_kernel"};
 const std::vector<std::string> kDlrmKeys = {"embedding_tables", "bottom_mlp", "top_mlp", "dense_features",
                                             "interaction", "dcn_rank", "dcn_layers", "embedding_optimizer"};
 
@@ -309,10 +312,42 @@ void apply_hf_config(Ctx& ctx, const std::string& file, const std::string& where
     if (v) out = *v;
     return v.has_value();
   };
+  // The MLP activation named by hidden_act (activation_function for gpt2): silu with the
+  // gated MLP of llama-like models is SwiGLU, relu2 (Nemotron) is squared ReLU, gelu and its
+  // approximations (gelu_new, gelu_pytorch_tanh) are GeLU. `gated` says whether the model
+  // type's MLP has the gate projection.
+  auto activation_field = [&](const std::string& k, const std::string& fallback, bool gated) {
+    auto it = h.find(k);
+    const std::string act = it != h.end() && it->is_string() ? it->get<std::string>() : fallback;
+    const bool gelu = act.rfind("gelu", 0) == 0;
+    if (gated && (act == "silu" || act == "swish")) m.activation = Activation::kSwiglu;
+    else if (!gated && act == "relu2") m.activation = Activation::kSquaredRelu;
+    else if (!gated && gelu) m.activation = Activation::kGelu;
+    else
+      ctx.add(field_where(k), "found \"" + act + "\", expected " +
+                                  (gated ? std::string("silu (SwiGLU; other gated activations are not modelled)")
+                                         : std::string("gelu, gelu_new, gelu_pytorch_tanh or relu2")));
+  };
   std::string type = h.value("model_type", std::string());
   static const std::vector<std::string> kLlamaLike = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe"};
-  static const std::vector<std::string> kGptLike = {"gpt2"};
-  if (std::find(kLlamaLike.begin(), kLlamaLike.end(), type) != kLlamaLike.end()) {
+  static const std::vector<std::string> kGptLike = {"gpt2", "nemotron"};
+  if (type == "nemotron") {
+    // Nemotron-4: a GPT block (LayerNorm, no gate) with squared-ReLU MLP, grouped-query
+    // attention and untied embeddings (transformers' NemotronConfig).
+    m.architecture = Architecture::kGpt;
+    seen.architecture = true;
+    int_field("num_hidden_layers", kMaxNumLayers, m.num_layers, true);
+    int_field("hidden_size", kMaxHiddenSize, m.hidden_size, true);
+    int_field("num_attention_heads", kMaxAttentionHeads, m.num_attention_heads, true);
+    if (int_field("num_key_value_heads", kMaxAttentionHeads, m.num_kv_heads, false)) seen.kv_heads = true;
+    int_field("head_dim", kMaxHiddenSize, m.head_dim, false);
+    if (int_field("intermediate_size", kMaxFfnHiddenSize, m.ffn_hidden_size, true)) seen.ffn = true;
+    int_field("vocab_size", kMaxVocabSize, m.vocab_size, true);
+    int_field("max_position_embeddings", kMaxSeqLength, m.seq_length, false);
+    m.tie_embeddings = h.value("tie_word_embeddings", false);
+    seen.tie = true;
+    activation_field("hidden_act", "relu2", false);
+  } else if (std::find(kLlamaLike.begin(), kLlamaLike.end(), type) != kLlamaLike.end()) {
     m.architecture = Architecture::kLlama;
     seen.architecture = true;
     int_field("num_hidden_layers", kMaxNumLayers, m.num_layers, true);
@@ -325,6 +360,7 @@ void apply_hf_config(Ctx& ctx, const std::string& file, const std::string& where
     int_field("max_position_embeddings", kMaxSeqLength, m.seq_length, false);
     m.tie_embeddings = h.value("tie_word_embeddings", false);
     seen.tie = true;
+    activation_field("hidden_act", "silu", true);
     if (int_field("num_local_experts", kMaxExperts, m.num_experts, false) ||
         int_field("num_experts", kMaxExperts, m.num_experts, false)) {
       int_field("num_experts_per_tok", kMaxExperts, m.moe_top_k, true);
@@ -356,6 +392,7 @@ void apply_hf_config(Ctx& ctx, const std::string& file, const std::string& where
     int_field("n_positions", kMaxSeqLength, m.seq_length, false);
     m.tie_embeddings = h.value("tie_word_embeddings", true);
     seen.tie = true;
+    activation_field("activation_function", "gelu_new", false);
   } else {
     ctx.add(where, "hf_config \"" + file + "\" has model_type " + (type.empty() ? std::string("(none)") : "\"" + type + "\"") +
                        ", expected one of " + join(kLlamaLike) + ", " + join(kGptLike));
@@ -523,6 +560,8 @@ void read_model(Ctx& ctx, const json* mj, const std::string& base_dir, ModelConf
   if (auto f = get_int(ctx, o, "moe_ffn_hidden_size", 1, kMaxFfnHiddenSize)) m.moe_ffn_hidden_size = *f;
   if (auto c = get_num(ctx, o, "moe_capacity_factor", 0, kMaxCapacityFactor, true)) m.moe_capacity_factor = *c;
   if (auto d = get_bool(ctx, o, "moe_dropless")) m.moe_dropless = *d;
+  if (auto a = get_enum(ctx, o, "activation", kActivations)) m.activation = *a;
+  if (auto k = get_enum(ctx, o, "attention_kernel", kAttentionKernels)) m.attention_kernel = *k;
   // Dropout probabilities: 0 <= p < 1 (p = 1 would drop everything and divide by zero).
   for (auto [key, out] : {std::pair<const char*, std::optional<double>*>{"hidden_dropout", &m.hidden_dropout},
                           {"attention_dropout", &m.attention_dropout}}) {
@@ -649,13 +688,9 @@ void read_cluster(Ctx& ctx, const json* cj, ClusterConfig& c, bool& nodes_ok) {
     if (preset) c.gpus_per_node = preset->default_gpus_per_node;
     else if (gpu_ok) ctx.add(o.at("gpus_per_node"), "missing, expected a positive integer (no default for a custom GPU)");
   }
-  if (c.num_gpus > 0 && c.gpus_per_node > 0) {
-    if (c.num_gpus > c.gpus_per_node && c.num_gpus % c.gpus_per_node != 0)
-      ctx.add(o.at("num_gpus"), "found " + fmt_int(c.num_gpus) + ", expected a multiple of gpus_per_node (" +
-                                    fmt_int(c.gpus_per_node) + ") so that every node is full");
-    else
-      nodes_ok = true;
-  }
+  // num_gpus need not fill the last node (a 128-GPU job on GB200 NVL72 takes one 72-GPU
+  // NVLink domain and 56 GPUs of a second).
+  if (c.num_gpus > 0 && c.gpus_per_node > 0) nodes_ok = true;
   // Links: presets give defaults; a custom GPU needs them written out.
   const bool multi_node = c.num_gpus > c.gpus_per_node && c.gpus_per_node > 0;
   if (preset) {
@@ -709,7 +744,8 @@ const std::vector<DegreeKey> kDegreeKeys = {
 };
 const std::vector<std::string> kParallelismOtherKeys = {
     "pipeline_schedule", "sequence_parallel", "activation_recompute", "zero_stage",
-    "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap"};
+    "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap", "layers_per_stage",
+    "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split"};
 
 std::vector<std::string> parallelism_keys() {
   std::vector<std::string> k;
@@ -766,6 +802,24 @@ void read_parallelism(Ctx& ctx, const json* pj, ParallelismConstraints& p) {
   if (auto v = get_bool(ctx, o, "overlap_grad_reduce")) p.overlap_grad_reduce = *v;
   if (auto v = get_bool(ctx, o, "overlap_param_gather")) p.overlap_param_gather = *v;
   if (auto v = get_bool(ctx, o, "tp_comm_overlap")) p.tp_comm_overlap = *v;
+  if (auto v = get_bool(ctx, o, "account_for_embedding_in_pipeline_split")) p.account_for_embedding = *v;
+  if (auto v = get_bool(ctx, o, "account_for_loss_in_pipeline_split")) p.account_for_loss = *v;
+  if (const json* v = o.get("layers_per_stage")) {
+    const std::string where = o.at("layers_per_stage");
+    if (!v->is_array() || v->empty() || static_cast<int64_t>(v->size()) > kMaxNumLayers) {
+      ctx.found(where, *v, "a non-empty array of layer counts, one per pipeline stage (with virtual stages: per model chunk)");
+    } else {
+      std::vector<int64_t> split;
+      bool good = true;
+      for (size_t i = 0; i < v->size(); ++i) {
+        auto n = to_int(ctx, (*v)[i], where + "/" + std::to_string(i), 1, kMaxNumLayers,
+                        "a positive integer (transformer layers of the stage)");
+        if (n) split.push_back(*n);
+        else good = false;
+      }
+      if (good) p.layers_per_stage = std::move(split);
+    }
+  }
   o.finish();
 }
 
@@ -777,7 +831,7 @@ void read_training(Ctx& ctx, const json* tj, TrainingConfig& t, std::optional<do
     return;
   }
   Obj o(ctx, tj, "/training",
-        {"global_batch_size", "micro_batch_size", "precision", "optimizer", "steps", "seed", "moe_capacity_factor"});
+        {"global_batch_size", "micro_batch_size", "precision", "optimizer", "steps", "seed", "moe_capacity_factor", "framework"});
   if (auto v = get_int(ctx, o, "global_batch_size", 1, kMaxGlobalBatchSize)) t.global_batch_size = *v;
   else if (!o.has("global_batch_size")) ctx.add(o.at("global_batch_size"), "missing, expected a positive integer (samples per optimizer step)");
   else t.global_batch_size = -1;
@@ -785,6 +839,7 @@ void read_training(Ctx& ctx, const json* tj, TrainingConfig& t, std::optional<do
   else if (o.has("micro_batch_size")) t.micro_batch_size = -1;
   if (auto v = get_enum(ctx, o, "precision", kPrecisions)) t.precision = *v;
   if (auto v = get_enum(ctx, o, "optimizer", kOptimizers)) t.optimizer = *v;
+  if (auto v = get_enum(ctx, o, "framework", kFrameworks)) t.framework = *v;
   if (auto v = get_int(ctx, o, "steps", 1, kMaxSteps)) t.steps = *v;
   if (auto v = get_int(ctx, o, "seed", 0, std::numeric_limits<int64_t>::max(), "an integer >= 0")) t.seed = *v;
   capacity_factor = get_num(ctx, o, "moe_capacity_factor", 0, kMaxCapacityFactor, true);
@@ -889,6 +944,49 @@ std::string degree_path(const json* pj, const char* canonical) {
   return std::string("/parallelism/") + canonical;
 }
 
+// An explicit layers_per_stage: its sum, its length against pp x vpp (a missing degree is
+// derived from the length), and no account-for flag beside it (the list already decides
+// where the embedding and the loss sit).
+void check_layers_per_stage(Ctx& ctx, const json* pj, Scenario& s) {
+  ParallelismConstraints& p = s.parallelism;
+  const std::string where = "/parallelism/layers_per_stage";
+  for (auto [flag, key] : {std::pair<bool, const char*>{p.account_for_embedding, "account_for_embedding_in_pipeline_split"},
+                           {p.account_for_loss, "account_for_loss_in_pipeline_split"}})
+    if (flag && p.layers_per_stage)
+      ctx.add(std::string("/parallelism/") + key, "true, but layers_per_stage fixes the split; expected one of them");
+  if (!p.layers_per_stage) return;
+  const std::vector<int64_t>& split = *p.layers_per_stage;
+  const auto entries = static_cast<int64_t>(split.size());
+  int64_t sum = 0;
+  for (int64_t n : split) sum += n;
+  if (s.model.num_layers > 0 && sum != s.model.num_layers)
+    ctx.add(where, "sums to " + fmt_int(sum) + " layers, expected num_layers (" + fmt_int(s.model.num_layers) + ")");
+  const bool pp_ok = p.pp && *p.pp > 0, vpp_ok = p.vpp && *p.vpp > 0;
+  if ((p.pp && !pp_ok) || (p.vpp && !vpp_ok)) return;  // a bad degree, reported
+  if (pp_ok && vpp_ok) {
+    if (entries != *p.pp * *p.vpp)
+      ctx.add(where, "has " + fmt_int(entries) + " entries, expected " +
+                         (*p.vpp > 1 ? "pipeline_parallel_degree x virtual_pipeline_degree (" + fmt_int(*p.pp) + " x " +
+                                           fmt_int(*p.vpp) + " = " + fmt_int(*p.pp * *p.vpp) + "), one per model chunk"
+                                     : "pipeline_parallel_degree (" + fmt_int(*p.pp) + "), one per stage"));
+  } else if (pp_ok) {
+    if (entries % *p.pp != 0)
+      ctx.add(where, "has " + fmt_int(entries) + " entries, expected a multiple of " + degree_path(pj, "pipeline_parallel_degree") +
+                         " (" + fmt_int(*p.pp) + "): one per stage, or one per model chunk with virtual stages");
+    else
+      p.vpp = entries / *p.pp;
+  } else if (vpp_ok) {
+    if (entries % *p.vpp != 0)
+      ctx.add(where, "has " + fmt_int(entries) + " entries, expected a multiple of " + degree_path(pj, "virtual_pipeline_degree") +
+                         " (" + fmt_int(*p.vpp) + "), one per model chunk");
+    else
+      p.pp = entries / *p.vpp;
+  } else {
+    p.pp = entries;  // one entry per stage
+    p.vpp = 1;
+  }
+}
+
 void cross_check(Ctx& ctx, const json* pj, Scenario& s) {
   const ModelConfig& m = s.model;
   const ClusterConfig& c = s.cluster;
@@ -910,16 +1008,17 @@ void cross_check(Ctx& ctx, const json* pj, Scenario& s) {
       ctx.add(path("tensor_parallel_degree"), "found " + fmt_int(tp) + ", expected a divisor of ffn_hidden_size (" +
                                                   fmt_int(m.ffn_hidden_size) + ")");
   }
+  if (transformer) check_layers_per_stage(ctx, pj, s);
   if (transformer && ok(p.pp) && m.num_layers > 0 && *p.pp > m.num_layers)
     ctx.add(path("pipeline_parallel_degree"), "found " + fmt_int(*p.pp) + ", expected at most num_layers (" +
                                                   fmt_int(m.num_layers) + ") pipeline stages");
   if (ok(p.vpp) && *p.vpp > 1) {
     if (ok(p.pp) && *p.pp < 2)
       ctx.add(path("virtual_pipeline_degree"), "found " + fmt_int(*p.vpp) + ", expected 1 when pipeline_parallel_degree is 1");
-    else if (ok(p.pp) && m.num_layers > 0 && m.num_layers % (*p.pp * *p.vpp) != 0)
-      ctx.add(path("virtual_pipeline_degree"), "found " + fmt_int(*p.vpp) + ", expected num_layers (" + fmt_int(m.num_layers) +
-                                                   ") to be a multiple of pipeline_parallel_degree x virtual_pipeline_degree (" +
-                                                   fmt_int(*p.pp * *p.vpp) + ")");
+    else if (transformer && ok(p.pp) && m.num_layers > 0 && *p.pp * *p.vpp > m.num_layers)
+      ctx.add(path("virtual_pipeline_degree"), "found " + fmt_int(*p.vpp) + ", expected pipeline_parallel_degree x virtual_pipeline_degree (" +
+                                                   fmt_int(*p.pp * *p.vpp) + ") to be at most num_layers (" + fmt_int(m.num_layers) +
+                                                   ") so that every model chunk holds a layer");
     if (p.schedule && *p.schedule != Schedule::kInterleaved)
       ctx.add("/parallelism/pipeline_schedule", std::string("found \"") + to_string(*p.schedule) +
                                                     "\", expected \"interleaved-1f1b\" when virtual_pipeline_degree > 1");
@@ -950,9 +1049,6 @@ void cross_check(Ctx& ctx, const json* pj, Scenario& s) {
                                                          " = " + fmt_int(expert_ffn) + ") so each expert-TP rank holds whole columns");
     else if (n > 0 && etp > n)
       ctx.add(path("expert_tensor_parallel_degree"), "found " + fmt_int(etp) + ", expected at most cluster.num_gpus (" + fmt_int(n) + ")");
-    else if (c.gpus_per_node > 0 && etp > c.gpus_per_node)
-      ctx.add(path("expert_tensor_parallel_degree"), "found " + fmt_int(etp) + ", expected at most cluster.gpus_per_node (" +
-                                                         fmt_int(c.gpus_per_node) + "): expert TP splits every expert GEMM, as dense TP it stays inside a node");
   }
   // Degrees against the GPU count.
   if (n > 0) {
@@ -1196,7 +1292,11 @@ Expected<Scenario> scenario_from_json(const nlohmann::json& j_in, const std::str
                         "backends", "whatif"});
   if (auto n = get_str(ctx, top, "name")) s.name = *n;
   (void)get_str(ctx, top, "description");
-  if (top.has("version")) (void)get_int(ctx, top, "version", 1, 1, "1 (scenario format version)");
+  if (const json* v = top.get("version")) {
+    // Format 1.1 only adds keys: both versions read the same way.
+    if (!v->is_number() || (v->get<double>() != 1 && v->get<double>() != 1.1))
+      ctx.found("/version", *v, "1 or 1.1 (scenario format version)");
+  }
   read_model(ctx, section(ctx, top.get("model"), "/model"), base_dir, s.model);
   bool nodes_ok = false;
   read_cluster(ctx, section(ctx, top.get("cluster"), "/cluster"), s.cluster, nodes_ok);
@@ -1267,6 +1367,8 @@ nlohmann::json scenario_to_json(const Scenario& s) {
     mj["tie_embeddings"] = m.tie_embeddings;
     if (m.hidden_dropout) mj["hidden_dropout"] = *m.hidden_dropout;
     if (m.attention_dropout) mj["attention_dropout"] = *m.attention_dropout;
+    if (m.activation) mj["activation"] = to_string(*m.activation);
+    if (m.attention_kernel) mj["attention_kernel"] = to_string(*m.attention_kernel);
     if (m.is_moe()) {
       mj["num_experts"] = m.num_experts;
       mj["moe_top_k"] = m.moe_top_k;
@@ -1306,7 +1408,8 @@ nlohmann::json scenario_to_json(const Scenario& s) {
              {"precision", to_string(t.precision)},
              {"optimizer", to_string(t.optimizer)},
              {"steps", t.steps},
-             {"seed", t.seed}};
+             {"seed", t.seed},
+             {"framework", to_string(t.framework)}};
   if (t.micro_batch_size) tj["micro_batch_size"] = *t.micro_batch_size;
   j["training"] = tj;
 
@@ -1329,6 +1432,9 @@ nlohmann::json scenario_to_json(const Scenario& s) {
   if (p.overlap_grad_reduce) pj["overlap_grad_reduce"] = *p.overlap_grad_reduce;
   if (p.overlap_param_gather) pj["overlap_param_gather"] = *p.overlap_param_gather;
   if (p.tp_comm_overlap) pj["tp_comm_overlap"] = *p.tp_comm_overlap;
+  if (p.layers_per_stage) pj["layers_per_stage"] = *p.layers_per_stage;
+  if (p.account_for_embedding) pj["account_for_embedding_in_pipeline_split"] = true;
+  if (p.account_for_loss) pj["account_for_loss_in_pipeline_split"] = true;
   j["parallelism"] = pj;
 
   j["search"] = {{"top_k", s.search.top_k}, {"objective", to_string(s.search.objective)}};

@@ -308,6 +308,128 @@ TEST(ScenarioIo, HfConfigIsReadRelativeToTheScenarioFile) {
   EXPECT_NE(all_messages(s.problems()).find("\"t5\""), std::string::npos);
 }
 
+TEST(ScenarioIo, Format11ModelKeysAndTheirDefaults) {
+  auto s = scenario_from_json(base_scenario());
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  EXPECT_FALSE(s->model.activation.has_value());
+  EXPECT_EQ(s->model.activation_kind(), Activation::kGelu);  // gpt default
+  EXPECT_FALSE(s->model.attention_kernel.has_value());
+  EXPECT_EQ(s->training.framework, Framework::kMegatron);
+  json j = base_scenario();
+  j["version"] = 1.1;
+  j["model"]["activation"] = "squared-relu";
+  j["model"]["attention_kernel"] = "materialized";
+  j["model"]["hidden_dropout"] = 0;
+  j["training"]["framework"] = "deepspeed";
+  s = scenario_from_json(j);
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  EXPECT_EQ(s->model.activation_kind(), Activation::kSquaredRelu);
+  EXPECT_EQ(*s->model.attention_kernel, AttentionKernel::kMaterialized);
+  EXPECT_EQ(s->training.framework, Framework::kDeepspeed);
+  EXPECT_FALSE(model_shape(s->model).gated_mlp);  // squared ReLU: two FFN matrices
+  auto again = scenario_from_json(scenario_to_json(*s));
+  ASSERT_TRUE(again.ok()) << all_messages(again.problems());
+  EXPECT_EQ(again->model.activation, s->model.activation);
+  EXPECT_EQ(again->model.attention_kernel, s->model.attention_kernel);
+  EXPECT_EQ(again->training.framework, Framework::kDeepspeed);
+  // A gpt block with SwiGLU has the gate; a llama with GeLU has not.
+  j["model"]["activation"] = "swiglu";
+  EXPECT_TRUE(model_shape(scenario_from_json(j)->model).gated_mlp);
+  ModelConfig llama = find_model_preset("llama3-8b")->config;
+  EXPECT_EQ(llama.activation_kind(), Activation::kSwiglu);
+  llama.activation = Activation::kGelu;
+  EXPECT_FALSE(model_shape(llama).gated_mlp);
+}
+
+TEST(ScenarioIo, UnevenPipelineSplitsAreValid) {
+  // Llama 3.1 405B's recipe: 126 layers on pp 8 x vpp 8 (no longer a multiple).
+  json j = base_scenario();
+  j["model"]["num_layers"] = 126;
+  j["parallelism"]["vpp"] = 8;
+  auto s = scenario_from_json(j);
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  EXPECT_EQ(*s->parallelism.vpp, 8);
+  EXPECT_FALSE(s->parallelism.layers_per_stage.has_value());
+  // Megatron's account-for flags are read.
+  j["parallelism"]["account_for_embedding_in_pipeline_split"] = true;
+  j["parallelism"]["account_for_loss_in_pipeline_split"] = true;
+  s = scenario_from_json(j);
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  EXPECT_TRUE(s->parallelism.account_for_embedding);
+  EXPECT_TRUE(s->parallelism.account_for_loss);
+  // An explicit split fixes pp (and vpp) from its length when they are absent.
+  j = base_scenario();
+  j["parallelism"].erase("pp");
+  j["parallelism"].erase("vpp");
+  j["parallelism"]["dp"] = 1;
+  j["parallelism"]["layers_per_stage"] = {11, 12, 13, 12, 12, 13, 12, 11};
+  s = scenario_from_json(j);
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  EXPECT_EQ(*s->parallelism.pp, 8);
+  EXPECT_EQ(*s->parallelism.vpp, 1);
+  EXPECT_EQ(*s->parallelism.layers_per_stage, (std::vector<int64_t>{11, 12, 13, 12, 12, 13, 12, 11}));
+  auto again = scenario_from_json(scenario_to_json(*s));
+  ASSERT_TRUE(again.ok()) << all_messages(again.problems());
+  EXPECT_EQ(again->parallelism.layers_per_stage, s->parallelism.layers_per_stage);
+  // With pp given, a list of pp x k entries means k model chunks per stage.
+  j["parallelism"]["pp"] = 4;
+  j["parallelism"]["dp"] = 2;
+  s = scenario_from_json(j);
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  EXPECT_EQ(*s->parallelism.vpp, 2);
+  EXPECT_EQ(*s->parallelism.schedule, Schedule::kInterleaved);
+}
+
+TEST(ScenarioIo, TheLastNodeMayBePartlyUsed) {
+  // 128 GPUs on GB200 NVL72: one full 72-GPU NVLink domain and 56 GPUs of a second.
+  json j = base_scenario();
+  j["cluster"] = {{"gpu", "GB200"}, {"num_gpus", 128}, {"gpus_per_node", 72}};
+  j["parallelism"] = {{"tp", 8}};
+  auto s = scenario_from_json(j);
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  EXPECT_EQ(s->cluster.num_nodes(), 2);
+}
+
+TEST(ScenarioIo, HfConfigFillsTheActivationAndReadsNemotron) {
+  TempDir dir;
+  // nvidia/Nemotron-4-340B-style fields (transformers' NemotronConfig).
+  dir.write("nemotron.json", R"({"model_type": "nemotron", "num_hidden_layers": 32, "hidden_size": 6144,
+      "num_attention_heads": 48, "num_key_value_heads": 8, "intermediate_size": 24576, "vocab_size": 256000,
+      "max_position_embeddings": 4096, "hidden_act": "relu2", "tie_word_embeddings": false})");
+  json j = base_scenario();
+  j["model"] = {{"hf_config", "nemotron.json"}};
+  j["parallelism"] = {{"tp", 8}};
+  auto s = read_scenario_file(dir.write("s.json", j.dump()));
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  EXPECT_EQ(s->model.architecture, Architecture::kGpt);
+  EXPECT_EQ(s->model.activation_kind(), Activation::kSquaredRelu);
+  EXPECT_FALSE(s->model.tie_embeddings);
+  EXPECT_EQ(s->model.num_kv_heads, 8);
+  EXPECT_EQ(s->model.ffn_hidden_size, 24576);
+  dir.write("llama.json", R"({"model_type": "llama", "num_hidden_layers": 32, "hidden_size": 4096,
+      "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
+      "vocab_size": 128256, "hidden_act": "silu", "tie_word_embeddings": true})");
+  j["model"] = {{"hf_config", "llama.json"}, {"seq_length", 8192}};
+  s = read_scenario_file(dir.write("s2.json", j.dump()));
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  EXPECT_EQ(s->model.activation_kind(), Activation::kSwiglu);
+  EXPECT_TRUE(s->model.tie_embeddings);
+  dir.write("gpt2.json", R"({"model_type": "gpt2", "n_layer": 12, "n_embd": 768, "n_head": 12,
+      "vocab_size": 50257, "n_positions": 1024, "activation_function": "gelu_new"})");
+  j["model"] = {{"hf_config", "gpt2.json"}};
+  j["parallelism"] = json::object();  // 12 heads: TP 8 would not divide them
+  s = read_scenario_file(dir.write("s3.json", j.dump()));
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  EXPECT_EQ(s->model.activation_kind(), Activation::kGelu);
+  // A gated activation the cost model does not carry is named.
+  dir.write("geglu.json", R"({"model_type": "llama", "num_hidden_layers": 32, "hidden_size": 4096,
+      "num_attention_heads": 32, "intermediate_size": 14336, "vocab_size": 128256, "hidden_act": "gelu"})");
+  j["model"] = {{"hf_config", "geglu.json"}, {"seq_length", 8192}};
+  s = read_scenario_file(dir.write("s4.json", j.dump()));
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(all_messages(s.problems()).find("/hidden_act"), std::string::npos) << all_messages(s.problems());
+}
+
 TEST(ScenarioIo, OverridesApplyWithTheSameValidation) {
   auto s = scenario_from_json(base_scenario(), ".", {"parallelism.tp=4", "parallelism.dp=2", "training.precision=fp16"});
   ASSERT_TRUE(s.ok()) << all_messages(s.problems());

@@ -124,6 +124,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"zero3", 2, "--dp 2 --zero 3"},
                       Case{"tp2_sp", 2, "--tp 2 --sp"},
                       Case{"pp2_interleaved", 2, "--pp 2 --vpp 2 --schedule interleaved-1f1b"},
+                      // Uneven pipeline stages: 1 + 3 and 3 + 1 of the 4 layers.
+                      Case{"pp2_uneven_1_3", 2, "--pp 2 --layers-per-stage 1,3"},
+                      Case{"pp2_uneven_3_1_gpipe", 2, "--pp 2 --schedule gpipe --layers-per-stage 3,1"},
                       Case{"recompute_full", 1, "--recompute full"},
                       Case{"recompute_selective", 1, "--recompute selective"},
                       Case{"dp2_tp2_sp_zero3_full", 4, "--dp 2 --tp 2 --sp --zero 3 --recompute full"},

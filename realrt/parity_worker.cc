@@ -35,6 +35,8 @@ int main(int argc, char** argv) {
   app.add_option("--pp", cfg.plan.pp);
   app.add_option("--dp", cfg.plan.dp);
   app.add_option("--vpp", cfg.plan.vpp);
+  app.add_option("--layers-per-stage", cfg.plan.layers_per_stage, "layers per stage (or per model chunk), comma-separated")
+      ->delimiter(',');
   app.add_option("--zero", cfg.plan.zero_stage);
   app.add_flag("--sp", cfg.plan.sequence_parallel);
   app.add_option("--schedule", schedule);

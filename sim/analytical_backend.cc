@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "core/cost_model.h"
+#include "core/model_math.h"
 
 namespace monarch {
 
@@ -27,6 +28,7 @@ Expected<Plan> resolve_plan(const Scenario& s) {
     base.dp = s.cluster.num_gpus / fixed;
   }
   base.schedule = c.schedule.value_or(base.vpp > 1 ? Schedule::kInterleaved : Schedule::kOneFOneB);
+  base.layers_per_stage = fixed_layer_split(s, base);
   if (c.overlap_grad_reduce) base.overlap_grad_reduce = *c.overlap_grad_reduce;
   if (c.overlap_param_gather) base.overlap_param_gather = *c.overlap_param_gather;
   if (c.tp_comm_overlap) base.tp_comm_overlap = *c.tp_comm_overlap;

@@ -2,6 +2,8 @@
 // runs the simulation (SimGrid allows one engine per process).
 #include "sim/simgrid_backend.h"
 
+#include "core/plan_warnings.h"
+
 #include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -326,7 +328,10 @@ Expected<std::vector<BackendResult>> run_simgrid_jobs(const ClusterConfig& clust
     }
   }
   if (!ps.empty()) return ps;
-  return run_child(cluster, whatif, jobs, options);
+  auto results = run_child(cluster, whatif, jobs, options);
+  if (results && results->size() == jobs.size())
+    for (size_t i = 0; i < jobs.size(); ++i) (*results)[i].warnings = plan_warnings(*jobs[i].scenario, (*results)[i].plan);
+  return results;
 }
 
 Expected<BackendResult> run_simgrid(const Scenario& scenario, const PlanGraph& graph, const SimgridOptions& options) {

@@ -17,6 +17,7 @@
 #include <unordered_map>
 
 #include "core/cost_model.h"
+#include "core/model_math.h"
 #include "core/units.h"
 #include "sim/simgrid_collectives.h"
 
@@ -639,7 +640,9 @@ BackendResult assemble(const Sim& sim, size_t job_index) {
     st.buffers_gib = bytes_to_gib(r.at_peak[static_cast<size_t>(MemCategory::kBuffers)]);
     st.total_gib = total_gib;
   }
+  const std::vector<int64_t> layers = g.plan.pp >= 1 ? stage_layers(model_shape(sc.model), g.plan) : std::vector<int64_t>{};
   for (auto& [k, v] : stages) {
+    if (v.stage >= 0 && v.stage < static_cast<int64_t>(layers.size())) v.layers = layers[static_cast<size_t>(v.stage)];
     res.memory.stages.push_back(v);
     res.memory.peak_gib = std::max(res.memory.peak_gib, v.total_gib);
   }

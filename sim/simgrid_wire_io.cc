@@ -45,7 +45,7 @@ json result_json(const BackendResult& r) {
   j["memory"] = {{"fits", m.fits}, {"peak", m.peak_gib}, {"capacity", m.capacity_gib}, {"stages", json::array()}};
   for (const auto& s : m.stages)
     j["memory"]["stages"].push_back({s.stage, s.weights_gib, s.gradients_gib, s.optimizer_gib, s.activations_gib,
-                                     s.buffers_gib, s.total_gib});
+                                     s.buffers_gib, s.total_gib, s.layers});
   const auto& b = r.time_breakdown_s;
   j["breakdown"] = {b.compute, b.tp_comm, b.cp_comm, b.pp_comm, b.dp_comm, b.ep_comm, b.bubble, b.optimizer, b.exposed_comm};
   j["comm"] = json::array();
@@ -85,7 +85,7 @@ BackendResult result_from(const json& j) {
   r.memory.peak_gib = m.at("peak");
   r.memory.capacity_gib = m.at("capacity");
   for (const auto& st : m.at("stages"))
-    r.memory.stages.push_back({st.at(0), st.at(1), st.at(2), st.at(3), st.at(4), st.at(5), st.at(6)});
+    r.memory.stages.push_back({st.at(0), st.at(1), st.at(2), st.at(3), st.at(4), st.at(5), st.at(6), st.at(7)});
   const auto& b = j.at("breakdown");
   r.time_breakdown_s = {b.at(0), b.at(1), b.at(2), b.at(3), b.at(4), b.at(5), b.at(6), b.at(7), b.at(8)};
   for (const auto& c : j.at("comm")) r.communication.push_back({c.at(0), c.at(1), c.at(2), c.at(3), c.at(4)});

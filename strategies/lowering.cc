@@ -6,6 +6,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "core/model_math.h"
 #include "core/placement.h"
 #include "strategies/partition.h"
 #include "strategies/schedule.h"
@@ -13,35 +14,30 @@
 namespace monarch {
 
 Expected<std::vector<std::vector<ChunkLayers>>> chunk_layers(const Plan& plan, int64_t num_layers) {
+  using Out = Expected<std::vector<std::vector<ChunkLayers>>>;
   const int64_t pp = plan.pp, vpp = plan.vpp;
-  if (pp < 1 || vpp < 1) return Expected<std::vector<std::vector<ChunkLayers>>>::fail("/parallelism", "degrees must be positive");
-  std::vector<int64_t> per_stage = plan.layers_per_stage;
-  if (per_stage.empty()) {
-    per_stage = even_split(num_layers, pp);
-  } else {
-    if (static_cast<int64_t>(per_stage.size()) != pp)
-      return Expected<std::vector<std::vector<ChunkLayers>>>::fail(
-          "layers_per_stage", "has " + std::to_string(per_stage.size()) + " entries, expected one per pipeline stage (" +
-                                  std::to_string(pp) + ")");
+  if (pp < 1 || vpp < 1) return Out::fail("/parallelism", "degrees must be positive");
+  const auto given = static_cast<int64_t>(plan.layers_per_stage.size());
+  if (given > 0) {
+    if (given != pp && given != pp * vpp)
+      return Out::fail("layers_per_stage", "has " + std::to_string(given) + " entries, expected one per pipeline stage (" +
+                                               std::to_string(pp) + ")" +
+                                               (vpp > 1 ? " or one per model chunk (" + std::to_string(pp * vpp) + ")" : ""));
     int64_t sum = 0;
-    for (int64_t n : per_stage) {
-      if (n < 0) return Expected<std::vector<std::vector<ChunkLayers>>>::fail("layers_per_stage", "has a negative entry");
+    for (int64_t n : plan.layers_per_stage) {
+      if (n < 0) return Out::fail("layers_per_stage", "has a negative entry");
       sum += n;
     }
     if (sum != num_layers)
-      return Expected<std::vector<std::vector<ChunkLayers>>>::fail(
-          "layers_per_stage", "sums to " + std::to_string(sum) + " layers, the model has " + std::to_string(num_layers));
+      return Out::fail("layers_per_stage", "sums to " + std::to_string(sum) + " layers, the model has " + std::to_string(num_layers));
   }
+  const std::vector<int64_t> per_chunk = virtual_stage_layers(num_layers, plan);  // model order
   std::vector<std::vector<ChunkLayers>> out(static_cast<size_t>(pp), std::vector<ChunkLayers>(static_cast<size_t>(vpp)));
-  for (int64_t s = 0; s < pp; ++s) {
-    const int64_t n = per_stage[static_cast<size_t>(s)];
-    for (int64_t c = 0; c < vpp; ++c)
-      out[static_cast<size_t>(s)][static_cast<size_t>(c)].num_layers = n / vpp + (c < n % vpp ? 1 : 0);
-  }
   int64_t next = 0;
   for (int64_t c = 0; c < vpp; ++c)
     for (int64_t s = 0; s < pp; ++s) {
       ChunkLayers& cl = out[static_cast<size_t>(s)][static_cast<size_t>(c)];
+      cl.num_layers = per_chunk[static_cast<size_t>(c * pp + s)];
       cl.first_layer = next;
       next += cl.num_layers;
     }

@@ -123,10 +123,10 @@ struct LoweringCosts {
   double layer_gathered_param_bytes = 0;   // ZeRO-3: one layer's full parameters
 };
 
-// First layer and layer count of every (stage, chunk): stage s holds plan.layers_per_stage[s]
-// layers (when empty: even_split of partition.h, the remainder on the middle stages), split over its vpp
-// chunks as evenly as possible (earlier chunks take the remainder). Virtual stage c*pp + s
-// follows c*pp + s - 1 in model order.
+// First layer and layer count of every (stage, chunk), from core/model_math.h
+// virtual_stage_layers: plan.layers_per_stage per model chunk (pp x vpp entries) or per stage
+// (pp entries, split over the stage's chunks, earlier chunks take the remainder), else the
+// default split. Virtual stage c*pp + s follows c*pp + s - 1 in model order.
 struct ChunkLayers {
   int64_t first_layer = 0;
   int64_t num_layers = 0;

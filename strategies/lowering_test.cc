@@ -117,6 +117,42 @@ TEST(Lowering, ComputeTasksFollowTheScheduleAndCoverEveryLayer) {
   EXPECT_EQ((*layers)[1][1].num_layers, 1);
 }
 
+// Llama 3.1 405B's pipeline: 126 layers on pp 8 x vpp 8, model chunks of 2 layers and the two
+// end chunks of 1 (the default split); every schedule lowers it and the graph checks pass.
+TEST(Lowering, UnevenVirtualStagesLowerInEverySchedule) {
+  const Scenario s = scenario(8, 126, 16);
+  Plan p = pipeline(Schedule::kInterleaved, 8, 8);
+  const PlanGraph g = lower_ok(s, p, pure_compute());
+  std::map<int32_t, int> fwd_per_layer;
+  for (const RankProgram& r : g.ranks)
+    for (const Task& t : r.tasks)
+      if (t.kind == TaskKind::kCompute && t.op == OpKind::kLayer && t.phase == Phase::kForward)
+        for (int32_t l = t.layer; l < t.layer + t.num_layers; ++l) fwd_per_layer[l] += 1;
+  ASSERT_EQ(fwd_per_layer.size(), 126u);
+  for (auto [layer, n] : fwd_per_layer) EXPECT_EQ(n, 16) << "layer " << layer;
+  auto layers = chunk_layers(p, 126);
+  ASSERT_TRUE(layers.ok());
+  EXPECT_EQ((*layers)[0][0].num_layers, 1);  // the embedding's chunk
+  EXPECT_EQ((*layers)[7][7].num_layers, 1);  // the output layer's chunk
+  EXPECT_EQ((*layers)[3][4].num_layers, 2);
+  EXPECT_EQ((*layers)[7][7].first_layer, 125);
+  // An explicit per-chunk split (model order), with chunks of 1, 2 and 3 layers.
+  Plan q = pipeline(Schedule::kInterleaved, 4, 2);
+  q.layers_per_stage = {1, 2, 3, 2, 2, 3, 2, 1};
+  const Scenario s16 = scenario(4, 16, 8);
+  lower_ok(s16, q, pure_compute());
+  auto ql = chunk_layers(q, 16);
+  ASSERT_TRUE(ql.ok());
+  EXPECT_EQ((*ql)[2][0].num_layers, 3);
+  EXPECT_EQ((*ql)[2][1].first_layer, 1 + 2 + 3 + 2 + 2 + 3);
+  // The same stage totals under 1F1B and GPipe.
+  for (Schedule sched : {Schedule::kOneFOneB, Schedule::kGpipe}) {
+    Plan r = pipeline(sched, 4, 1);
+    r.layers_per_stage = {3, 5, 5, 3};
+    lower_ok(s16, r, pure_compute());
+  }
+}
+
 TEST(Lowering, TensorAndDataParallelCollectivesMatchAcrossMembers) {
   const Scenario s = scenario(8, 8, 16);
   Plan p = pipeline(Schedule::kOneFOneB, 2, 1);

@@ -195,7 +195,7 @@ LoweringCosts lowering_costs(const Scenario& sc, const Plan& p) {
 
 Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan) {
   Plan p = plan;
-  if (p.layers_per_stage.empty() && p.pp >= 1) p.layers_per_stage = stage_layers(model_shape(sc.model), p);
+  if (p.layers_per_stage.empty() && p.pp >= 1) p.layers_per_stage = virtual_stage_layers(sc.model.num_layers, p);
   return lower_plan(sc, p, lowering_costs(sc, p));
 }
 

@@ -18,7 +18,8 @@ namespace monarch {
 LoweringCosts lowering_costs(const Scenario& scenario, const Plan& plan);
 
 // Lower `plan` with the cost model's costs. When plan.layers_per_stage is empty it is filled
-// with the cost model's split (core/model_math stage_layers) so both see the same stages.
+// with the cost model's split (core/model_math virtual_stage_layers) so both see the same
+// model chunks.
 Expected<PlanGraph> lower_plan(const Scenario& scenario, const Plan& plan);
 
 // quick_estimate as a search evaluator.

@@ -7,8 +7,10 @@
 
 #include "core/cost_model.h"
 #include "core/graph_time.h"
+#include "core/model_math.h"
 #include "core/scenario_io.h"
 #include "strategies/graph_check.h"
+#include "strategies/partition.h"
 
 namespace monarch {
 namespace {
@@ -434,6 +436,37 @@ TEST(Search, MoeWithTensorParallelismSearchesOnlySequenceParallelPlans) {
   const SearchResult off = search_plans_analytical(s, o);
   EXPECT_TRUE(off.ranked.empty());
   EXPECT_NE(off.no_fit_message.find("sequence parallelism"), std::string::npos) << off.no_fit_message;
+}
+
+}  // namespace
+}  // namespace monarch
+
+namespace monarch {
+namespace {
+
+// A model whose embedding and output layer are large (vocabulary 256k on hidden 2048): the
+// automatic split puts fewer layers on the last stage, and is no slower than the
+// default (even) split, under the cost model itself.
+TEST(PlanCosts, AutomaticSplitUnloadsTheEmbeddingAndOutputStages) {
+  Scenario s = load(R"({"model": {"architecture": "llama", "num_layers": 32, "hidden_size": 2048,
+      "num_attention_heads": 16, "num_kv_heads": 8, "ffn_hidden_size": 5632, "vocab_size": 256000,
+      "seq_length": 4096, "tie_embeddings": false},
+      "cluster": {"gpu": "H100-SXM", "num_gpus": 4, "gpus_per_node": 8},
+      "training": {"global_batch_size": 32, "micro_batch_size": 1},
+      "parallelism": {"tp": 1, "pp": 4, "dp": 1}})");
+  Plan p;
+  p.pp = 4;
+  p.micro_batch_size = 1;
+  const PartitionResult part = partition_layers(s, p, analytical_evaluator());
+  ASSERT_EQ(part.plan.layers_per_stage.size(), 4u);
+  EXPECT_LE(part.plan.layers_per_stage.front(), 8);  // the embedding is a lookup: cheap to run
+  EXPECT_LT(part.plan.layers_per_stage.back(), 8);   // the 2048 x 256k output GEMM is not
+  Plan even = p;
+  even.layers_per_stage = default_layer_split(32, 4);
+  EXPECT_LE(part.estimate.iteration_time_s, quick_estimate(s, even).iteration_time_s);
+  // A split the scenario fixes is kept as written.
+  s.parallelism.layers_per_stage = std::vector<int64_t>{8, 8, 8, 8};
+  EXPECT_EQ(partition_layers(s, p, analytical_evaluator()).plan.layers_per_stage, (std::vector<int64_t>{8, 8, 8, 8}));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <map>
 #include <thread>
 
+#include "core/model_math.h"
 #include "strategies/partition.h"
 #include "strategies/schedule.h"
 
@@ -215,7 +216,7 @@ SearchResult search_plans(const Scenario& sc, const SearchOptions& opt) {
       if (heads % tp != 0) { reject("tp-heads", p, "TP " + std::to_string(tp) + " does not divide " + std::to_string(heads) + " attention heads"); continue; }
       if (kv % tp != 0) { reject("tp-kv-heads", p, "TP " + std::to_string(tp) + " does not divide " + std::to_string(kv) + " KV heads"); continue; }
       if (ffn > 0 && ffn % tp != 0) { reject("tp-ffn", p, "TP " + std::to_string(tp) + " does not divide the MLP width " + std::to_string(ffn)); continue; }
-      if (gpn > 0 && (tp > gpn || gpn % tp != 0)) { reject("tp-node", p, "TP " + std::to_string(tp) + " crosses nodes of " + std::to_string(gpn) + " GPUs"); continue; }
+      // TP across nodes is valid but unwise: predicted, with a warning (core/plan_warnings.h).
       for (int64_t cp : fixed_or(C.cp, divisors(N / tp))) {
         p.cp = cp;
         if (cp < 1 || (N / tp) % cp != 0) { reject("cp-gpus", p, "CP " + std::to_string(cp) + " does not divide the " + std::to_string(N / tp) + " GPUs left by TP"); continue; }
@@ -280,13 +281,16 @@ SearchResult search_plans(const Scenario& sc, const SearchOptions& opt) {
               continue;
             }
             if (ffn > 0 && ffn % etp != 0) { reject("etp", p, "expert TP " + std::to_string(etp) + " does not divide the expert FFN width " + std::to_string(ffn)); continue; }
-            if (etp != tp && gpn > 0 && etp > gpn) { reject("etp", p, "expert TP " + std::to_string(etp) + " crosses nodes of " + std::to_string(gpn) + " GPUs"); continue; }
+            // Model chunks need a layer each, or (Megatron's account-for flags) the embedding
+            // or the loss in place of one.
+            const int64_t split_units = L + (C.account_for_embedding ? 1 : 0) + (C.account_for_loss ? 1 : 0);
             std::vector<int64_t> vpps{1};
             if (pp > 1)
-              for (int64_t v = 2; v <= L / pp; ++v) vpps.push_back(v);
+              for (int64_t v = 2; v <= split_units / pp; ++v) vpps.push_back(v);
             for (int64_t vpp : fixed_or(C.vpp, vpps)) {
               p.vpp = vpp;
-              if (vpp < 1 || vpp * pp > L) { reject("vpp", p, "virtual pipeline degree " + std::to_string(vpp) + " leaves model chunks without layers (" + std::to_string(L) + " layers, PP " + std::to_string(pp) + ")"); continue; }
+              if (vpp < 1 || vpp * pp > split_units) { reject("vpp", p, "virtual pipeline degree " + std::to_string(vpp) + " leaves model chunks without layers (" + std::to_string(L) + " layers, PP " + std::to_string(pp) + ")"); continue; }
+              p.layers_per_stage = fixed_layer_split(sc, p);  // empty: the default split, balanced below
               std::vector<Schedule> schedules;
               if (C.schedule) schedules = {*C.schedule};
               else if (vpp > 1) schedules = {Schedule::kInterleaved};

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 
+#include "core/cost_model.h"
+#include "core/model_math.h"
+#include "core/plan_warnings.h"
 #include "core/scenario_io.h"
 #include "strategies/partition.h"
 #include "strategies/plan_costs.h"
@@ -19,7 +22,7 @@ constexpr double kLayerParams = 1e9;
 constexpr double kActGiB = 2.0;  // per layer per micro-batch, no recompute
 
 PlanEstimate toy(const Scenario& s, const Plan& p) {
-  const std::vector<int64_t> split = p.layers_per_stage.empty() ? even_split(s.model.num_layers, p.pp) : p.layers_per_stage;
+  const std::vector<int64_t> split = stage_layers(model_shape(s.model), p);
   double worst_stage = 0, worst_mem = 0;
   const int64_t m = num_micro_batches(s, p);
   for (int64_t st = 0; st < p.pp; ++st) {
@@ -99,14 +102,21 @@ TEST(Search, RanksFittingPlansBestFirstAndPrunesWithReasons) {
   EXPECT_EQ(r.plans_in_space, r.plans_fitting + r.plans_rejected);
 }
 
-TEST(Search, TpAcrossNodesIsRejectedWithTheNodeSize) {
+TEST(Search, TpAcrossNodesIsPredictedWithAWarning) {
   Scenario s = scenario();
   s.model.num_kv_heads = 32;
   const SearchResult r = search_plans(s, options());
-  const RejectionGroup* node = group(r, "tp-node");
-  ASSERT_NE(node, nullptr);
-  EXPECT_EQ(node->count, 2);  // TP 16 and 32 (64 does not divide 32 heads)
-  EXPECT_EQ(node->example.reason, "TP 16 crosses nodes of 8 GPUs");
+  EXPECT_EQ(group(r, "tp-node"), nullptr);  // valid but unwise: not refused
+  s.parallelism.tp = 16;
+  const SearchResult fixed = search_plans(s, options());
+  ASSERT_TRUE(fixed.any_fits()) << fixed.no_fit_message;
+  const Plan& p = fixed.ranked.front().plan;
+  EXPECT_EQ(p.tp, 16);
+  const std::vector<std::string> w = plan_warnings(s, p);
+  ASSERT_FALSE(w.empty());
+  EXPECT_NE(w.front().find("TP 16 spans 2 nodes of 8 GPUs"), std::string::npos) << w.front();
+  // The analytical result carries the warning.
+  EXPECT_EQ(estimate_plan(s, p).warnings, w);
 }
 
 TEST(Search, FixedKeysPinTheirDimension) {
@@ -206,11 +216,11 @@ TEST(Partition, MovesLayersOffTheStagesWithEmbeddingAndOutput) {
   for (int64_t n : part.plan.layers_per_stage) total += n;
   EXPECT_EQ(total, 32);
   Plan even = p;
-  even.layers_per_stage = even_split(32, 4);
+  even.layers_per_stage = default_layer_split(32, 4);
   EXPECT_LT(part.estimate.iteration_time_s, toy(s, even).iteration_time_s);
   EXPECT_LT(part.plan.layers_per_stage.back(), 8);
   EXPECT_GT(part.splits_tried, 10);
-  EXPECT_EQ(even_split(10, 4), (std::vector<int64_t>{2, 3, 3, 2}));
+  EXPECT_EQ(default_layer_split(10, 4), (std::vector<int64_t>{2, 3, 3, 2}));
 }
 
 // Everything a search reports, as text, to compare two searches field by field.

@@ -148,7 +148,10 @@ void MemoryView::show_result(const BackendResult& r, const QString& title) {
   QStringList categories;
   double top = r.memory.capacity_gib;
   for (int row = 0; row < model_->rowCount(); ++row) {
-    categories << QStringLiteral("stage %1").arg(model_->gib(row, MemoryModel::kStage));
+    // Uneven pipeline splits show in the labels: "stage 0 (15 layers)".
+    const int64_t layers = model_->report().stages.at(static_cast<size_t>(row)).layers;
+    categories << (layers > 0 ? QStringLiteral("stage %1 (%2 layers)").arg(model_->gib(row, MemoryModel::kStage)).arg(layers)
+                              : QStringLiteral("stage %1").arg(model_->gib(row, MemoryModel::kStage)));
     top = std::max(top, model_->gib(row, MemoryModel::kTotal));
   }
   int k = 0;

@@ -48,6 +48,10 @@ QVariant MemoryModel::data(const QModelIndex& index, int role) const {
     return QString::number(v, 'f', 2);
   }
   if (role == Qt::TextAlignmentRole) return int(Qt::AlignRight | Qt::AlignVCenter);
+  if (role == Qt::ToolTipRole && col == kStage) {
+    const int64_t layers = report_.stages.at(static_cast<size_t>(index.row())).layers;
+    if (layers > 0) return QStringLiteral("%1 transformer layers").arg(layers);
+  }
   if (role == Qt::ForegroundRole && col == kTotal && report_.capacity_gib > 0 && v > report_.capacity_gib)
     return QBrush(QColor(180, 30, 30));
   if (role == Qt::ToolTipRole && col == kTotal && report_.capacity_gib > 0)

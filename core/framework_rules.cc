@@ -1,0 +1,27 @@
+#include "core/framework_rules.h"
+
+namespace monarch {
+
+std::string framework_problem(Framework f, const Plan& p) {
+  switch (f) {
+    case Framework::kDeepspeed:
+      if (p.pp > 1 && (p.vpp > 1 || p.schedule == Schedule::kInterleaved))
+        return "DeepSpeed's pipeline engine has no interleaved schedule (one model chunk per stage); expected "
+               "virtual_pipeline_degree 1 with framework deepspeed";
+      if (p.pp > 1 && p.schedule == Schedule::kGpipe)
+        return "DeepSpeed's pipeline engine runs its 1F1B TrainSchedule only; expected pipeline_schedule 1f1b with framework deepspeed";
+      if (p.pp > 1 && p.zero_stage >= 2)
+        return "DeepSpeed's pipeline engine refuses ZeRO-2 and ZeRO-3 (\"incompatible with pipeline parallelism\"); expected "
+               "zero_stage 0 or 1 with pipeline_parallel_degree > 1";
+      return {};
+    case Framework::kTorchtitan:
+      if (p.zero_stage == 1 && p.dp * p.cp > 1)
+        return "torchtitan shards with FSDP2 (ZeRO-2/3) or replicates (DDP); it has no optimizer-only sharding "
+               "(ZeRO-1): expected zero_stage 0, 2 or 3 with framework torchtitan";
+      return {};
+    case Framework::kMegatron: return {};
+  }
+  return {};
+}
+
+}  // namespace monarch

@@ -1,0 +1,26 @@
+// Which plans each training stack (training.framework) can carry out. A plan its stack cannot
+// run is rejected with the reason; what each stack changes in the time of the plans it runs
+// is the cost model's (core/cost_model.cc).
+#pragma once
+
+#include <string>
+
+#include "core/scenario.h"
+
+namespace monarch {
+
+// Why `framework` cannot run `plan`, or empty:
+// - deepspeed, pipeline parallel: DeepSpeed's PipelineEngine runs one model chunk per stage
+//   with its TrainSchedule (deepspeed/runtime/pipe/schedule.py, a 1F1B order): no
+//   interleaving (virtual stages) and no GPipe; and it asserts "ZeRO-2 and ZeRO-3 are
+//   incompatible with pipeline parallelism" (deepspeed/runtime/pipe/engine.py,
+//   PipelineEngine.__init__), so ZeRO stage 2 and 3 need pp = 1.
+// - torchtitan: data parallelism is FSDP2 (fully_shard: ZeRO-3, or ZeRO-2 with
+//   reshard_after_forward=False) or replication (DDP); there is no optimizer-only sharding,
+//   so ZeRO stage 1 is not available (torchtitan/distributed/parallel_dims.py,
+//   parallelize.py apply_fsdp / apply_ddp).
+// - megatron: every plan of the search space (distributed optimizer = ZeRO-1, Megatron-FSDP
+//   for 2 and 3, interleaved schedules).
+std::string framework_problem(Framework framework, const Plan& plan);
+
+}  // namespace monarch
