@@ -31,6 +31,9 @@ void print_error(const std::string& where, const std::string& message) {
 
 namespace {
 
+// Upper bound of --jobs: more search threads than any machine has cores is a typo, not a wish.
+constexpr int64_t kMaxSearchJobs = 4096;
+
 std::string presets_help() {
   std::ostringstream o;
   o << "GPU presets (cluster.gpu; dense peak, HBM capacity and bandwidth):\n";
@@ -107,6 +110,9 @@ int main_cli(int argc, char** argv) {
                         ->type_name("N")
                         ->check(CLI::Range(int64_t{1}, kMaxTopK));
   app.add_flag("--quiet", run.quiet, "no table on stdout (the result file and the store are still written)");
+  app.add_option("--jobs", run.jobs, "threads for the plan search, 0 = one per hardware thread (the ranking is the same for any N)")
+      ->type_name("N")
+      ->check(CLI::Range(int64_t{0}, kMaxSearchJobs));
 
   // validate
   ValidateOptions val;

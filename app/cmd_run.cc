@@ -223,6 +223,7 @@ int cmd_run(const RunOptions& opts) {
   }
   request.lower_chosen_plan = !opts.emit_plan_path.empty();
   request.want_trace = !opts.trace_path.empty();
+  request.search_jobs = opts.jobs;
 
   // The store is opened first so that a bad --db fails before any work.
   std::optional<Store> store;

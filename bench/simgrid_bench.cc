@@ -1,13 +1,14 @@
-// SimGrid backend speed and memory on two large cases:
+// SimGrid backend speed and memory on large cases:
 //   GPT-3 175B on 1024 A100 (TP 8, PP 8, DP 16, 1F1B, 64 micro-batches): <= 10 s, <= 2 GiB
-//   Llama-3 405B on 16384 H100 (TP 8, PP 16, DP 128, 16 micro-batches):  <= 60 s, <= 8 GiB
+//   Llama-3 405B on 16384 H100 (TP 8, PP 16, DP 128, 16 micro-batches):  <= 60 s, <= 4 GiB
 // The graph is lowered once (strategies' lower_plan with the cost model's costs); each
 // iteration of the benchmark simulates it once in a forked child (run_simgrid). Counters:
 //   sim_cpu_s      CPU seconds of the simulation process (one core; wall time is this plus
 //                  whatever else the machine runs)
 //   sim_rss_MiB    peak resident memory of the simulation process (includes the parent's
 //                  pages it inherits: the lowered graph)
-//   simulated_s    the simulated iteration time; ranks_simulated, tasks: size of the problem
+//   simulated_s    the simulated iteration time; ranks_simulated, tasks: size of the problem;
+//   collectives, flows, solver_steps: the simulation's work (SimgridStats)
 // Run: build/bench/monarch_bench_simgrid [--benchmark_filter=Gpt3]
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
@@ -56,6 +57,8 @@ void simulate_case(benchmark::State& state, const char* file, int64_t global_bat
   SimgridOptions options;
   options.symmetry = symmetry;
   options.record_timeline = false;
+  SimgridStats stats;
+  options.stats = &stats;
   double simulated = 0;
   const Usage before = children_usage();
   int runs = 0;
@@ -74,8 +77,10 @@ void simulate_case(benchmark::State& state, const char* file, int64_t global_bat
   state.counters["simulated_s"] = simulated;
   state.counters["tasks"] = static_cast<double>(tasks);
   state.counters["micro_batches"] = static_cast<double>(graph->num_micro_batches);
-  state.counters["ranks_simulated"] =
-      symmetry == SimgridSymmetry::kOff ? graph->world_size : graph->world_size / std::max<int64_t>(plan->dp, 1);
+  state.counters["ranks_simulated"] = static_cast<double>(stats.ranks_simulated);
+  state.counters["collectives"] = static_cast<double>(stats.collectives_run);
+  state.counters["flows"] = static_cast<double>(stats.flows);
+  state.counters["solver_steps"] = static_cast<double>(stats.solver_steps);
 }
 
 // GPT-3 175B, 1024 A100, TP 8 PP 8 DP 16, batch 1024 -> 64 micro-batches of 1.

@@ -73,6 +73,7 @@ RunOutcome run_transformer(const Scenario& s, const RunRequest& request, const R
 
   SearchOptions so;
   so.top_k = s.search.top_k;
+  so.jobs = request.search_jobs;
   so.cancelled = [&control] { return control.is_cancelled(); };
   so.progress = [&control](int64_t done, int64_t total) { control.report("searching plans", done, total); };
   report.search = search_plans_analytical(s, so);

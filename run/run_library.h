@@ -38,6 +38,7 @@ struct RunRequest {
   BackendSettings settings;
   bool lower_chosen_plan = false;  // keep the chosen plan's task graph (--emit-plan)
   bool want_trace = false;         // keep a timeline of the chosen plan (--trace)
+  int64_t search_jobs = 1;         // threads of the plan search (0 = every hardware thread)
 };
 
 // One (plan, backend) entry of a run.

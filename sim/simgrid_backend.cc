@@ -180,7 +180,11 @@ Results run_child(const ClusterConfig& cluster, const WhatIf& whatif, const std:
     std::signal(SIGTERM, SIG_DFL);
     std::string text;
     try {
-      text = simgrid_backend::encode_results(simgrid_backend::simulate(cluster, whatif, jobs, options));
+      SimgridStats stats;
+      SimgridOptions child = options;
+      child.stats = &stats;
+      auto results = simgrid_backend::simulate(cluster, whatif, jobs, child);
+      text = simgrid_backend::encode_results(results, stats);
     } catch (const std::exception& e) {
       text = simgrid_backend::encode_results(Results::fail("simgrid", std::string("simulation failed: ") + e.what()));
     }
@@ -230,7 +234,7 @@ Results run_child(const ClusterConfig& cluster, const WhatIf& whatif, const std:
                                         (WTERMSIG(status) == SIGINT ? " (interrupted)" : ""));
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || text.empty())
     return Results::fail("simgrid", "the simulation process failed (exit status " + std::to_string(WEXITSTATUS(status)) + ")");
-  return simgrid_backend::decode_results(text);
+  return simgrid_backend::decode_results(text, options.stats);
 }
 
 }  // namespace
@@ -269,12 +273,18 @@ Problems apply_simgrid_option(SimgridOptions& o, const std::string& key, const s
     else return {{where, "found \"" + value + "\", expected auto, off or dp-replica"}};
     return {};
   }
+  if (key == "replica_flows") {
+    if (value == "representative") o.replica_flows = SimgridReplicaFlows::kRepresentative;
+    else if (value == "all") o.replica_flows = SimgridReplicaFlows::kAll;
+    else return {{where, "found \"" + value + "\", expected representative or all"}};
+    return {};
+  }
   if (key == "tree") return on_off(o.allow_tree);
   if (key == "timeline") return on_off(o.record_timeline);
   if (key == "per_step_max_flows") return positive(o.per_step_max_flows);
   if (key == "fat_tree_leaf_ports") return positive(o.fat_tree_leaf_ports);
-  return {{where, "unknown SimGrid option; known: fidelity, symmetry, tree, timeline, per_step_max_flows, "
-                  "fat_tree_leaf_ports"}};
+  return {{where, "unknown SimGrid option; known: fidelity, symmetry, replica_flows, tree, timeline, "
+                  "per_step_max_flows, fat_tree_leaf_ports"}};
 }
 
 Expected<std::vector<BackendResult>> run_simgrid_jobs(const ClusterConfig& cluster, const WhatIf& whatif,

@@ -30,9 +30,29 @@ enum class SimgridSymmetry : uint8_t {
   kDpReplica,  // simulate one data-parallel replica (see docs/simgrid_backend.md)
 };
 
+// Size of one simulation, deterministic for a given graph and options (unlike its wall time):
+// what a regression in the simulator's cost shows up in first.
+struct SimgridStats {
+  int64_t ranks_simulated = 0;
+  int64_t tasks_run = 0;          // tasks of the simulated ranks (compute, messages, memory events)
+  int64_t collectives_run = 0;    // collective calls launched (one per call, whatever its members)
+  int64_t flows = 0;              // network transfers handed to SimGrid
+  int64_t solver_steps = 0;       // times the simulated clock advanced (a max-min share solve each)
+  int64_t per_step_jobs = 0;      // jobs run at per-step fidelity (the others aggregated)
+};
+
+// Under data-parallel replica symmetry, a DP collective's flows between members that are not
+// simulated (and not on a node with a simulated rank or a degraded NIC) are alike: one
+// representative per kind of route stands for them (docs/simgrid_backend.md).
+enum class SimgridReplicaFlows : uint8_t {
+  kRepresentative,  // the flows touching simulated or degraded nodes, one of each other kind
+  kAll,             // every member's flows
+};
+
 struct SimgridOptions {
   SimgridFidelity fidelity = SimgridFidelity::kAuto;
   SimgridSymmetry symmetry = SimgridSymmetry::kAuto;
+  SimgridReplicaFlows replica_flows = SimgridReplicaFlows::kRepresentative;
   // Auto fidelity: per-step when the iteration's per-step flows stay below this many.
   int64_t per_step_max_flows = 200000;
   // Auto symmetry: one DP replica is simulated when the graph has more tasks than this.
@@ -52,10 +72,13 @@ struct SimgridOptions {
   // when it returns true the child is killed and reaped and the run fails with "simulation
   // cancelled". The GUI's Cancel button sets it; the command line relies on Ctrl-C instead.
   std::function<bool()> cancelled;
+  // When set, receives the simulation's counts (also from the forked child).
+  SimgridStats* stats = nullptr;
 };
 
 // Applies one `--set simgrid.KEY=VALUE` override (KEY without the "simgrid." prefix):
 // fidelity=auto|per-step|aggregated, symmetry=auto|off|dp-replica, tree=on|off,
+// replica_flows=representative|all,
 // per_step_max_flows=N, fat_tree_leaf_ports=N, timeline=on|off.
 // The problem names the option "--set simgrid.KEY".
 Problems apply_simgrid_option(SimgridOptions& options, const std::string& key, const std::string& value);

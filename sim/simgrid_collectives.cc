@@ -310,6 +310,35 @@ std::vector<FlowPhase> decompose_all_to_all(const std::vector<int64_t>& gpus, do
   return phases;
 }
 
+void keep_representative_flows(std::vector<FlowPhase>& phases, const std::vector<char>& hot_node, const FabricShape& shape) {
+  struct Kind {
+    Endpoint::Kind src, dst;
+    bool crosses_leaves;
+    double bytes;
+    bool operator==(const Kind&) const = default;
+  };
+  auto hot = [&](const Endpoint& e) {
+    const auto node = static_cast<size_t>(shape.node_of(e));
+    return node < hot_node.size() && hot_node[node];
+  };
+  for (FlowPhase& p : phases) {
+    std::vector<Kind> seen;  // a handful: ring and tree phases have one or two kinds of edge
+    std::vector<Flow> kept;
+    for (const Flow& f : p.flows) {
+      if (hot(f.src) || hot(f.dst)) {
+        kept.push_back(f);
+        continue;
+      }
+      const bool nics = f.src.kind == Endpoint::Kind::kNic && f.dst.kind == Endpoint::Kind::kNic;
+      const Kind k{f.src.kind, f.dst.kind, nics && shape.leaf_of_nic(f.src.index) != shape.leaf_of_nic(f.dst.index), f.bytes};
+      if (std::find(seen.begin(), seen.end(), k) != seen.end()) continue;
+      seen.push_back(k);
+      kept.push_back(f);
+    }
+    p.flows = std::move(kept);
+  }
+}
+
 Flow p2p_flow(int64_t src_gpu, int64_t dst_gpu, double bytes, const FabricShape& shape) {
   return {route_start(src_gpu, dst_gpu, shape, true), route_start(src_gpu, dst_gpu, shape, false), bytes};
 }

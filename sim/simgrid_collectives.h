@@ -70,8 +70,18 @@ struct FabricShape {
   // Rail-optimized fabric: all-to-all messages to a GPU on another rail go over NVLink to the
   // group member on that rail first, then NIC to NIC on the rail (NCCL PXN; core/cost_model.cc).
   bool pxn = false;
+  // Leaf switches: NIC i is under leaf i / nics_per_leaf (fat tree), i % nics_per_node (rail
+  // optimized: one leaf per rail), or all under one (nics_per_leaf = 0, not rail).
+  int64_t nics_per_leaf = 0;
+  bool rails = false;
 
   int64_t node_of(int64_t gpu) const { return gpu / gpus_per_node; }
+  int64_t node_of(const Endpoint& e) const {
+    return e.kind == Endpoint::Kind::kGpu ? node_of(e.index) : e.index / nics_per_node;
+  }
+  int64_t leaf_of_nic(int64_t nic) const {
+    return rails ? nic % nics_per_node : nics_per_leaf > 0 ? nic / nics_per_leaf : 0;
+  }
   // NIC a GPU uses: GPU i of a node is wired to NIC floor(i * nics / gpus_per_node) (PCIe
   // affinity on DGX/HGX boards: GPU i and NIC i share a PCIe switch when nics == gpus).
   int64_t nic_of(int64_t gpu) const {
@@ -98,6 +108,16 @@ std::vector<FlowPhase> decompose_collective(CollectiveKind kind, const std::vect
 std::vector<FlowPhase> decompose_all_to_all(const std::vector<int64_t>& gpus, double bytes,
                                             const std::vector<const std::vector<int64_t>*>& send_bytes,
                                             const FabricShape& shape);
+
+// Under replica symmetry: drops the flows of each phase that stand for others exactly alike.
+// A flow is kept when either end is on a node marked in `hot_node` (a simulated rank's node,
+// a degraded NIC's node); of the others, the first of each kind (endpoint kinds, whether it
+// crosses leaf switches, bytes) is kept. Members of a group are in the same order in every DP
+// group of a stage, so the groups of one stage keep flows between the same nodes and still
+// share the links those flows share. Exact when the dropped flows' links carry nothing else,
+// which holds for rings whose other members are not simulated; not for all-to-alls (use only
+// with ring, tree and pipeline phases).
+void keep_representative_flows(std::vector<FlowPhase>& phases, const std::vector<char>& hot_node, const FabricShape& shape);
 
 // The single flow of a point-to-point message between two GPUs.
 Flow p2p_flow(int64_t src_gpu, int64_t dst_gpu, double bytes, const FabricShape& shape);

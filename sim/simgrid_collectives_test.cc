@@ -167,5 +167,33 @@ TEST(SimgridCollectives, UnevenAllToAllSendsEachMembersRow) {
   EXPECT_DOUBLE_EQ(to_gpu1, 100);
 }
 
+// Replica symmetry: a DP ring over GPU 3 of nodes 0..7 whose member on node 2 is simulated
+// keeps the two edges of node 2 and one edge for the five alike; on a fat tree with two nodes
+// (16 NICs) per leaf, the edges crossing leaves are a kind of their own.
+TEST(SimgridCollectives, RepresentativeFlowsKeepHotEdgesAndOneOfEachKind) {
+  const std::vector<int64_t> gpus{3, 11, 19, 27, 35, 43, 51, 59};
+  std::vector<char> hot(8, 0);
+  hot[2] = 1;
+  auto flat = decompose_collective(CollectiveKind::kReduceScatter, gpus, 8e6, Algorithm::kRing, Fidelity::kAggregated, shape8x8());
+  ASSERT_EQ(flat.size(), 1u);
+  ASSERT_EQ(flat[0].flows.size(), 8u);
+  keep_representative_flows(flat, hot, shape8x8());
+  ASSERT_EQ(flat[0].flows.size(), 3u);
+  EXPECT_EQ(flat[0].flows[0].src.index, 3);   // node 0 -> node 1, the first of the alike
+  EXPECT_EQ(flat[0].flows[1].dst.index, 19);  // node 1 -> node 2 (hot)
+  EXPECT_EQ(flat[0].flows[2].src.index, 19);  // node 2 (hot) -> node 3
+
+  FabricShape tree = shape8x8();
+  tree.nics_per_leaf = 16;
+  auto phases = decompose_collective(CollectiveKind::kReduceScatter, gpus, 8e6, Algorithm::kRing, Fidelity::kPerStep, tree);
+  ASSERT_EQ(phases.size(), 7u);  // n - 1 steps, each filtered alike
+  keep_representative_flows(phases, hot, tree);
+  for (const auto& p : phases) {
+    ASSERT_EQ(p.flows.size(), 4u);  // node 0 -> 1 (same leaf), 1 -> 2, 2 -> 3, 3 -> 4 (crosses leaves)
+    EXPECT_EQ(p.flows[3].src.index, 27);
+    EXPECT_DOUBLE_EQ(p.flows[3].bytes, 1e6);
+  }
+}
+
 }  // namespace
 }  // namespace monarch::simgrid_backend

@@ -67,6 +67,8 @@ Platform build_platform(const ClusterConfig& c, const WhatIf& whatif, const Simg
   const double inter_lat_s = us_to_s(c.inter_node.latency_us);
   p.shape = FabricShape{gpn, nics, intra_lat_s, inter_lat_s, intra_Bps, inter_Bps};
   p.shape.pxn = c.topology == Topology::kRailOptimized;
+  p.shape.rails = c.topology == Topology::kRailOptimized;
+  p.shape.nics_per_leaf = c.topology == Topology::kFatTree ? std::max<int64_t>(o.fat_tree_leaf_ports, 1) : 0;
 
   std::vector<double> nic_factor(static_cast<size_t>(nodes), 1.0);
   for (const auto& d : whatif.degraded_links) nic_factor[static_cast<size_t>(d.node)] *= d.bandwidth_factor;
@@ -207,6 +209,8 @@ struct Sim {
   int64_t next_flow_id = 0;
   int64_t tasks_total = 0;
   int64_t tasks_done = 0;
+  SimgridStats stats;
+  std::vector<char> hot_node;  // nodes with a simulated rank or a degraded NIC (replica symmetry)
   bool show_progress = false;
   std::chrono::steady_clock::time_point last_progress = std::chrono::steady_clock::now();
 };
@@ -216,7 +220,7 @@ uint64_t coll_key(int32_t job, int32_t group, int32_t seq) {
          static_cast<uint32_t>(seq);
 }
 
-void run_phases(const Sim& sim, const std::vector<FlowPhase>& phases) {
+void run_phases(Sim& sim, const std::vector<FlowPhase>& phases) {
   std::vector<sg::CommPtr> comms;
   for (const auto& ph : phases) {
     comms.clear();
@@ -227,6 +231,7 @@ void run_phases(const Sim& sim, const std::vector<FlowPhase>& phases) {
       comms.push_back(sg::Comm::sendto_async(sim.platform.host(f.src), sim.platform.host(f.dst),
                                              static_cast<uint64_t>(std::llround(std::max(0.0, f.bytes)))));
     }
+    sim.stats.flows += static_cast<int64_t>(comms.size());
     if (!comms.empty()) sg::Comm::wait_all(comms);
     if (ph.extra_latency_s > 0) sg::this_actor::sleep_for(ph.extra_latency_s);
   }
@@ -272,6 +277,7 @@ double run_collective(Sim& sim, RankRt& r, const Task& t) {
     return inst->start_s;
   }
   sim.collectives.erase(key);
+  ++sim.stats.collectives_run;
   inst->start_s = sg::Engine::get_clock();
   const auto& gpus = job.group_gpus[static_cast<size_t>(t.group)];
   const double bytes = static_cast<double>(t.bytes);
@@ -280,6 +286,10 @@ double run_collective(Sim& sim, RankRt& r, const Task& t) {
   auto phases = algo == Algorithm::kDirect && !inst->send_bytes.empty()
                     ? decompose_all_to_all(gpus, bytes, inst->send_bytes, sim.platform.shape)
                     : decompose_collective(t.collective, gpus, bytes, algo, job.fidelity, sim.platform.shape);
+  // Members not simulated (replica symmetry): their flows alike are carried by representatives.
+  if (sim.options.replica_flows == SimgridReplicaFlows::kRepresentative && algo != Algorithm::kDirect &&
+      inst->expected < static_cast<int>(gpus.size()))
+    keep_representative_flows(phases, sim.hot_node, sim.platform.shape);
   run_phases(sim, repeat_phases(std::move(phases), std::max<int32_t>(t.count, 1), job.fidelity));
   for (int i = 1; i < inst->expected; ++i) inst->sem->release();
   return inst->start_s;
@@ -793,6 +803,10 @@ Expected<std::vector<BackendResult>> simulate(const ClusterConfig& cluster, cons
     sim->jobs.push_back(std::move(job));
   }
 
+  sim->hot_node.assign(static_cast<size_t>(cluster.num_nodes()), 0);
+  for (const auto& r : sim->ranks) sim->hot_node[static_cast<size_t>(r.gpu / cluster.gpus_per_node)] = 1;
+  for (const auto& d : whatif.degraded_links) sim->hot_node[static_cast<size_t>(d.node)] = 1;
+
   // Actors: one per (rank, stream with tasks), on the rank's GPU host.
   for (auto& r : sim->ranks) {
     std::map<Stream, std::vector<int32_t>> streams;
@@ -803,7 +817,12 @@ Expected<std::vector<BackendResult>> simulate(const ClusterConfig& cluster, cons
     }
   }
 
+  sg::Engine::on_time_advance_cb([s = sim.get()](double) { ++s->stats.solver_steps; });
   engine.run();
+  sim->stats.tasks_run = sim->tasks_done;
+  sim->stats.ranks_simulated = static_cast<int64_t>(sim->ranks.size());
+  for (const auto& job : sim->jobs) sim->stats.per_step_jobs += job.fidelity == Fidelity::kPerStep ? 1 : 0;
+  if (options.stats) *options.stats = sim->stats;
   if (sim->show_progress) std::fprintf(stderr, "\r%70s\r", "");
 
   // Every task must have run; otherwise the graph deadlocks (mismatched collectives or messages).

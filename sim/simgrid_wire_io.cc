@@ -109,8 +109,9 @@ BackendResult result_from(const json& j) {
 
 }  // namespace
 
-std::string encode_results(const Expected<std::vector<BackendResult>>& results) {
+std::string encode_results(const Expected<std::vector<BackendResult>>& results, const SimgridStats& stats) {
   json j;
+  j["stats"] = {stats.ranks_simulated, stats.tasks_run, stats.collectives_run, stats.flows, stats.solver_steps, stats.per_step_jobs};
   if (!results) {
     j["problems"] = json::array();
     for (const auto& p : results.problems()) j["problems"].push_back({p.where, p.message});
@@ -121,9 +122,13 @@ std::string encode_results(const Expected<std::vector<BackendResult>>& results) 
   return j.dump();
 }
 
-Expected<std::vector<BackendResult>> decode_results(const std::string& text) {
+Expected<std::vector<BackendResult>> decode_results(const std::string& text, SimgridStats* stats) {
   try {
     const json j = json::parse(text);
+    if (stats) {
+      const json& c = j.at("stats");
+      *stats = SimgridStats{c.at(0), c.at(1), c.at(2), c.at(3), c.at(4), c.at(5)};
+    }
     if (j.contains("problems")) {
       Problems ps;
       for (const auto& p : j.at("problems")) ps.push_back({p.at(0), p.at(1)});

@@ -7,11 +7,13 @@
 
 #include "core/problem.h"
 #include "core/result.h"
+#include "sim/simgrid_backend.h"
 
 namespace monarch::simgrid_backend {
 
-std::string encode_results(const Expected<std::vector<BackendResult>>& results);
-// Problems under "simgrid" when the text is not a valid encoding.
-Expected<std::vector<BackendResult>> decode_results(const std::string& text);
+std::string encode_results(const Expected<std::vector<BackendResult>>& results, const SimgridStats& stats = {});
+// Problems under "simgrid" when the text is not a valid encoding. `stats`, when given, receives
+// the encoded counts.
+Expected<std::vector<BackendResult>> decode_results(const std::string& text, SimgridStats* stats = nullptr);
 
 }  // namespace monarch::simgrid_backend

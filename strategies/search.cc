@@ -1,10 +1,12 @@
 #include "strategies/search.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cassert>
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <thread>
 
 #include "core/model_math.h"
 #include "strategies/partition.h"
@@ -84,6 +86,36 @@ std::vector<T> fixed_or(const std::optional<T>& fixed, std::vector<T> all) {
   return all;
 }
 
+// Plans enumerated before a batch is evaluated: big enough that starting the threads costs
+// little next to the evaluations, small enough to keep Ctrl-C and progress responsive.
+constexpr size_t kSearchBatchPlans = 4096;
+
+// A plan in enumeration order: to be estimated, or already rejected by the enumeration.
+struct PendingPlan {
+  Plan plan;
+  const char* reject_kind = nullptr;  // set: rejected before any estimate, for `reason`
+  std::string reason;
+};
+
+// Estimates of the batch's plans into out[i] (rejected ones skipped), on `jobs` threads taking
+// slices of the batch in turn.
+void evaluate_batch(const Scenario& sc, const PlanEvaluator& evaluate, const std::vector<PendingPlan>& plans,
+                    std::vector<PlanEstimate>& out, int64_t jobs) {
+  out.assign(plans.size(), PlanEstimate{});
+  constexpr size_t kSlice = 64;
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t begin = next.fetch_add(kSlice); begin < plans.size(); begin = next.fetch_add(kSlice))
+      for (size_t i = begin; i < std::min(plans.size(), begin + kSlice); ++i)
+        if (!plans[i].reject_kind) out[i] = evaluate(sc, plans[i].plan);
+  };
+  const auto threads = static_cast<size_t>(std::clamp<int64_t>(jobs, 1, static_cast<int64_t>((plans.size() + kSlice - 1) / kSlice)));
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& th : pool) th.join();
+}
+
 }  // namespace
 
 SearchResult search_plans(const Scenario& sc, const SearchOptions& opt) {
@@ -111,16 +143,60 @@ SearchResult search_plans(const Scenario& sc, const SearchOptions& opt) {
   auto worse = [&](const RankedPlan& a, const RankedPlan& b) { return ranks_before(objective, a, b); };
   std::optional<RankedPlan> closest;
 
-  int64_t since_poll = 0;
-  constexpr int64_t kPollEvery = 4096;
+  const int64_t jobs = opt.jobs > 0 ? opt.jobs : std::max<int64_t>(1, std::thread::hardware_concurrency());
+  std::vector<PendingPlan> batch;
+  std::vector<PlanEstimate> estimates;
+  // Ranks an evaluated plan: a rejection, or one of the best kept.
+  auto consume = [&](const Plan& p, PlanEstimate e) {
+    ++result.plans_evaluated;
+    if (!e.fits) {
+      if (e.peak_memory_gib <= 0) {  // the cost model cannot run it at all
+        rej.add("cost-model", p, e.reject_reason.empty() ? "the cost model rejects it" : e.reject_reason);
+        return;
+      }
+      std::string why = e.reject_reason.empty()
+                            ? "needs " + gib_text(e.peak_memory_gib) + " GiB per GPU, " + gpu + " has " + gib_text(sc.cluster.gpu.memory_gib)
+                            : e.reject_reason;
+      if (!closest || e.peak_memory_gib < closest->estimate.peak_memory_gib) closest = RankedPlan{p, e};
+      rej.add("memory", p, std::move(why), e.peak_memory_gib);
+      return;
+    }
+    ++result.plans_fitting;
+    RankedPlan rp{p, std::move(e)};
+    if (best.size() < keep) {
+      best.push_back(std::move(rp));
+      std::push_heap(best.begin(), best.end(), worse);
+    } else if (worse(rp, best.front())) {
+      std::pop_heap(best.begin(), best.end(), worse);
+      best.back() = std::move(rp);
+      std::push_heap(best.begin(), best.end(), worse);
+    }
+  };
+  // Evaluates the batch and ranks it in enumeration order; polls Ctrl-C and reports progress.
+  auto flush = [&](int64_t enumerated) {
+    if (batch.empty()) return;
+    evaluate_batch(sc, opt.evaluate, batch, estimates, jobs);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      PendingPlan& entry = batch[i];
+      if (entry.reject_kind) rej.add(entry.reject_kind, entry.plan, std::move(entry.reason));
+      else consume(entry.plan, std::move(estimates[i]));
+    }
+    batch.clear();
+    if (opt.cancelled && opt.cancelled()) result.cancelled = true;
+    if (opt.progress) opt.progress(enumerated, result.plans_in_space);
+  };
   // Two passes: the first only counts (for progress), the second evaluates.
   for (int pass = 0; pass < 2 && !result.cancelled; ++pass) {
     const bool count_only = pass == 0;
     if (count_only && !opt.progress) continue;
     int64_t enumerated = 0;
-    auto reject = [&](const char* kind, const Plan& p, std::string why, double mem = 0) {
+    // Rejections of the enumeration join the batch, so that everything is recorded in
+    // enumeration order whatever the batching.
+    auto reject = [&](const char* kind, const Plan& p, std::string why) {
       ++enumerated;
-      if (!count_only) rej.add(kind, p, std::move(why), mem);
+      if (count_only) return;
+      batch.push_back(PendingPlan{p, kind, std::move(why)});
+      if (batch.size() >= kSearchBatchPlans) flush(enumerated);
     };
     for (int64_t tp : fixed_or(C.tp, divisors(N))) {
       if (result.cancelled) break;
@@ -237,37 +313,10 @@ SearchResult search_plans(const Scenario& sc, const SearchOptions& opt) {
                           ++enumerated;
                           continue;
                         }
-                        if (++since_poll >= kPollEvery) {
-                          since_poll = 0;
-                          if (opt.cancelled && opt.cancelled()) result.cancelled = true;
-                          if (opt.progress) opt.progress(enumerated, result.plans_in_space);
-                        }
                         if (result.cancelled) break;
                         ++enumerated;
-                        PlanEstimate e = opt.evaluate(sc, p);
-                        ++result.plans_evaluated;
-                        if (!e.fits) {
-                          if (e.peak_memory_gib <= 0) {  // the cost model cannot run it at all
-                            rej.add("cost-model", p, e.reject_reason.empty() ? "the cost model rejects it" : e.reject_reason);
-                            continue;
-                          }
-                          std::string why = e.reject_reason.empty()
-                                                ? "needs " + gib_text(e.peak_memory_gib) + " GiB per GPU, " + gpu + " has " + gib_text(sc.cluster.gpu.memory_gib)
-                                                : e.reject_reason;
-                          if (!closest || e.peak_memory_gib < closest->estimate.peak_memory_gib) closest = RankedPlan{p, e};
-                          rej.add("memory", p, std::move(why), e.peak_memory_gib);
-                          continue;
-                        }
-                        ++result.plans_fitting;
-                        RankedPlan rp{p, std::move(e)};
-                        if (best.size() < keep) {
-                          best.push_back(std::move(rp));
-                          std::push_heap(best.begin(), best.end(), worse);
-                        } else if (worse(rp, best.front())) {
-                          std::pop_heap(best.begin(), best.end(), worse);
-                          best.back() = std::move(rp);
-                          std::push_heap(best.begin(), best.end(), worse);
-                        }
+                        batch.push_back(PendingPlan{p, nullptr, {}});
+                        if (batch.size() >= kSearchBatchPlans) flush(enumerated);
                       }
                     }
                   }
@@ -278,8 +327,8 @@ SearchResult search_plans(const Scenario& sc, const SearchOptions& opt) {
         }
       }
     }
-    if (count_only) result.plans_in_space = enumerated;
-    else result.plans_in_space = enumerated;
+    if (!count_only) flush(enumerated);
+    result.plans_in_space = enumerated;
   }
   rej.finish();
 

@@ -43,6 +43,10 @@ struct SearchOptions {
   std::function<bool()> cancelled;
   // Called every few thousand plans with (plans done, plans in the space).
   std::function<void(int64_t, int64_t)> progress;
+  // Threads evaluating plans (0 = one per hardware thread). Plans are enumerated in batches,
+  // evaluated concurrently and then ranked in enumeration order, so the result is the same for
+  // any count. With more than one, `evaluate` is called from several threads at once.
+  int64_t jobs = 1;
 };
 
 struct RankedPlan {

@@ -7,7 +7,9 @@
 #include "core/cost_model.h"
 #include "core/model_math.h"
 #include "core/plan_warnings.h"
+#include "core/scenario_io.h"
 #include "strategies/partition.h"
+#include "strategies/plan_costs.h"
 
 namespace monarch {
 namespace {
@@ -219,6 +221,59 @@ TEST(Partition, MovesLayersOffTheStagesWithEmbeddingAndOutput) {
   EXPECT_LT(part.plan.layers_per_stage.back(), 8);
   EXPECT_GT(part.splits_tried, 10);
   EXPECT_EQ(default_layer_split(10, 4), (std::vector<int64_t>{2, 3, 3, 2}));
+}
+
+// Everything a search reports, as text, to compare two searches field by field.
+std::vector<std::string> report_lines(const SearchResult& r) {
+  std::vector<std::string> out;
+  auto est = [](const PlanEstimate& e) {
+    return std::to_string(e.iteration_time_s) + " " + std::to_string(e.peak_memory_gib) + " " + std::to_string(e.fits) + " " +
+           e.reject_reason;
+  };
+  out.push_back("counts " + std::to_string(r.plans_in_space) + " " + std::to_string(r.plans_evaluated) + " " +
+                std::to_string(r.plans_fitting) + " " + std::to_string(r.plans_rejected) + " " + std::to_string(r.cancelled));
+  for (const RankedPlan& p : r.ranked) out.push_back("ranked " + describe(p.plan) + " " + est(p.estimate));
+  for (const RejectionGroup& g : r.rejection_groups)
+    out.push_back("group " + g.kind + " " + std::to_string(g.count) + " " + describe(g.example.plan) + " " + g.example.reason);
+  for (const RejectedPlan& p : r.rejected_examples) out.push_back("rejected " + describe(p.plan) + " " + p.reason);
+  if (r.baseline) out.push_back("baseline " + describe(r.baseline->plan) + " " + est(r.baseline->estimate));
+  if (r.closest_miss) out.push_back("closest " + describe(r.closest_miss->plan) + " " + est(r.closest_miss->estimate));
+  out.push_back("note " + r.baseline_note + " | " + r.no_fit_message);
+  return out;
+}
+
+Scenario preset_scenario(const std::string& json) {
+  auto s = scenario_from_json(nlohmann::json::parse(json));
+  EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.problems()[0].to_string());
+  return s.ok() ? *s : Scenario{};
+}
+
+// Several search threads give exactly the one-thread result: the same ranking, estimates,
+// rejections (kinds, counts, examples in order), baseline and closest miss.
+TEST(Search, ThreadsGiveTheOneThreadResult) {
+  const Scenario fits = preset_scenario(
+      R"({"model": {"preset": "llama3-70b"}, "cluster": {"gpu": "H100-SXM", "num_gpus": 64}, "training": {"global_batch_size": 128}})");
+  Scenario none = fits;
+  none.cluster.gpu.memory_gib = 4;  // nothing fits: the closest miss decides the message
+  for (const Scenario& s : {fits, none}) {
+    SearchOptions one;
+    one.evaluate = analytical_evaluator();
+    one.top_k = 10;
+    one.max_rejected_listed = 1000000;
+    SearchOptions four = one;
+    four.jobs = 4;
+    int64_t progress_calls = 0;
+    four.progress = [&](int64_t, int64_t) { ++progress_calls; };
+    const SearchResult a = search_plans(s, one);
+    const SearchResult b = search_plans(s, four);
+    ASSERT_GT(a.plans_evaluated, int64_t{4096}) << "the space must span several batches";
+    EXPECT_GT(progress_calls, 1);
+    EXPECT_EQ(report_lines(a), report_lines(b));
+  }
+  // The toy model's ranking with many threads as well (more threads than slices of a batch).
+  SearchOptions many = options();
+  many.jobs = 64;
+  EXPECT_EQ(report_lines(search_plans(scenario(), options())), report_lines(search_plans(scenario(), many)));
 }
 
 }  // namespace

@@ -93,7 +93,7 @@ TEST_F(Cli, HelpListsTheOptionsAndPresets) {
   Result r = run({"--help"});
   EXPECT_EQ(r.status, 0);
   for (const char* s : {"--backend", "--output", "--db", "--no-db", "--emit-plan", "--trace", "--set", "--top-k",
-                        "--quiet", "validate", "runs", "A100-40GB", "GB200", "H200-SXM", "gpt3-175b", "llama3-405b",
+                        "--jobs", "--quiet", "validate", "runs", "A100-40GB", "GB200", "H200-SXM", "gpt3-175b", "llama3-405b",
                         "llama2-70b"})
     EXPECT_NE(r.out.find(s), std::string::npos) << s;
 }
@@ -136,6 +136,8 @@ TEST_F(Cli, BadOptionsExitTwoNamingTheOption) {
   } cases[] = {
       {{good, "--top-k", "0"}, "--top-k"},
       {{good, "--top-k", "many"}, "--top-k"},
+      {{good, "--jobs", "-1"}, "--jobs"},
+      {{good, "--jobs", "4097"}, "--jobs"},
       {{good, "--backend", "ns3"}, "--backend: found \"ns3\""},
       {{good, "--backend", ""}, "--backend"},
       {{good, "--frobnicate"}, "--frobnicate"},
@@ -201,6 +203,13 @@ TEST_F(Cli, RunWritesTheResultFileInTheSpecShape) {
   }
   EXPECT_TRUE(j.contains("rejected"));
   EXPECT_NE(r.out.find("searched"), std::string::npos) << r.out;
+  // Two search threads: the same ranked plans and predictions.
+  const std::string out2 = (dir_ / "result2.json").string();
+  r = run({scenario("default.json"), "--no-db", "--backend", "analytical", "--output", out2, "--top-k", "3", "--jobs", "2"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  json j2 = json::parse(slurp(out2));
+  EXPECT_EQ(j2["results"], j["results"]);
+  EXPECT_EQ(j2["rejected"], j["rejected"]);
 }
 
 TEST_F(Cli, NothingFitsExitsThreeWithTheClosestMiss) {
