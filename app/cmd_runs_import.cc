@@ -348,7 +348,7 @@ int cmd_runs_import(const std::vector<std::string>& args, const std::string& db_
     return kExitInvalid;
   }
   print_summary(*result, evidence.ranks);
-  std::cout << "recorded as run " << *id << " (backend measured, plan " << plan_label(result->plan) << ") in "
+  std::cout << "recorded as run " << *id << " (backend measured, plan " << describe(result->plan, PlanDetail::kFull) << ") in "
             << store->path() << "\n";
   return kExitOk;
 }
