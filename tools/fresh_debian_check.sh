@@ -166,9 +166,11 @@ EOT
 cp -L /etc/resolv.conf "$root/etc/resolv.conf"
 
 mkdir -p "$root/src/monarch-sim"
-git -C "$repo" archive --format=tar HEAD | tar -x -C "$root/src/monarch-sim" ||
+# The commit copied, fixed now: HEAD may move while the check runs.
+commit=$(git -C "$repo" rev-parse --short HEAD)
+git -C "$repo" archive --format=tar "$commit" | tar -x -C "$root/src/monarch-sim" ||
   { say "git archive HEAD failed"; exit 1; }
-say "copied HEAD $(git -C "$repo" rev-parse --short HEAD) to /src/monarch-sim (nothing beside it)"
+say "copied HEAD $commit to /src/monarch-sim (nothing beside it)"
 
 mount_in_root /proc -t proc proc
 mount_in_root /sys -t sysfs sysfs
@@ -191,7 +193,7 @@ cmd_s=$(( $(date +%s) - cmd_start_s ))
 total_s=$(( $(date +%s) - start_s ))
 
 echo
-echo "fresh Debian 12 check of $(git -C "$repo" rev-parse --short HEAD) on $(nproc) cores, mirror $mirror"
+echo "fresh Debian 12 check of $commit on $(nproc) cores, mirror $mirror"
 echo "  command:   $test_cmd"
 echo "  wall time: ${cmd_s} s for the command, ${bootstrap_s} s for debootstrap, ${total_s} s in all"
 if [ "$rc" -eq 0 ]; then
