@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/cli_run_support.h"
+
 #include "core/scenario_io_bad_cases.h"
 #include "sim/chrome_trace_check.h"
 
@@ -19,23 +21,9 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-struct Result {
-  int status = -1;
-  std::string out, err;
-};
-
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using Result = monarch::test::CliResult;
+using monarch::test::shell_quote;
+using monarch::test::slurp;
 
 class Cli : public ::testing::Test {
  protected:
@@ -49,17 +37,7 @@ class Cli : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  Result run(const std::vector<std::string>& args) {
-    std::string cmd = quote(MONARCH_SIM_BIN);
-    for (const auto& a : args) cmd += " " + quote(a);
-    cmd += " >" + quote((dir_ / "stdout").string()) + " 2>" + quote((dir_ / "stderr").string()) + " </dev/null";
-    int raw = std::system(cmd.c_str());
-    Result r;
-    r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-    r.out = slurp(dir_ / "stdout");
-    r.err = slurp(dir_ / "stderr");
-    return r;
-  }
+  Result run(const std::vector<std::string>& args) { return monarch::test::run_binary(MONARCH_SIM_BIN, args, dir_); }
   std::string write(const std::string& name, const std::string& text) {
     std::ofstream(dir_ / name) << text;
     return (dir_ / name).string();
@@ -468,8 +446,8 @@ namespace {
 TEST_F(Cli, ImportPipesIntoARunAndExportWritesOrRefuses) {
   const std::string toml = std::string(MONARCH_SOURCE_DIR) + "/tests/data/frameworks/torchtitan_llama3_8b.toml";
   const std::string result = (dir_ / "result.json").string();
-  const std::string cmd = quote(MONARCH_SIM_BIN) + " import " + quote(toml) + " --gpu A100-80GB --num-gpus 64 2>/dev/null | " +
-                          quote(MONARCH_SIM_BIN) + " - --backend analytical --no-db --quiet --output " + quote(result);
+  const std::string cmd = shell_quote(MONARCH_SIM_BIN) + " import " + shell_quote(toml) + " --gpu A100-80GB --num-gpus 64 2>/dev/null | " +
+                          shell_quote(MONARCH_SIM_BIN) + " - --backend analytical --no-db --quiet --output " + shell_quote(result);
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   const json r = json::parse(slurp(result));
   EXPECT_EQ(r["results"][0]["plan"]["data_parallel_degree"], 64);

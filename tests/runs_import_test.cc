@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/cli_run_support.h"
+
 namespace {
 
 using nlohmann::json;
@@ -18,23 +20,9 @@ namespace fs = std::filesystem;
 
 const std::string kData = std::string(MONARCH_SOURCE_DIR) + "/tests/data/kineto/";
 
-struct Result {
-  int status = -1;
-  std::string out, err;
-};
-
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using Result = monarch::test::CliResult;
+using monarch::test::shell_quote;
+using monarch::test::slurp;
 
 // A 2-GPU data-parallel GPT with every plan choice fixed, so the scenario has one plan.
 constexpr const char* kScenario = R"({
@@ -57,17 +45,7 @@ class RunsImport : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  Result run(const std::vector<std::string>& args) {
-    std::string cmd = quote(MONARCH_SIM_BIN);
-    for (const auto& a : args) cmd += " " + quote(a);
-    cmd += " >" + quote((dir_ / "stdout").string()) + " 2>" + quote((dir_ / "stderr").string()) + " </dev/null";
-    const int raw = std::system(cmd.c_str());
-    Result r;
-    r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-    r.out = slurp(dir_ / "stdout");
-    r.err = slurp(dir_ / "stderr");
-    return r;
-  }
+  Result run(const std::vector<std::string>& args) { return monarch::test::run_binary(MONARCH_SIM_BIN, args, dir_); }
   std::string write(const std::string& name, const std::string& text) {
     const fs::path p = dir_ / name;
     fs::create_directories(p.parent_path());
