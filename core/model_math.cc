@@ -247,8 +247,13 @@ double korthikanti_table2_bytes(int64_t s, int64_t b, int64_t h, int64_t a, int6
   return sbh * (base + (r == Recompute::kSelective ? 0.0 : attn / T));
 }
 
+double saved_gemm_input_bytes(Precision precision) {
+  return precision == Precision::kFp8 ? 1.0 : bytes_per_element(precision);
+}
+
 double layer_activation_bytes(const ModelShape& m, int64_t micro_batch, int64_t tp, int64_t cp, bool sp,
-                              Recompute r, double e, int64_t etp) {
+                              Recompute r, double e, int64_t etp, double gemm_input_bytes) {
+  const double g = gemm_input_bytes > 0 ? gemm_input_bytes : e;  // saved GEMM inputs
   const double t = static_cast<double>(tp);
   const double s_local = static_cast<double>(m.seq) / static_cast<double>(cp);
   const double T = s_local * static_cast<double>(micro_batch);  // tokens on this rank
@@ -259,11 +264,11 @@ double layer_activation_bytes(const ModelShape& m, int64_t micro_batch, int64_t 
   const double mask = 1.0;  // dropout masks: one byte per element
   // Replicated across TP ranks unless sequence parallel: the two norm inputs, the inputs of
   // QKV and of the first MLP projection (the norm outputs), the two hidden dropout masks.
-  double replicated = 4.0 * e * T * h + (m.dropout ? 2.0 * mask * T * h : 0.0);
+  double replicated = 2.0 * e * T * h + 2.0 * g * T * h + (m.dropout ? 2.0 * mask * T * h : 0.0);
   // Split across TP ranks: Q, K, V; the attention projection input; the MLP internals.
   const double kv = static_cast<double>(m.kv_heads * m.head_dim);
   const double q = static_cast<double>(m.heads * m.head_dim);
-  double split = e * T * (q + 2.0 * kv) + e * T * q;
+  double split = e * T * (q + 2.0 * kv) + g * T * q;
   double experts_local = 0;  // the expert block, already per rank
   if (m.moe()) {
     Plan p;
@@ -285,7 +290,8 @@ double layer_activation_bytes(const ModelShape& m, int64_t micro_batch, int64_t 
     experts_local += e * f.dispatch_rows * h;
     experts_local += 4.0 * f.routed_tokens * static_cast<double>(m.top_k);
   } else {
-    split += e * T * static_cast<double>(m.ffn) * (m.gated_mlp ? 3.0 : 2.0);
+    // GeLU: its input (fc1 output) and the fc2 input; SwiGLU: gate and up, and the fc2 input.
+    split += T * static_cast<double>(m.ffn) * (e * (m.gated_mlp ? 2.0 : 1.0) + g);
   }
   double core = 0;  // attention core, split across TP ranks (heads)
   const double a = static_cast<double>(m.heads);
@@ -362,7 +368,8 @@ MemoryBreakdown stage_memory(const ModelShape& m, const Scenario& sc, const Plan
   const int64_t mbs = plan.micro_batch_size;
   const int64_t n_mb = std::max<int64_t>(num_micro_batches(sc, plan), 1);
   const double in_flight = micro_batches_in_flight(plan, stage, n_mb);
-  const double per_layer = layer_activation_bytes(m, mbs, plan.tp, plan.cp, plan.sequence_parallel, plan.recompute, e, plan.etp);
+  const double g_in = saved_gemm_input_bytes(sc.training.precision);
+  const double per_layer = layer_activation_bytes(m, mbs, plan.tp, plan.cp, plan.sequence_parallel, plan.recompute, e, plan.etp, g_in);
   const double t = static_cast<double>(plan.tp);
   const double sp_div = plan.sequence_parallel ? t : 1.0;
   const double T = static_cast<double>(m.seq) / static_cast<double>(plan.cp) * static_cast<double>(mbs);
@@ -375,7 +382,7 @@ MemoryBreakdown stage_memory(const ModelShape& m, const Scenario& sc, const Plan
   // kept layer inputs. On the last stage the micro-batch's output-layer activations are freed by
   // then (its backward ran first), so the peak holds the larger of the two.
   const double recomputed = plan.recompute == Recompute::kFull && layers > 0
-                                ? layer_activation_bytes(m, mbs, plan.tp, plan.cp, plan.sequence_parallel, Recompute::kNone, e, plan.etp)
+                                ? layer_activation_bytes(m, mbs, plan.tp, plan.cp, plan.sequence_parallel, Recompute::kNone, e, plan.etp, g_in)
                                 : 0.0;
   if (stage == plan.pp - 1) {
     // Korthikanti et al. 2022, section 4.3: final norm input and output projection input

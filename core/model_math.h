@@ -183,8 +183,19 @@ double korthikanti_table2_bytes(int64_t s, int64_t b, int64_t h, int64_t a, int6
 // For MoE, `etp` is the expert tensor parallel degree (0 = tp): the expert block keeps the
 // etp x E x cap rows of its gathered input and their 1/etp share of the expert FFN (cap for the
 // T / tp tokens each rank routes).
+// `gemm_input_bytes` (0 = element_bytes) is the element size of the tensors kept only as the
+// input of a linear layer's weight-gradient GEMM: the QKV and fc1 inputs (norm outputs), the
+// attention projection input and the fc2 input (saved_gemm_input_bytes).
 double layer_activation_bytes(const ModelShape& m, int64_t micro_batch, int64_t tp, int64_t cp,
-                              bool sequence_parallel, Recompute r, double element_bytes, int64_t etp = 0);
+                              bool sequence_parallel, Recompute r, double element_bytes, int64_t etp = 0,
+                              double gemm_input_bytes = 0);
+
+// Bytes per element of a saved linear-layer input. Fp8 training (Transformer Engine Linear,
+// LayerNormLinear, LayerNormMLP) casts each GEMM input to fp8 in the forward and saves that fp8
+// copy for the weight-gradient GEMM instead of the 16-bit tensor: 1 byte (kFp8WeightBytes'
+// element size). The attention inputs (Q, K, V) and the activation-function input stay 16-bit.
+// Dense layers only: the MoE expert block keeps its 16-bit rows.
+double saved_gemm_input_bytes(Precision precision);
 
 // Micro-batches whose activations a stage keeps at its peak, in units of "one micro-batch
 // through all of this rank's layers": GPipe m; 1F1B min(p - stage, m); interleaved
