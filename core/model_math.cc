@@ -8,9 +8,7 @@
 
 namespace monarch {
 
-AttentionKernel default_attention_kernel(const ModelConfig& m) {
-  return m.architecture == Architecture::kGpt ? AttentionKernel::kMaterialized : AttentionKernel::kFlash;
-}
+AttentionKernel default_attention_kernel(const ModelConfig&) { return AttentionKernel::kFlash; }
 
 ModelShape model_shape(const ModelConfig& c) {
   ModelShape m;

@@ -17,11 +17,11 @@
 namespace monarch {
 
 // The attention kernel (core/scenario.h) decides what attention keeps for the backward pass.
-// When model.attention_kernel is absent: the kernel a framework uses for the model. gpt is the Megatron GPT-3 reference
-// block (learned positions, LayerNorm, GeLU, dropout) as run in Megatron-LM's published GPT
-// results (Narayanan 2021, Korthikanti 2022: materialized scores with fused softmax);
-// llama models are trained with fused flash attention (Transformer Engine / cuDNN in NeMo
-// and Megatron-Core, FlashAttention in torchtitan).
+// When model.attention_kernel is absent: flash for every architecture (docs/spec/scenario.md),
+// the fused attention today's stacks run (Transformer Engine / cuDNN in NeMo and
+// Megatron-Core, FlashAttention in torchtitan and DeepSpeed). Runs of Megatron-LM before 2023
+// (Narayanan 2021, Korthikanti 2022: materialized scores with fused softmax) say
+// "materialized".
 AttentionKernel default_attention_kernel(const ModelConfig& m);
 
 // Everything about the transformer's shape that the formulas need, derived once.
