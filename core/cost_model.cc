@@ -140,6 +140,14 @@ constexpr double kGradZeroBytesPerParam = 4.0;
 // this fraction of the compute window (NCCL uses 8-32 SMs of 108-132; Megatron reports
 // ~5-10% compute slowdown with overlapped DP communication).
 constexpr double kOverlapEfficiency = 0.9;
+// TP communication overlap (Transformer Engine userbuffers, Megatron --tp-comm-overlap, NeMo
+// tp_comm_overlap): the overlapped collectives run as kernels that hold SMs while the GEMM they
+// hide behind runs on the rest. SMs per overlapped GEMM in NeMo's / Megatron-Bridge's H100
+// configs (comm_overlap.py, userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192): pipelined
+// reduce-scatter after the projection and fc2 24 and 16, bulk overlaps in the backward 4, 24, 2
+// and 4, ring-exchange all-gathers on the copy engines (0-1): 7.4 on average over a layer's ten
+// overlapped GEMMs (fp8 and GPT-3 175B configs 3.6-3.9).
+constexpr double kTpOverlapCommSms = 8.0;
 
 // --- Mixture-of-experts layers (Megatron-Core MoELayer: TopKRouter, MoEAlltoAllTokenDispatcher,
 // TEGroupedMLP; megatron/core/transformer/moe/).
@@ -586,6 +594,20 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
     gemms[n_gemms++] = linear(c, T, (m.gated_mlp ? 2.0 : 1.0) * f / t, h, true);  // fc1 (gate+up)
     gemms[n_gemms++] = linear(c, T, h, f / t, true);                               // fc2
   }
+  // TP communication overlap with sequence parallelism splits each forward GEMM that an
+  // all-gather feeds (QKV, fc1) or a reduce-scatter drains (projection, fc2) into tp chunks of
+  // T / tp rows, one per ring step (Transformer Engine userbuffers split_overlap_ag /
+  // split_overlap_rs; the pipelined reduce-scatter uses num_splits = 4 in NeMo's configs): tp
+  // smaller GEMMs, each with its own wave quantization and kernel launch.
+  if (p.tp_comm_overlap && p.tp > 1 && p.sequence_parallel && !m.moe()) {
+    const double dims[4][2] = {{(q + 2.0 * kv) / t, h}, {h, q / t},
+                               {(m.gated_mlp ? 2.0 : 1.0) * static_cast<double>(m.ffn) / t, h},
+                               {h, static_cast<double>(m.ffn) / t}};
+    for (int i = 0; i < 4; ++i) {
+      const Op one = linear(c, T / t, dims[i][0], dims[i][1], true).fwd;
+      gemms[i].fwd = Op{t * one.s, t * one.flops, t * one.bytes};
+    }
+  }
   for (int i = 0; i < n_gemms; ++i) {
     const GemmCost& g = gemms[i];
     lc.fwd += g.fwd;
@@ -788,7 +810,12 @@ LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape&
       exposed = total;
       hidden_window_s = lc.gemm_fwd_s * (full ? 2.0 : 1.0) + lc.gemm_bwd_s;
     }
-    if (p.tp_comm_overlap) exposed = std::max(0.0, total - kOverlapEfficiency * hidden_window_s);
+    if (p.tp_comm_overlap) {
+      exposed = std::max(0.0, total - kOverlapEfficiency * hidden_window_s);
+      // While hidden, the communication kernels hold kTpOverlapCommSms of the SMs the GEMMs
+      // would use.
+      exposed += (total - exposed) * kTpOverlapCommSms / static_cast<double>(c.prof->sm_count);
+    }
     out.tp_total_s = total;
     out.tp_exposed_s = exposed;
   }
