@@ -3,8 +3,10 @@
 // source by tools/framework_keys.py), and scenario -> export -> import gives back the same plan.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <regex>
 #include <set>
@@ -171,6 +173,30 @@ TEST(FrameworkExport, EveryKeyWrittenIsOneTheFrameworkAccepts) {
       }
     }
   EXPECT_GT(checked, 150);
+}
+
+// Every exported config is kept in tests/data/frameworks/golden/ (CASE.FORMAT.EXT): a change
+// to what a framework is told shows in review. MONARCH_UPDATE_GOLDEN=1 rewrites the files.
+TEST(FrameworkExport, MatchesTheGoldenFiles) {
+  const std::filesystem::path dir = kData + "/frameworks/golden";
+  const bool update = std::getenv("MONARCH_UPDATE_GOLDEN") != nullptr;
+  int compared = 0;
+  for (const Case& c : cases())
+    for (ConfigFormat f : kFormats) {
+      auto out = export_plan(c.scenario, c.plan, f);
+      if (!out) continue;
+      const auto path = dir / (c.name + "." + to_string(f) + extension(f));
+      if (update) {
+        std::filesystem::create_directories(dir);
+        std::ofstream(path, std::ios::binary) << out->text;
+      }
+      std::ifstream in(path, std::ios::binary);
+      ASSERT_TRUE(in) << path << " is missing (MONARCH_UPDATE_GOLDEN=1 writes it)";
+      const std::string golden((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      EXPECT_EQ(out->text, golden) << path << " differs from the export (MONARCH_UPDATE_GOLDEN=1 rewrites it)";
+      ++compared;
+    }
+  EXPECT_EQ(compared, 16);  // 20 less the four refusals
 }
 
 TEST(FrameworkExport, TheKeyListsHoldTheKeysTheIssueNames) {
