@@ -1056,10 +1056,13 @@ void cross_check(Ctx& ctx, const json* pj, Scenario& s) {
   if (ok(p.vpp) && *p.vpp > 1) {
     if (ok(p.pp) && *p.pp < 2)
       ctx.add(path("virtual_pipeline_degree"), "found " + fmt_int(*p.vpp) + ", expected 1 when pipeline_parallel_degree is 1");
-    else if (transformer && ok(p.pp) && m.num_layers > 0 && *p.pp * *p.vpp > m.num_layers)
-      ctx.add(path("virtual_pipeline_degree"), "found " + fmt_int(*p.vpp) + ", expected pipeline_parallel_degree x virtual_pipeline_degree (" +
-                                                   fmt_int(*p.pp * *p.vpp) + ") to be at most num_layers (" + fmt_int(m.num_layers) +
-                                                   ") so that every model chunk holds a layer");
+    else if (transformer && ok(p.pp) && m.num_layers > 0 && !p.layers_per_stage &&
+             *p.pp * *p.vpp > m.num_layers + (p.account_for_embedding ? 1 : 0) + (p.account_for_loss ? 1 : 0))
+      ctx.add(path("virtual_pipeline_degree"),
+              "found " + fmt_int(*p.vpp) + ", expected pipeline_parallel_degree x virtual_pipeline_degree (" + fmt_int(*p.pp * *p.vpp) +
+                  ") to be at most num_layers (" + fmt_int(m.num_layers) +
+                  ") plus the embedding and the loss where the account_for flags count them, so that every model chunk holds a layer "
+                  "or one of them");
     if (p.schedule && *p.schedule != Schedule::kInterleaved)
       ctx.add("/parallelism/pipeline_schedule", std::string("found \"") + to_string(*p.schedule) +
                                                     "\", expected \"interleaved-1f1b\" when virtual_pipeline_degree > 1");

@@ -58,6 +58,22 @@ TEST(ScenarioIo, FrameworkRulesRefusePinnedChoicesOnly) {
   EXPECT_NE(s.problems().front().message.find("training.framework is \"deepspeed\""), std::string::npos);
 }
 
+// Reduced-layer proxies of Llama 3.1 405B (30 layers on pp 4 x vpp 8): with both account-for
+// flags the 32 model chunks hold the embedding, 30 layers and the loss; without, 32 chunks
+// cannot each hold a layer.
+TEST(ScenarioIo, AccountForFlagsLetEndChunksHoldOnlyTheEmbeddingOrTheLoss) {
+  json j = base_scenario();
+  j["model"]["num_layers"] = 30;
+  j["parallelism"] = {{"tp", 2}, {"pp", 4}, {"dp", 8}, {"vpp", 8}, {"account_for_embedding_in_pipeline_split", true},
+                      {"account_for_loss_in_pipeline_split", true}};
+  auto s = scenario_from_json(j);
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  j["parallelism"].erase("account_for_loss_in_pipeline_split");
+  s = scenario_from_json(j);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.problems().front().where, "/parallelism/vpp");
+}
+
 class BadScenario : public ::testing::TestWithParam<BadCase> {};
 
 TEST_P(BadScenario, IsRefusedNamingThePath) {
