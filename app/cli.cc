@@ -170,7 +170,7 @@ int main_cli(int argc, char** argv) {
   sweep_cmd->add_option("--point-output", sweep.point_output, "worker process: write the point's outcome here")->group("");
 
   // runs: everything after "runs" goes to the store's own parser (results/runs_command.h).
-  auto* runs_cmd = app.add_subcommand("runs", "the results store: runs list [--scenario NAME] [--backend B] | show ID | compare ID ID | export [--format csv|json] | import PATH... [--scenario S | --plan P]");
+  auto* runs_cmd = app.add_subcommand("runs", "the results store: runs list [--scenario NAME] [--backend B] | show ID | compare ID ID | export [--format csv|json] [--sweep NAME] | import PATH... [--scenario S | --plan P]");
   runs_cmd->prefix_command();
   runs_cmd->allow_extras();
 

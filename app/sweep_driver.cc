@@ -38,6 +38,8 @@ using Clock = std::chrono::steady_clock;
 constexpr int kExitInterrupted = 130;
 // How long the coordinator sleeps between looks at its children and ranks.
 constexpr auto kPollInterval = std::chrono::milliseconds(20);
+// How often the progress line on a terminal is redrawn.
+constexpr auto kProgressInterval = std::chrono::milliseconds(500);
 
 // A point that ended: its outcome's text, or why its process ended without one.
 struct Finished {
@@ -351,6 +353,7 @@ int coordinate(const run::SweepSpec& spec, Store& store, PointExecutor& exec, st
   const auto started = Clock::now();
   std::map<int64_t, int> attempts;
   bool store_failed = false;
+  auto last_progress = Clock::time_point{};
   while (!todo.empty() || exec.running() > 0) {
     if (interrupted()) break;
     while (!todo.empty() && exec.has_free_slot()) {
@@ -369,7 +372,10 @@ int coordinate(const run::SweepSpec& spec, Store& store, PointExecutor& exec, st
       return 1;
     }
     if (!*f) {
-      if (tty) print_progress(spec, tally, exec.running(), started);
+      if (tty && Clock::now() - last_progress >= kProgressInterval) {
+        print_progress(spec, tally, exec.running(), started);
+        last_progress = Clock::now();
+      }
       std::this_thread::sleep_for(kPollInterval);
       continue;
     }

@@ -495,7 +495,7 @@ int run_runs_command(const std::vector<std::string>& args, const std::string& db
   } catch (const CLI::ParseError& e) {
     err << "error: monarch-sim runs: " << e.what() << "\n";
     err << "usage: monarch-sim runs list [--scenario NAME] [--backend B] | show ID | compare ID ID | export "
-           "[--format csv|json]\n";
+           "[--format csv|json] [--sweep NAME]\n";
     return kExitBadInput;
   }
   if (!scenario.empty()) filter.scenario_name = scenario;
