@@ -101,6 +101,47 @@ json overrides_object(const std::vector<SweepOverride>& overrides) {
 }
 
 
+// The sweep's "backends": a non-empty list of backend names, duplicates dropped.
+void read_backends(const json& b, const std::string& where, std::vector<Backend>& out, Problems& problems) {
+  if (!b.is_array() || b.empty()) {
+    problems.push_back({where, "found " + json_type(b) + ", expected a list of analytical, simgrid, real-cpu, real-gpu"});
+    return;
+  }
+  for (size_t i = 0; i < b.size(); ++i) {
+    Backend kind;
+    if (!b[i].is_string() || !parse_backend(b[i].get<std::string>(), &kind))
+      problems.push_back({where + "/" + std::to_string(i), "found " + b[i].dump() + ", expected analytical, simgrid, real-cpu or real-gpu"});
+    else if (std::find(out.begin(), out.end(), kind) == out.end())
+      out.push_back(kind);
+  }
+}
+
+// Every point with its key; problems for two points with the same overrides. The base
+// scenario's content (its JSON, normalized) is part of every key, so that an edited base is a
+// different point; a base that is not JSON stops the sweep before any work.
+Problems add_points(SweepSpec& spec, std::vector<std::vector<SweepOverride>> sets, const std::string& where,
+                    bool from_grid) {
+  auto base_text = read_small_file(spec.base_path, where + "/base");
+  if (!base_text) return base_text.problems();
+  auto base_json = parse_json_text(*base_text, spec.base_path);
+  if (!base_json) return base_json.problems();
+  json backends = json::array();
+  for (Backend b : spec.backends) backends.push_back(to_string(b));
+  const json base = json::parse(normalized_dump(*base_json));
+  Problems problems;
+  std::map<std::string, size_t> seen;
+  for (size_t i = 0; i < sets.size(); ++i) {
+    SweepPointSpec p;
+    p.overrides = std::move(sets[i]);
+    p.key = sha256_hex(normalized_dump(json{{"base", base}, {"overrides", overrides_object(p.overrides)}, {"backends", backends}}));
+    if (auto [it, fresh] = seen.emplace(p.key, i); !fresh)
+      problems.push_back({where + (from_grid ? "/grid" : "/points/" + std::to_string(i)),
+                          "repeats point " + std::to_string(it->second) + " (the same overrides)"});
+    spec.points.push_back(std::move(p));
+  }
+  return problems;
+}
+
 }  // namespace
 
 Expected<SweepSpec> read_sweep_file(const std::string& path) {
@@ -135,20 +176,7 @@ Expected<SweepSpec> read_sweep_file(const std::string& path) {
     if (base.is_relative() && file.has_parent_path()) base = file.parent_path() / base;
     spec.base_path = base.lexically_normal().string();
   }
-  if (j.contains("backends")) {
-    const json& b = j["backends"];
-    if (!b.is_array() || b.empty()) {
-      problems.push_back({at("/backends"), "found " + json_type(b) + ", expected a list of analytical, simgrid, real-cpu, real-gpu"});
-    } else {
-      for (size_t i = 0; i < b.size(); ++i) {
-        Backend kind;
-        if (!b[i].is_string() || !parse_backend(b[i].get<std::string>(), &kind))
-          problems.push_back({at("/backends/" + std::to_string(i)), "found " + b[i].dump() + ", expected analytical, simgrid, real-cpu or real-gpu"});
-        else if (std::find(spec.backends.begin(), spec.backends.end(), kind) == spec.backends.end())
-          spec.backends.push_back(kind);
-      }
-    }
-  }
+  if (j.contains("backends")) read_backends(j["backends"], at("/backends"), spec.backends, problems);
   std::vector<std::vector<SweepOverride>> sets;
   const bool has_grid = j.contains("grid"), has_points = j.contains("points");
   if (has_grid == has_points) {
@@ -167,27 +195,7 @@ Expected<SweepSpec> read_sweep_file(const std::string& path) {
     }
   }
   if (!problems.empty()) return problems;
-
-  // The base scenario's content (its JSON, normalized) is part of every point's key, so that an
-  // edited base is a different point; a base that is not JSON stops the sweep before any work.
-  auto base_text = read_small_file(spec.base_path, at("/base"));
-  if (!base_text) return base_text.problems();
-  auto base_json = parse_json_text(*base_text, spec.base_path);
-  if (!base_json) return base_json.problems();
-  json backends = json::array();
-  for (Backend b : spec.backends) backends.push_back(to_string(b));
-  const std::string base_norm = normalized_dump(*base_json);
-  std::map<std::string, size_t> seen;
-  for (size_t i = 0; i < sets.size(); ++i) {
-    SweepPointSpec p;
-    p.overrides = std::move(sets[i]);
-    p.key = sha256_hex(normalized_dump(json{{"base", json::parse(base_norm)}, {"overrides", overrides_object(p.overrides)},
-                                            {"backends", backends}}));
-    if (auto [it, fresh] = seen.emplace(p.key, i); !fresh)
-      problems.push_back({at(has_grid ? "/grid" : "/points/" + std::to_string(i)),
-                          "repeats point " + std::to_string(it->second) + " (the same overrides)"});
-    spec.points.push_back(std::move(p));
-  }
+  problems = add_points(spec, std::move(sets), path + ": ", has_grid);
   if (!problems.empty()) return problems;
   return spec;
 }
