@@ -8,6 +8,7 @@
 #include <regex>
 #include <sstream>
 
+#include "core/framework_rules.h"
 #include "core/model_math.h"
 #include "core/presets.h"
 
@@ -179,10 +180,8 @@ void export_torchtitan(const Scenario& s, const Plan& p, Problems& refuse, Expor
   // Data parallelism: DDP (replicate) for ZeRO 0, FSDP2 (shard) for ZeRO 2 and 3.
   int64_t replicate = p.dp, shard = 1;
   std::string reshard;
-  if (p.zero_stage == 1) {
-    refuse.push_back({where, "ZeRO-1 (optimizer states sharded, gradients whole) has no torchtitan form: FSDP2 shards "
-                             "gradients with the parameters; choose zero_stage 2 (fsdp_reshard_after_forward = "
-                             "\"never\") or 3"});
+  if (const std::string why = framework_problem(Framework::kTorchtitan, p); !why.empty()) {
+    refuse.push_back({where, why});
   } else if (p.zero_stage >= 2) {
     replicate = 1;
     shard = p.dp;
@@ -371,14 +370,7 @@ constexpr int64_t kDeepspeedPrefetchBucket_elements = 50000000;
 
 void export_deepspeed(const Scenario& s, const Plan& p, Problems& refuse, ExportedConfig& out) {
   const std::string where = "--to deepspeed";
-  if (p.vpp > 1 || p.schedule == Schedule::kInterleaved)
-    refuse.push_back({where, "DeepSpeed's pipeline engine has no interleaved schedule (one model chunk per stage); "
-                             "the plan has vpp " + str(p.vpp)});
-  if (p.pp > 1 && p.schedule == Schedule::kGpipe)
-    refuse.push_back({where, "DeepSpeed's pipeline engine runs its own 1F1B train schedule, not GPipe"});
-  if (p.pp > 1 && p.zero_stage >= 2)
-    refuse.push_back({where, "DeepSpeed refuses ZeRO-" + str(p.zero_stage) + " with pipeline parallelism (pp " +
-                             str(p.pp) + "); ZeRO-1 or pp 1 is needed"});
+  if (const std::string why = framework_problem(Framework::kDeepspeed, p); !why.empty()) refuse.push_back({where, why});
   if (p.cp > 1)
     refuse.push_back({where, "Megatron-DeepSpeed splits the sequence with Ulysses (--ds-sequence-parallel-size, "
                              "all-to-all), not ring context parallelism; the plan has cp " + str(p.cp)});
