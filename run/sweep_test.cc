@@ -73,7 +73,7 @@ TEST(SweepFile, RefusalsNameTheFileAndJsonPath) {
       {R"({"base": "missing.json", "points": [{"a": 1}]})", "s.json: /base: cannot read"},
       {R"({"base": "base.json", "backends": ["simgrd"], "points": [{"a": 1}]})", "s.json: /backends/0: found \"simgrd\""},
       {R"({"base": "base.json", "grid": {"a": [1,2,3,4,5,6,7,8,9,10], "b": [1,2,3,4,5,6,7,8,9,10],
-          "c": [1,2,3,4,5,6,7,8,9,10], "d": [1,2,3,4,5,6,7,8,9,10], "e": [1,2,3,4,5,6,7,8,9,10]}})",
+          "c": [1,2,3,4,5,6,7,8,9,10], "d": [1,2,3,4,5,6,7,8,9,10], "e": [1,2,3,4,5,6,7,8,9,10,11]}})",
        "s.json: /grid: the grid has more than 100000 points"},
       {R"({"base": "base.json", "points": [{"a": 1}], "extra": 1})", "s.json: /extra: unknown key"},
       {"{\"base\": ", "s.json:1:10: JSON syntax error"},
