@@ -25,10 +25,6 @@ BuildFeatures build_features() {
   return f;
 }
 
-void print_error(const std::string& where, const std::string& message) {
-  std::cerr << "monarch-sim: error: " << (where.empty() ? "" : where + ": ") << message << "\n";
-}
-
 namespace {
 
 // Upper bound of --jobs: more search threads than any machine has cores is a typo, not a wish.
@@ -161,8 +157,20 @@ int main_cli(int argc, char** argv) {
       ->check(CLI::Range(int64_t{1}, kMaxGpusPerNode))
       ->excludes(cluster_opt);
 
+  // sweep: many points of one base scenario (app/cmd_sweep.cc, docs/sweeps.md).
+  SweepOptions sweep;
+  int64_t sweep_point = -1;
+  auto* sweep_cmd = app.add_subcommand("sweep", "run every point of a sweep (a base scenario and a grid or list of overrides) and record them in the store");
+  sweep_cmd->add_option("sweep", sweep.sweep_path, "sweep file (docs/sweeps.md)")->type_name("SWEEP.json")->required();
+  sweep_cmd->add_option("--jobs", sweep.jobs, "worker processes on this machine, 0 = one per hardware thread (under mpirun: one per rank but rank 0)")
+      ->type_name("N")
+      ->check(CLI::Range(int64_t{0}, kMaxSearchJobs));
+  sweep_cmd->add_flag("--resume", sweep.resume, "compute only the points the store does not have yet");
+  auto* sweep_point_opt = sweep_cmd->add_option("--point", sweep_point, "worker process: compute this point only")->group("");
+  sweep_cmd->add_option("--point-output", sweep.point_output, "worker process: write the point's outcome here")->group("");
+
   // runs: everything after "runs" goes to the store's own parser (results/runs_command.h).
-  auto* runs_cmd = app.add_subcommand("runs", "the results store: runs list [--scenario NAME] [--backend B] | show ID | compare ID ID | export [--format csv|json] | import PATH... [--scenario S | --plan P]");
+  auto* runs_cmd = app.add_subcommand("runs", "the results store: runs list [--scenario NAME] [--backend B] | show ID | compare ID ID | export [--format csv|json] [--sweep NAME] | import PATH... [--scenario S | --plan P]");
   runs_cmd->prefix_command();
   runs_cmd->allow_extras();
 
@@ -217,6 +225,17 @@ int main_cli(int argc, char** argv) {
     return cmd_export(exp);
   }
   if (*import_cmd) return cmd_import(imp);
+  if (*sweep_cmd) {
+    sweep.db_path = run.db_path;
+    if (*sweep_point_opt) {
+      if (sweep.point_output.empty()) {
+        print_error("--point", "needs --point-output FILE");
+        return kExitInvalid;
+      }
+      sweep.point = sweep_point;
+    }
+    return cmd_sweep(sweep);
+  }
   if (*runs_cmd) {
     RunsOptions runs;
     runs.args = runs_cmd->remaining();

@@ -12,9 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <iomanip>
 #include <iostream>
@@ -22,6 +20,7 @@
 #include <sstream>
 
 #include "app/commands.h"
+#include "app/interrupt.h"
 #include "core/scenario_io.h"
 #include "results/store.h"
 #include "run/run_library.h"
@@ -31,24 +30,6 @@ namespace monarch::app {
 namespace {
 
 constexpr int kExitInterrupted = 130;
-
-std::atomic<bool> g_interrupted{false};
-extern "C" void on_sigint(int) { g_interrupted.store(true); }
-
-// Installs a SIGINT handler for the life of the object; the previous one is restored after.
-class InterruptGuard {
- public:
-  InterruptGuard() {
-    g_interrupted.store(false);
-    previous_ = std::signal(SIGINT, on_sigint);
-  }
-  ~InterruptGuard() { std::signal(SIGINT, previous_); }
-  InterruptGuard(const InterruptGuard&) = delete;
-  InterruptGuard& operator=(const InterruptGuard&) = delete;
-
- private:
-  void (*previous_)(int) = SIG_DFL;
-};
 
 bool stderr_is_terminal() { return ::isatty(STDERR_FILENO) == 1; }
 
@@ -243,7 +224,7 @@ int cmd_run(const RunOptions& opts) {
                                            [](Backend b) { return b != Backend::kAnalytical; });
 
   run::RunEvents events;
-  events.control.cancelled = [] { return g_interrupted.load(); };
+  events.control.cancelled = [] { return interrupted(); };
   if (tty)
     events.control.progress = [](const std::string& stage, int64_t done, int64_t total) {
       if (total > 0)

@@ -42,6 +42,19 @@ struct RunOptions {
 };
 int cmd_run(const RunOptions&);
 
+// monarch-sim sweep SWEEP.json [--jobs N] [--resume] [--db FILE] (app/cmd_sweep.cc); under
+// mpirun, rank 0 coordinates and the other ranks compute. --point K --point-output FILE: the
+// worker process of one point (started by the coordinator, not by users).
+struct SweepOptions {
+  std::string sweep_path;
+  std::string db_path;  // --db; empty = the default store path
+  int64_t jobs = 1;     // --jobs: worker processes on this machine (0 = one per hardware thread)
+  bool resume = false;  // --resume: compute only the points the store lacks
+  std::optional<int64_t> point;  // --point: compute this point and write its outcome
+  std::string point_output;      // --point-output
+};
+int cmd_sweep(const SweepOptions&);
+
 // monarch-sim validate CASES.json [--max-mape PCT] [--backend analytical|simgrid] [--max-gpus N]
 struct ValidateOptions {
   std::string cases_path;

@@ -1,5 +1,6 @@
 #include "results/runs_command.h"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <limits>
@@ -327,6 +328,93 @@ int cmd_export(Store& store, const RunFilter& filter, const std::string& format,
   return kExitOk;
 }
 
+// Text of one override value in a CSV cell: strings as they are, other values as JSON.
+std::string cell_of(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+// `runs export --sweep ID`: one row per point, by position: its overrides (one column per
+// path), status, the chosen plan and its headline figures (SimGrid when it was simulated).
+int cmd_export_sweep(Store& store, const std::string& sweep_id, const std::string& format, std::ostream& out,
+                     std::ostream& err) {
+  auto points = store.list_sweep_points(sweep_id);
+  if (!points) {
+    print_problems(err, points.problems());
+    return kExitBadInput;
+  }
+  if (points->empty()) {
+    err << "error: runs export --sweep: no points of sweep \"" << one_line(sweep_id) << "\" in " << store.path() << "\n";
+    return kExitBadInput;
+  }
+  std::vector<std::string> paths;  // override paths in order of first appearance
+  std::vector<json> overrides;
+  std::vector<std::optional<StoredRun>> best;
+  for (const StoredSweepPoint& p : *points) {
+    overrides.push_back(json::parse(p.point.overrides_json, nullptr, false));
+    if (overrides.back().is_object())
+      for (const auto& [k, v] : overrides.back().items())
+        if (std::find(paths.begin(), paths.end(), k) == paths.end()) paths.push_back(k);
+    best.emplace_back();
+    if (p.best_run_id) {
+      auto r = store.load_run(*p.best_run_id, false);
+      if (!r) {
+        print_problems(err, r.problems());
+        return kExitBadInput;
+      }
+      best.back() = std::move(r).value();
+    }
+  }
+  if (format == "json") {
+    json rows = json::array();
+    for (size_t i = 0; i < points->size(); ++i) {
+      const SweepPoint& p = (*points)[i].point;
+      json row = {{"position", p.position}, {"overrides", overrides[i]}, {"status", to_string(p.status)},
+                  {"point_key", p.point_key}};
+      if (!p.error_message.empty()) row["error"] = p.error_message;
+      if (best[i]) {
+        const BackendResult& b = best[i]->record.result;
+        row["run_id"] = best[i]->id;
+        row["plan"] = describe(b.plan);
+        row["backend"] = b.backend;
+        row["iteration_time_s"] = b.iteration_time_s;
+        row["tokens_per_s"] = b.tokens_per_s;
+        row["mfu"] = b.mfu;
+        row["peak_gib"] = b.memory.peak_gib;
+        row["memory_fits"] = b.memory.fits;
+      }
+      rows.push_back(std::move(row));
+    }
+    out << json({{"format", "monarch-sim-sweep/1"}, {"sweep", sweep_id}, {"points", rows}})
+               .dump(2, ' ', false, json::error_handler_t::replace)
+        << "\n";
+    return kExitOk;
+  }
+  std::vector<std::string> header = {"sweep", "position", "status"};
+  header.insert(header.end(), paths.begin(), paths.end());
+  for (const char* h : {"plan", "backend", "iteration_time_s", "tokens_per_s", "mfu", "peak_gib", "memory_fits",
+                        "run_id", "error_message"})
+    header.push_back(h);
+  for (size_t i = 0; i < header.size(); ++i) out << (i ? "," : "") << csv_field(header[i]);
+  out << "\n";
+  for (size_t i = 0; i < points->size(); ++i) {
+    const SweepPoint& p = (*points)[i].point;
+    std::vector<std::string> row = {sweep_id, std::to_string(p.position), to_string(p.status)};
+    for (const std::string& path : paths)
+      row.push_back(overrides[i].is_object() && overrides[i].contains(path) ? cell_of(overrides[i][path]) : "");
+    if (best[i]) {
+      const BackendResult& b = best[i]->record.result;
+      for (const std::string& v : {describe(b.plan), b.backend, exact(b.iteration_time_s), exact(b.tokens_per_s),
+                                   exact(b.mfu), exact(b.memory.peak_gib), std::string(b.memory.fits ? "true" : "false"),
+                                   std::to_string(best[i]->id)})
+        row.push_back(v);
+    } else {
+      row.insert(row.end(), 8, "");
+    }
+    row.push_back(p.error_message);
+    for (size_t c = 0; c < row.size(); ++c) out << (c ? "," : "") << csv_field(row[c]);
+    out << "\n";
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 json stored_run_to_json(const StoredRun& r) {
@@ -381,6 +469,8 @@ int run_runs_command(const std::vector<std::string>& args, const std::string& db
   exp->add_option("--format", format, "csv (one row per run) or json (everything)")
       ->check(CLI::IsMember({"csv", "json"}));
   add_filters(exp);
+  std::string sweep_id;
+  exp->add_option("--sweep", sweep_id, "one row per point of this sweep (its \"name\"): overrides, status, chosen plan, figures");
 
   // CLI11 reads an unknown word as a stray argument ("A subcommand is required"); say what it is.
   for (size_t i = 0; i < args.size(); ++i) {
@@ -405,7 +495,7 @@ int run_runs_command(const std::vector<std::string>& args, const std::string& db
   } catch (const CLI::ParseError& e) {
     err << "error: monarch-sim runs: " << e.what() << "\n";
     err << "usage: monarch-sim runs list [--scenario NAME] [--backend B] | show ID | compare ID ID | export "
-           "[--format csv|json]\n";
+           "[--format csv|json] [--sweep NAME]\n";
     return kExitBadInput;
   }
   if (!scenario.empty()) filter.scenario_name = scenario;
@@ -444,6 +534,13 @@ int run_runs_command(const std::vector<std::string>& args, const std::string& db
       return kExitBadInput;
     }
     return cmd_compare(*store, compare_ids, out, err);
+  }
+  if (!sweep_id.empty()) {
+    if (filter.scenario_name || filter.backend) {
+      err << "error: runs export: --sweep takes no --scenario or --backend (a sweep's rows are its points)\n";
+      return kExitBadInput;
+    }
+    return cmd_export_sweep(*store, sweep_id, format, out, err);
   }
   return cmd_export(*store, filter, format, out, err);
 }

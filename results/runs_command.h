@@ -4,6 +4,7 @@
 //   runs compare ID ID                             side by side, differences in percent; the
 //                                                  prediction error when both share a plan
 //   runs export [--format csv|json] [--scenario NAME] [--backend B]
+//   runs export --sweep ID [--format csv|json]    one row per point of a sweep
 // `--db FILE` may also appear among the arguments and then wins over db_path.
 #pragma once
 

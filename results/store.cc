@@ -126,8 +126,26 @@ CREATE TABLE run_sources (
   PRIMARY KEY (run_id, position)
 ) WITHOUT ROWID;
 )sql",
+      // 3 -> 4: sweeps (`monarch-sim sweep`): one row per computed point of a sweep, with its
+      // overrides and outcome; the runs of a point name it.
+      R"sql(
+CREATE TABLE sweep_points (
+  id             INTEGER PRIMARY KEY AUTOINCREMENT,
+  sweep_id       TEXT NOT NULL,     -- the sweep file's "name"
+  point_key      TEXT NOT NULL,     -- SHA-256 over the base scenario's content, the overrides and the backends
+  position       INTEGER NOT NULL,  -- the point's index in the sweep's expansion
+  overrides      TEXT NOT NULL,     -- JSON object: scenario path -> value
+  status         TEXT NOT NULL CHECK (status IN ('ok', 'invalid', 'no_fit', 'failed')),
+  error_message  TEXT NOT NULL DEFAULT '',
+  best_run_id    INTEGER REFERENCES runs(id),  -- the chosen plan's run on the most detailed backend
+  recorded_at    TEXT NOT NULL,
+  UNIQUE (sweep_id, point_key)
+);
+ALTER TABLE runs ADD COLUMN sweep_point_id INTEGER REFERENCES sweep_points(id);
+CREATE INDEX runs_by_sweep_point ON runs(sweep_point_id) WHERE sweep_point_id IS NOT NULL;
+)sql",
   };
-  static_assert(kStoreSchemaVersion == 3, "add a migration step for the new schema version");
+  static_assert(kStoreSchemaVersion == 4, "add a migration step for the new schema version");
   return steps;
 }
 
@@ -470,82 +488,174 @@ Expected<Store> Store::open(const std::string& path, const StoreOptions& options
 
 int Store::schema_version() const { return static_cast<int>(db_->query_int("PRAGMA user_version")); }
 
-Expected<int64_t> Store::record_run(const RunRecord& run) {
-  json scenario = json::parse(run.scenario_json, nullptr, false);
-  if (scenario.is_discarded())
-    return Expected<int64_t>::fail("scenario_json", "is not valid JSON; the run was not recorded");
-  const std::string scenario_text = normalized_dump(scenario);
+namespace {
+
+// Inserts one run and its details inside the caller's transaction; returns its id. Throws
+// sqlite::Error. sweep_point_id 0: the run belongs to no sweep.
+int64_t insert_run(const Database& db, const RunRecord& run, const std::string& scenario_text, int64_t sweep_point_id) {
   const std::string plan_text = normalized_dump(plan_to_json(run.result.plan));
   const BackendResult& b = run.result;
-  using std::chrono::milliseconds;
+  const int64_t scenario_id = intern(db, "scenarios", sha256_hex(scenario_text), scenario_text);
+  const int64_t plan_id = intern(db, "plans", sha256_hex(plan_text), plan_text);
+
+  Statement ins = db.prepare(
+      "INSERT INTO runs (scenario_id, plan_id, scenario_name, backend, status, started_at, ended_at, "
+      "software_version, host, measured, parameters, error_message, source_key, sweep_point_id) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)");
+  ins.bind(1, scenario_id).bind(2, plan_id).bind(3, run.scenario_name).bind(4, b.backend);
+  ins.bind(5, std::string(to_string(run.status)));
+  ins.bind(6, format_utc(run.started_at)).bind(7, format_utc(run.ended_at));
+  ins.bind(8, run.software_version.empty() ? software_version() : run.software_version);
+  ins.bind(9, run.host.empty() ? host_name() : run.host);
+  ins.bind(10, int64_t{b.measured ? 1 : 0}).bind(11, run.parameters).bind(12, run.error_message);
+  if (!run.sources.empty()) ins.bind(13, source_key(run.sources));
+  if (sweep_point_id > 0) ins.bind(14, sweep_point_id);
+  ins.run();
+  const int64_t id = db.last_insert_rowid();
+
+  Statement src = db.prepare(
+      "INSERT INTO run_sources (run_id, position, path, sha256, bytes) VALUES (?1, ?2, ?3, ?4, ?5)");
+  for (size_t i = 0; i < run.sources.size(); ++i)
+    src.bind(1, id).bind(2, static_cast<int64_t>(i)).bind(3, run.sources[i].path).bind(4, run.sources[i].sha256)
+        .bind(5, run.sources[i].bytes).run();
+
+  Statement metric = db.prepare("INSERT INTO metrics (run_id, name, value) VALUES (?1, ?2, ?3)");
+  auto put = [&](const char* name, double v) { metric.bind(1, id).bind(2, std::string(name)).bind(3, v).run(); };
+  for (const auto& m : kResultMetrics) put(m.name, b.*m.field);
+  for (const auto& m : kTimeMetrics) put(m.name, b.time_breakdown_s.*m.field);
+  put("memory.fits", b.memory.fits ? 1.0 : 0.0);
+  put("memory.peak_gib", b.memory.peak_gib);
+  put("memory.capacity_gib", b.memory.capacity_gib);
+
+  Statement mem = db.prepare(
+      "INSERT INTO memory (run_id, position, stage, rank, category, gib) VALUES (?1, ?2, ?3, NULL, ?4, ?5)");
+  for (size_t i = 0; i < b.memory.stages.size(); ++i)
+    for (const auto& c : kMemoryCategories)
+      mem.bind(1, id).bind(2, static_cast<int64_t>(i)).bind(3, b.memory.stages[i].stage)
+          .bind(4, std::string(c.name)).bind(5, b.memory.stages[i].*c.field).run();
+
+  Statement comm = db.prepare(
+      "INSERT INTO communication (run_id, position, kind, comm_group, bytes, count, time_s) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+  for (size_t i = 0; i < b.communication.size(); ++i) {
+    const CommEntry& c = b.communication[i];
+    comm.bind(1, id).bind(2, static_cast<int64_t>(i)).bind(3, c.kind).bind(4, c.group).bind(5, c.bytes)
+        .bind(6, c.count).bind(7, c.time_s).run();
+  }
+
+  Statement loss = db.prepare("INSERT INTO losses (run_id, step, loss) VALUES (?1, ?2, ?3)");
+  for (size_t i = 0; i < b.losses.size(); ++i)
+    loss.bind(1, id).bind(2, static_cast<int64_t>(i)).bind(3, b.losses[i]).run();
+
+  Statement span = db.prepare(
+      "INSERT INTO timeline (run_id, position, rank, stream, name, category, start_s, end_s) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+  for (size_t i = 0; i < b.timeline.size(); ++i) {
+    const TimelineSpan& s = b.timeline[i];
+    span.bind(1, id).bind(2, static_cast<int64_t>(i)).bind(3, int64_t{s.rank}).bind(4, s.stream)
+        .bind(5, s.name).bind(6, s.category).bind(7, s.start_s).bind(8, s.end_s).run();
+  }
+  return id;
+}
+
+// The normalized text of a run's scenario; a problem when it is not JSON.
+Expected<std::string> scenario_text_of(const RunRecord& run) {
+  json scenario = json::parse(run.scenario_json, nullptr, false);
+  if (scenario.is_discarded())
+    return Expected<std::string>::fail("scenario_json", "is not valid JSON; the run was not recorded");
+  return normalized_dump(scenario);
+}
+
+}  // namespace
+
+Expected<int64_t> Store::record_run(const RunRecord& run) {
+  Expected<std::string> scenario_text = scenario_text_of(run);
+  if (!scenario_text) return scenario_text.problems();
   try {
     Transaction tx(*db_);
-    const int64_t scenario_id = intern(*db_, "scenarios", sha256_hex(scenario_text), scenario_text);
-    const int64_t plan_id = intern(*db_, "plans", sha256_hex(plan_text), plan_text);
-
-    Statement ins = db_->prepare(
-        "INSERT INTO runs (scenario_id, plan_id, scenario_name, backend, status, started_at, ended_at, "
-        "software_version, host, measured, parameters, error_message, source_key) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)");
-    ins.bind(1, scenario_id).bind(2, plan_id).bind(3, run.scenario_name).bind(4, b.backend);
-    ins.bind(5, std::string(to_string(run.status)));
-    ins.bind(6, format_utc(run.started_at)).bind(7, format_utc(run.ended_at));
-    ins.bind(8, run.software_version.empty() ? software_version() : run.software_version);
-    ins.bind(9, run.host.empty() ? host_name() : run.host);
-    ins.bind(10, int64_t{b.measured ? 1 : 0}).bind(11, run.parameters).bind(12, run.error_message);
-    if (!run.sources.empty()) ins.bind(13, source_key(run.sources));
-    ins.run();
-    const int64_t id = db_->last_insert_rowid();
-
-    Statement src = db_->prepare(
-        "INSERT INTO run_sources (run_id, position, path, sha256, bytes) VALUES (?1, ?2, ?3, ?4, ?5)");
-    for (size_t i = 0; i < run.sources.size(); ++i)
-      src.bind(1, id).bind(2, static_cast<int64_t>(i)).bind(3, run.sources[i].path).bind(4, run.sources[i].sha256)
-          .bind(5, run.sources[i].bytes).run();
-
-    Statement metric = db_->prepare("INSERT INTO metrics (run_id, name, value) VALUES (?1, ?2, ?3)");
-    auto put = [&](const char* name, double v) { metric.bind(1, id).bind(2, std::string(name)).bind(3, v).run(); };
-    for (const auto& m : kResultMetrics) put(m.name, b.*m.field);
-    for (const auto& m : kTimeMetrics) put(m.name, b.time_breakdown_s.*m.field);
-    put("memory.fits", b.memory.fits ? 1.0 : 0.0);
-    put("memory.peak_gib", b.memory.peak_gib);
-    put("memory.capacity_gib", b.memory.capacity_gib);
-
-    Statement mem = db_->prepare(
-        "INSERT INTO memory (run_id, position, stage, rank, category, gib) VALUES (?1, ?2, ?3, NULL, ?4, ?5)");
-    for (size_t i = 0; i < b.memory.stages.size(); ++i)
-      for (const auto& c : kMemoryCategories)
-        mem.bind(1, id).bind(2, static_cast<int64_t>(i)).bind(3, b.memory.stages[i].stage)
-            .bind(4, std::string(c.name)).bind(5, b.memory.stages[i].*c.field).run();
-
-    Statement comm = db_->prepare(
-        "INSERT INTO communication (run_id, position, kind, comm_group, bytes, count, time_s) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
-    for (size_t i = 0; i < b.communication.size(); ++i) {
-      const CommEntry& c = b.communication[i];
-      comm.bind(1, id).bind(2, static_cast<int64_t>(i)).bind(3, c.kind).bind(4, c.group).bind(5, c.bytes)
-          .bind(6, c.count).bind(7, c.time_s).run();
-    }
-
-    Statement loss = db_->prepare("INSERT INTO losses (run_id, step, loss) VALUES (?1, ?2, ?3)");
-    for (size_t i = 0; i < b.losses.size(); ++i)
-      loss.bind(1, id).bind(2, static_cast<int64_t>(i)).bind(3, b.losses[i]).run();
-
-    Statement span = db_->prepare(
-        "INSERT INTO timeline (run_id, position, rank, stream, name, category, start_s, end_s) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
-    for (size_t i = 0; i < b.timeline.size(); ++i) {
-      const TimelineSpan& s = b.timeline[i];
-      span.bind(1, id).bind(2, static_cast<int64_t>(i)).bind(3, int64_t{s.rank}).bind(4, s.stream)
-          .bind(5, s.name).bind(6, s.category).bind(7, s.start_s).bind(8, s.end_s).run();
-    }
-
+    const int64_t id = insert_run(*db_, run, *scenario_text, 0);
     if (options_.before_commit_for_testing) options_.before_commit_for_testing();
     tx.commit();
     return id;
   } catch (const sqlite::Error& e) {
     return Expected<int64_t>::fail(path_, "could not record the run: " + explain(e, options_.busy_timeout_ms) +
                                               "; nothing was recorded");
+  }
+}
+
+const char* to_string(PointStatus s) {
+  switch (s) {
+    case PointStatus::kOk: return "ok";
+    case PointStatus::kInvalid: return "invalid";
+    case PointStatus::kNoFit: return "no_fit";
+    case PointStatus::kFailed: return "failed";
+  }
+  return "failed";
+}
+
+std::optional<PointStatus> parse_point_status(const std::string& text) {
+  for (PointStatus s : {PointStatus::kOk, PointStatus::kInvalid, PointStatus::kNoFit, PointStatus::kFailed})
+    if (text == to_string(s)) return s;
+  return std::nullopt;
+}
+
+Expected<int64_t> Store::record_sweep_point(const SweepPoint& point, const std::vector<RunRecord>& runs) {
+  std::vector<std::string> scenario_texts;
+  for (const RunRecord& r : runs) {
+    Expected<std::string> t = scenario_text_of(r);
+    if (!t) return t.problems();
+    scenario_texts.push_back(std::move(t).value());
+  }
+  if (json::parse(point.overrides_json, nullptr, false).is_discarded())
+    return Expected<int64_t>::fail("overrides", "is not valid JSON; the point was not recorded");
+  try {
+    Transaction tx(*db_);
+    Statement ins = db_->prepare(
+        "INSERT INTO sweep_points (sweep_id, point_key, position, overrides, status, error_message, recorded_at) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+    ins.bind(1, point.sweep_id).bind(2, point.point_key).bind(3, point.position).bind(4, point.overrides_json);
+    ins.bind(5, std::string(to_string(point.status))).bind(6, point.error_message).bind(7, format_utc(point.recorded_at));
+    ins.run();
+    const int64_t point_id = db_->last_insert_rowid();
+    std::vector<int64_t> ids;
+    for (size_t i = 0; i < runs.size(); ++i) ids.push_back(insert_run(*db_, runs[i], scenario_texts[i], point_id));
+    if (point.best_run >= 0 && static_cast<size_t>(point.best_run) < ids.size()) {
+      Statement best = db_->prepare("UPDATE sweep_points SET best_run_id = ?1 WHERE id = ?2");
+      best.bind(1, ids[static_cast<size_t>(point.best_run)]).bind(2, point_id).run();
+    }
+    if (options_.before_commit_for_testing) options_.before_commit_for_testing();
+    tx.commit();
+    return point_id;
+  } catch (const sqlite::Error& e) {
+    return Expected<int64_t>::fail(path_, "could not record sweep point " + std::to_string(point.position) + ": " +
+                                              explain(e, options_.busy_timeout_ms) + "; nothing was recorded");
+  }
+}
+
+Expected<std::vector<StoredSweepPoint>> Store::list_sweep_points(const std::string& sweep_id) const {
+  try {
+    Statement s = db_->prepare(
+        "SELECT id, point_key, position, overrides, status, error_message, recorded_at, best_run_id "
+        "FROM sweep_points WHERE sweep_id = ?1 ORDER BY position, id");
+    s.bind(1, sweep_id);
+    std::vector<StoredSweepPoint> points;
+    while (s.step()) {
+      StoredSweepPoint p;
+      p.id = s.int64(0);
+      p.point.sweep_id = sweep_id;
+      p.point.point_key = s.text(1);
+      p.point.position = s.int64(2);
+      p.point.overrides_json = s.text(3);
+      p.point.status = parse_point_status(s.text(4)).value_or(PointStatus::kFailed);
+      p.point.error_message = s.text(5);
+      p.point.recorded_at = parse_utc(s.text(6)).value_or(TimePoint{});
+      if (!s.is_null(7)) p.best_run_id = s.int64(7);
+      points.push_back(std::move(p));
+    }
+    return points;
+  } catch (const sqlite::Error& e) {
+    return Expected<std::vector<StoredSweepPoint>>::fail(path_, "cannot read sweep points: " +
+                                                                    explain(e, options_.busy_timeout_ms));
   }
 }
 

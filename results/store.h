@@ -13,6 +13,8 @@
 //   losses(run, step, loss)      measured runs
 //   run_sources(run, path, sha256, bytes)   files a measured run was imported from; runs.source_key
 //                                (unique) recognises a second import of the same files
+//   sweep_points                 one row per computed point of a sweep (sweep id, point key,
+//                                overrides, status, error, best run); runs.sweep_point_id
 // Foreign keys are on, every statement is prepared with bound parameters, each run is written
 // in one transaction (BEGIN IMMEDIATE), the journal is WAL and writers wait on a busy timeout.
 //
@@ -44,7 +46,7 @@ class Database;
 }
 
 // Schema version written to PRAGMA user_version; bump it and add a migration for any change.
-constexpr int kStoreSchemaVersion = 3;
+constexpr int kStoreSchemaVersion = 4;
 // PRAGMA application_id of a monarch-sim store: "MNRC" in ASCII.
 constexpr int32_t kStoreApplicationId = 0x4d4e5243;
 
@@ -91,6 +93,31 @@ struct StoredRun {
   RunRecord record;
 };
 
+// How a point of a sweep ended: its runs are recorded (ok), its overrides make the scenario
+// invalid, no plan fits, or its computation failed (the error says why).
+enum class PointStatus { kOk, kInvalid, kNoFit, kFailed };
+const char* to_string(PointStatus);
+std::optional<PointStatus> parse_point_status(const std::string& text);
+
+// One computed point of a sweep (monarch-sim sweep).
+struct SweepPoint {
+  std::string sweep_id;        // the sweep's name
+  std::string point_key;       // hex SHA-256 identifying the point's inputs (unique per sweep)
+  int64_t position = 0;        // index in the sweep's expansion
+  std::string overrides_json;  // JSON object: scenario path -> value
+  PointStatus status = PointStatus::kOk;
+  std::string error_message;   // why a point is not ok
+  int64_t best_run = -1;       // record_sweep_point: index into its runs of the headline run; -1 none
+  TimePoint recorded_at{};
+};
+
+// A sweep point read back from the store.
+struct StoredSweepPoint {
+  int64_t id = 0;
+  SweepPoint point;
+  std::optional<int64_t> best_run_id;  // the headline run (see SweepPoint::best_run)
+};
+
 struct RunFilter {
   std::optional<std::string> scenario_name;  // exact match
   std::optional<std::string> backend;        // exact match
@@ -121,6 +148,13 @@ class Store {
   // Writes one run in one transaction; returns its id. Nothing is written on failure, also
   // when a run imported from the same sources exists (the unique source key refuses it).
   Expected<int64_t> record_run(const RunRecord& run);
+
+  // Writes one sweep point and its runs in one transaction; returns the point's id. A point with
+  // the same sweep id and key already recorded is refused and nothing is written.
+  Expected<int64_t> record_sweep_point(const SweepPoint& point, const std::vector<RunRecord>& runs);
+
+  // The recorded points of a sweep, by position; empty when there are none.
+  Expected<std::vector<StoredSweepPoint>> list_sweep_points(const std::string& sweep_id) const;
 
   // The run imported from exactly these sources (same hashes, in any order), if any.
   Expected<std::optional<int64_t>> find_imported(const std::vector<RunSource>& sources) const;

@@ -432,5 +432,66 @@ TEST(StoreRefusal, MissingDirectoryAndDirectoryPath) {
   EXPECT_TRUE(mentions(empty.problems(), "--db"));
 }
 
+
+// A sweep point and its runs are written in one transaction; a second point with the same key
+// is refused and writes nothing.
+TEST(StoreSweeps, RecordsAPointWithItsRunsAndRefusesTheSameKeyTwice) {
+  TempDir dir;
+  Expected<Store> store = Store::open(dir.file("s.db"));
+  ASSERT_TRUE(store.ok()) << all_problems(store.problems());
+  SweepPoint p;
+  p.sweep_id = "study";
+  p.point_key = "k0";
+  p.position = 0;
+  p.overrides_json = R"({"cluster.num_gpus":8})";
+  p.best_run = 1;
+  std::vector<RunRecord> runs = {sample_record("s", "analytical"), sample_record("s", "simgrid")};
+  Expected<int64_t> id = store->record_sweep_point(p, runs);
+  ASSERT_TRUE(id.ok()) << all_problems(id.problems());
+  SweepPoint bad = p;
+  bad.position = 1;
+  bad.status = PointStatus::kInvalid;
+  bad.error_message = "/training/precision: found \"fp9\"";
+  EXPECT_FALSE(store->record_sweep_point(bad, {}).ok());
+  bad.point_key = "k1";
+  ASSERT_TRUE(store->record_sweep_point(bad, {}).ok());
+
+  auto points = store->list_sweep_points("study");
+  ASSERT_TRUE(points.ok());
+  ASSERT_EQ(points->size(), 2u);
+  EXPECT_EQ((*points)[0].point.overrides_json, p.overrides_json);
+  ASSERT_TRUE((*points)[0].best_run_id.has_value());
+  EXPECT_EQ(store->load_run(*(*points)[0].best_run_id)->record.result.backend, "simgrid");
+  EXPECT_EQ((*points)[1].point.status, PointStatus::kInvalid);
+  EXPECT_EQ((*points)[1].point.error_message, bad.error_message);
+  EXPECT_FALSE((*points)[1].best_run_id.has_value());
+  EXPECT_EQ(store->list_runs()->size(), 2u) << "the refused point wrote no runs";
+  EXPECT_EQ(sql_int(dir.file("s.db"), "SELECT count(*) FROM runs WHERE sweep_point_id = " + std::to_string(*id)), 2);
+  EXPECT_TRUE(store->list_sweep_points("other")->empty());
+}
+
+// A version-3 store (before sweeps) keeps its runs and gains the sweep tables.
+TEST(StoreMigration, UpgradesAVersion3StoreKeepingItsRuns) {
+  TempDir dir;
+  std::string path = dir.file("v3.db");
+  make_v1_store(path);
+  sql_exec(path, store_migration_sql(1) + store_migration_sql(2) + "PRAGMA user_version = 3;");
+  ASSERT_EQ(sql_int(path, "SELECT count(*) FROM sqlite_schema WHERE name = 'sweep_points'"), 0);
+  {
+    Expected<Store> store = Store::open(path);
+    ASSERT_TRUE(store.ok()) << all_problems(store.problems());
+    EXPECT_EQ(store->schema_version(), kStoreSchemaVersion);
+    EXPECT_EQ(store->load_run(1)->record.scenario_name, "old");
+    EXPECT_EQ(store->load_run(1)->record.result.iteration_time_s, 0.75);
+    SweepPoint p;
+    p.sweep_id = "after";
+    p.point_key = "k";
+    p.overrides_json = "{}";
+    ASSERT_TRUE(store->record_sweep_point(p, {sample_record("s", "analytical")}).ok());
+  }
+  EXPECT_EQ(sql_int(path, "SELECT count(*) FROM runs"), 2);
+  EXPECT_EQ(sql_int(path, "SELECT count(*) FROM runs WHERE sweep_point_id IS NULL"), 1);
+}
+
 }  // namespace
 }  // namespace monarch

@@ -357,9 +357,9 @@ Problems write_outputs(const RunReport& report, const OutputPaths& paths) {
   return {};
 }
 
-Expected<std::vector<int64_t>> record_runs(Store& store, const RunReport& report, TimePoint started_at) {
+std::vector<RunRecord> run_records(const RunReport& report, TimePoint started_at) {
   const std::string scenario_json = scenario_to_json(report.scenario).dump();
-  std::vector<int64_t> ids;
+  std::vector<RunRecord> records;
   for (const RunEntry& e : report.entries) {
     RunRecord rec;
     rec.scenario_name = report.scenario.name;
@@ -367,6 +367,15 @@ Expected<std::vector<int64_t>> record_runs(Store& store, const RunReport& report
     rec.parameters = report.parameters;
     rec.result = e.result;
     rec.started_at = started_at;
+    rec.ended_at = std::chrono::system_clock::now();
+    records.push_back(std::move(rec));
+  }
+  return records;
+}
+
+Expected<std::vector<int64_t>> record_runs(Store& store, const RunReport& report, TimePoint started_at) {
+  std::vector<int64_t> ids;
+  for (RunRecord& rec : run_records(report, started_at)) {
     rec.ended_at = std::chrono::system_clock::now();
     auto id = store.record_run(rec);
     if (!id) return prefixed("--db " + store.path(), id.problems());

@@ -107,6 +107,9 @@ Problems write_outputs(const RunReport& report, const OutputPaths& paths);
 // The result file's text (monarch-sim-result/1, core/result_io.h).
 std::string result_file_text(const RunReport& report);
 
+// The store's record of every entry of the report, in order (record_runs writes them).
+std::vector<RunRecord> run_records(const RunReport& report, TimePoint started_at);
+
 // Records every entry of the report, each in its own transaction; returns their ids in order.
 Expected<std::vector<int64_t>> record_runs(Store& store, const RunReport& report, TimePoint started_at);
 
