@@ -76,6 +76,7 @@ RunOutcome run_transformer(const Scenario& s, const RunRequest& request, const R
   so.jobs = request.search_jobs;
   so.cancelled = [&control] { return control.is_cancelled(); };
   so.progress = [&control](int64_t done, int64_t total) { control.report("searching plans", done, total); };
+  so.estimated = events.estimated;
   report.search = search_plans_analytical(s, so);
   const SearchResult& sr = report.search;
   if (sr.cancelled || control.is_cancelled()) return stop(std::move(out), RunEnd::kCancelled, {});

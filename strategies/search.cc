@@ -149,6 +149,7 @@ SearchResult search_plans(const Scenario& sc, const SearchOptions& opt) {
   // Ranks an evaluated plan: a rejection, or one of the best kept.
   auto consume = [&](const Plan& p, PlanEstimate e) {
     ++result.plans_evaluated;
+    if (opt.estimated) opt.estimated(p, e);
     if (!e.fits) {
       if (e.peak_memory_gib <= 0) {  // the cost model cannot run it at all
         rej.add("cost-model", p, e.reject_reason.empty() ? "the cost model rejects it" : e.reject_reason);

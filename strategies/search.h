@@ -47,6 +47,9 @@ struct SearchOptions {
   // evaluated concurrently and then ranked in enumeration order, so the result is the same for
   // any count. With more than one, `evaluate` is called from several threads at once.
   int64_t jobs = 1;
+  // Called for every plan the cost model estimated (fitting or not), in enumeration order on
+  // the calling thread, whatever `jobs`: the plan-space view of the GUI draws them all.
+  std::function<void(const Plan&, const PlanEstimate&)> estimated;
 };
 
 struct RankedPlan {
