@@ -203,6 +203,12 @@ void PlanSpaceView::rebuild_scatter() {
   auto* ay = new QValueAxis;
   ay->setTitleText(metric_title(metric_));
   ay->setRange(geometry_.speed.min, geometry_.speed.max);
+  ax->applyNiceNumbers();
+  ay->applyNiceNumbers();
+  // Thinning and hit-testing use the ranges as drawn.
+  geometry_.memory_gib = {ax->min(), ax->max()};
+  geometry_.speed = {ay->min(), ay->max()};
+  ay->setLabelFormat(QStringLiteral("%.4g"));
   chart->addAxis(ax, Qt::AlignBottom);
   chart->addAxis(ay, Qt::AlignLeft);
   markers_drawn_ = 0;
@@ -257,8 +263,8 @@ void PlanSpaceView::rebuild_scatter() {
     auto* cap = new QLineSeries;
     cap->setName(QStringLiteral("capacity %1 GiB").arg(capacity_gib_, 0, 'f', 1));
     cap->setPen(QPen(QColor(200, 30, 30), 2, Qt::DashLine));
-    cap->append(capacity_gib_, geometry_.speed.min);
-    cap->append(capacity_gib_, geometry_.speed.max);
+    cap->append(capacity_gib_, ay->min());
+    cap->append(capacity_gib_, ay->max());
     add(cap);
   }
   selected_series_ = new QScatterSeries;

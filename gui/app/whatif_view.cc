@@ -454,6 +454,8 @@ void WhatIfView::draw_curves() {
     ax->setTitleText(knob_name(knob_));
     auto* ay = new QValueAxis;
     ay->setRange(range.y_min, range.y_max);
+    ay->applyNiceNumbers();
+    ay->setLabelFormat(QStringLiteral("%.4g"));
     chart->addAxis(ax, Qt::AlignBottom);
     chart->addAxis(ay, Qt::AlignLeft);
     auto add = [&](QXYSeries* s) {
@@ -490,8 +492,8 @@ void WhatIfView::draw_curves() {
         auto* mark = new QLineSeries;
         mark->setName(QStringLiteral("scenario"));
         mark->setPen(QPen(QColor(120, 120, 120), 1, Qt::DotLine));
-        mark->append(now, range.y_min);
-        mark->append(now, range.y_max);
+        mark->append(now, ay->min());
+        mark->append(now, ay->max());
         add(mark);
       }
     }
