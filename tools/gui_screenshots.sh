@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates the GUI pictures of README.md and docs/gui.md (docs/img/gui_*.png) from the
-# shipped 70B scenario: one screenshot per view, scaled to 1000 px wide.
+# shipped default scenario (GPT-3 175B on 64 A100, an open search space): one screenshot per
+# view, scaled to 1000 px wide.
 #   tools/gui_screenshots.sh [BUILD_DIR]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -8,7 +9,7 @@ build="${1:-$root/build}"
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 QT_QPA_PLATFORM=offscreen "$build/gui/monarch-gui" --screenshot "$out" --screenshot-width 1000 \
-  "$root/scenarios/llama3-70b-256-h100.json" > /dev/null
+  "$root/scenarios/default.json" > /dev/null
 cp "$out/planspace.png" "$root/docs/img/gui_plan_space.png"
 cp "$out/whatif.png" "$root/docs/img/gui_whatif.png"
 cp "$out/plans.png" "$root/docs/img/gui_plans.png"

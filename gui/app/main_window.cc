@@ -22,6 +22,7 @@
 
 #include "gui/app/compare_view.h"
 #include "gui/app/plan_space_view.h"
+#include "gui/app/reliability_view.h"
 #include "gui/app/result_views.h"
 #include "gui/app/scenario_editor.h"
 #include "gui/app/timeline_view.h"
@@ -42,7 +43,7 @@ const QStringList& MainWindow::view_names() {
   static const QStringList kNames{QStringLiteral("scenario"), QStringLiteral("plans"),
                                   QStringLiteral("planspace"), QStringLiteral("timeline"), QStringLiteral("memory"),
                                   QStringLiteral("communication"), QStringLiteral("compare"),
-                                  QStringLiteral("whatif")};
+                                  QStringLiteral("whatif"), QStringLiteral("reliability")};
   return kNames;
 }
 
@@ -60,6 +61,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   });
   whatif_ = new WhatIfView(&estimate, this);
   whatif_->set_sweeper(&run_sweep, simgrid_built());
+  reliability_ = new ReliabilityView(this);
 
   auto* central = new QWidget(this);
   auto* layout = new QVBoxLayout(central);
@@ -78,6 +80,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   tabs_->addTab(communication_, QStringLiteral("Communication"));
   tabs_->addTab(compare_, QStringLiteral("Compare"));
   tabs_->addTab(whatif_, QStringLiteral("What-if"));
+  tabs_->addTab(reliability_, QStringLiteral("Reliability"));
   layout->addWidget(tabs_, 1);
   setCentralWidget(central);
 
@@ -459,7 +462,10 @@ void MainWindow::show_selected(const BackendResult& r, const QString& title) {
   memory_->show_result(r, title);
   communication_->show_result(r, title);
   plan_space_->set_selected(r.plan);
-  if (searched_scenario_) whatif_->set_baseline(*searched_scenario_, r);
+  if (searched_scenario_) {
+    whatif_->set_baseline(*searched_scenario_, r);
+    reliability_->show_plan(*searched_scenario_, r.plan, r.iteration_time_s, title);
+  }
   bool shown = false;
   for (auto it = simulated_.rbegin(); it != simulated_.rend(); ++it) {
     if (it->plan == r.plan) {

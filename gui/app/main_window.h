@@ -28,6 +28,7 @@ class CompareView;
 class MemoryView;
 class PlanSpaceView;
 class PlansView;
+class ReliabilityView;
 class ScenarioEditor;
 class TimelineView;
 class WhatIfView;
@@ -76,6 +77,7 @@ class MainWindow : public QMainWindow {
   CommunicationView* communication() const { return communication_; }
   CompareView* compare() const { return compare_; }
   WhatIfView* whatif() const { return whatif_; }
+  ReliabilityView* reliability() const { return reliability_; }
 
  protected:
   void closeEvent(QCloseEvent*) override;
@@ -113,6 +115,7 @@ class MainWindow : public QMainWindow {
   CommunicationView* communication_;
   CompareView* compare_;
   WhatIfView* whatif_;
+  ReliabilityView* reliability_;
   QTabWidget* tabs_;
   QLabel* message_;
   QProgressBar* progress_;

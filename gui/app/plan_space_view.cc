@@ -10,6 +10,7 @@
 #include <QLabel>
 #include <QLegend>
 #include <QLineSeries>
+#include <QLogValueAxis>
 #include <QMouseEvent>
 #include <QScatterSeries>
 #include <QSplitter>
@@ -179,6 +180,7 @@ PlotFrame PlanSpaceView::frame() const {
   const QRectF area = scatter_view_->chart() ? scatter_view_->chart()->plotArea() : QRectF();
   f.width_px = area.width() > 50 ? area.width() : std::max(400, scatter_view_->width() - 120);
   f.height_px = area.height() > 50 ? area.height() : std::max(300, scatter_view_->height() - 120);
+  f.log_y = geometry_.log_speed;
   return f;
 }
 
@@ -200,15 +202,27 @@ void PlanSpaceView::rebuild_scatter() {
   auto* ax = new QValueAxis;
   ax->setTitleText(QStringLiteral("peak memory per GPU (GiB)"));
   ax->setRange(geometry_.memory_gib.min, geometry_.memory_gib.max);
-  auto* ay = new QValueAxis;
-  ay->setTitleText(metric_title(metric_));
-  ay->setRange(geometry_.speed.min, geometry_.speed.max);
   ax->applyNiceNumbers();
-  ay->applyNiceNumbers();
+  QAbstractAxis* ay = nullptr;
+  if (geometry_.log_speed) {
+    auto* log = new QLogValueAxis;
+    log->setBase(10);
+    log->setMinorTickCount(8);
+    log->setLabelFormat(QStringLiteral("%g"));
+    log->setRange(geometry_.speed.min, geometry_.speed.max);
+    log->setTitleText(metric_title(metric_) + QStringLiteral(", log scale"));
+    ay = log;
+  } else {
+    auto* lin = new QValueAxis;
+    lin->setTitleText(metric_title(metric_));
+    lin->setRange(geometry_.speed.min, geometry_.speed.max);
+    lin->applyNiceNumbers();
+    lin->setLabelFormat(lin->max() >= 1e4 ? QStringLiteral("%.0f") : QStringLiteral("%.4g"));
+    geometry_.speed = {lin->min(), lin->max()};
+    ay = lin;
+  }
   // Thinning and hit-testing use the ranges as drawn.
   geometry_.memory_gib = {ax->min(), ax->max()};
-  geometry_.speed = {ay->min(), ay->max()};
-  ay->setLabelFormat(QStringLiteral("%.4g"));
   chart->addAxis(ax, Qt::AlignBottom);
   chart->addAxis(ay, Qt::AlignLeft);
   markers_drawn_ = 0;
@@ -233,7 +247,12 @@ void PlanSpaceView::rebuild_scatter() {
   };
   if (!geometry_.rejected.empty()) {
     auto* s = new QScatterSeries;
-    s->setName(QStringLiteral("rejected (%1)").arg(geometry_.rejected.size()));
+    s->setName(geometry_.rejected_off_chart > 0
+                   ? QStringLiteral("rejected (%1; %2 more need > %3 GiB, off the chart)")
+                         .arg(geometry_.rejected.size())
+                         .arg(geometry_.rejected_off_chart)
+                         .arg(capacity_gib_ * PlanSpaceGeometry::kMaxMemoryShownOverCapacity, 0, 'f', 0)
+                   : QStringLiteral("rejected (%1)").arg(geometry_.rejected.size()));
     s->setMarkerSize(5);
     s->setColor(QColor(150, 150, 150, 60));
     s->setBorderColor(Qt::transparent);
@@ -263,8 +282,8 @@ void PlanSpaceView::rebuild_scatter() {
     auto* cap = new QLineSeries;
     cap->setName(QStringLiteral("capacity %1 GiB").arg(capacity_gib_, 0, 'f', 1));
     cap->setPen(QPen(QColor(200, 30, 30), 2, Qt::DashLine));
-    cap->append(capacity_gib_, ay->min());
-    cap->append(capacity_gib_, ay->max());
+    cap->append(capacity_gib_, geometry_.speed.min);
+    cap->append(capacity_gib_, geometry_.speed.max);
     add(cap);
   }
   selected_series_ = new QScatterSeries;

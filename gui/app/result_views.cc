@@ -190,14 +190,14 @@ MemoryView::MemoryView(QWidget* parent) : QWidget(parent) {
   chart_view_->setChart(chart);
   timeline_view_ = new QChartView(split);
   timeline_view_->setRenderHint(QPainter::Antialiasing);
-  timeline_view_->setMinimumHeight(200);
+  timeline_view_->setMinimumHeight(280);
   timeline_view_->setChart(new QChart);
   table_ = make_table(split, model_, false);
   split->addWidget(chart_view_);
   split->addWidget(timeline_view_);
   split->addWidget(table_);
   split->setStretchFactor(0, 3);
-  split->setStretchFactor(1, 2);
+  split->setStretchFactor(1, 3);
   split->setStretchFactor(2, 1);
   layout->addWidget(split);
   clear_memory_timeline(QStringLiteral("No memory timeline yet: simulate a plan with SimGrid."));

@@ -455,7 +455,7 @@ void WhatIfView::draw_curves() {
     auto* ay = new QValueAxis;
     ay->setRange(range.y_min, range.y_max);
     ay->applyNiceNumbers();
-    ay->setLabelFormat(QStringLiteral("%.4g"));
+    ay->setLabelFormat(ay->max() >= 1e4 ? QStringLiteral("%.0f") : QStringLiteral("%.4g"));
     chart->addAxis(ax, Qt::AlignBottom);
     chart->addAxis(ay, Qt::AlignLeft);
     auto add = [&](QXYSeries* s) {

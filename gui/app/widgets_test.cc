@@ -18,6 +18,7 @@
 
 #include <QLineSeries>
 #include <QScatterSeries>
+#include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -25,6 +26,7 @@
 #include "gui/app/backends.h"
 #include "gui/app/compare_view.h"
 #include "gui/app/plan_space_view.h"
+#include "gui/app/reliability_view.h"
 #include "gui/app/result_views.h"
 #include "gui/app/timeline_view.h"
 #include "gui/app/whatif_view.h"
@@ -439,6 +441,51 @@ TEST(PlanSpaceView, ScatterGridAndSelection) {
   view.set_selected(pts[5].plan);
   EXPECT_EQ(view.selected(), std::optional<size_t>(5));
   if (qEnvironmentVariableIsSet("MONARCH_GUI_SHOTS")) view.grab().save(qEnvironmentVariable("MONARCH_GUI_SHOTS") + "/plan_space_view.png");
+}
+
+TEST(ReliabilityView, GoodputCurveBadputAndAMonthOfFailures) {
+  app();
+  auto [scenario, plan] = four_nodes();
+  Expected<BackendResult> r = estimate(scenario, plan);
+  ASSERT_TRUE(r.ok());
+  ReliabilityView view;
+  view.resize(1200, 800);
+  view.show_plan(scenario, plan, r->iteration_time_s, "no block");
+  EXPECT_FALSE(view.picture());  // the scenario has no reliability block
+  ReliabilityConfig cfg;
+  cfg.causes = {{"faulty-gpu", "gpu", 40}, {"software-bug", "software", 10}};  // per day per 1k GPUs
+  cfg.storage_write_GBps = 20;
+  cfg.storage_read_GBps = 40;
+  cfg.detection_s = 300;
+  cfg.reschedule_s = 600;
+  cfg.startup_s = 300;
+  scenario.reliability = cfg;
+  view.show_plan(scenario, plan, r->iteration_time_s, "with block");
+  ASSERT_TRUE(view.picture());
+  const ReliabilityPicture& p = *view.picture();
+  EXPECT_GT(p.estimate.goodput, 0);
+  EXPECT_LT(p.estimate.goodput, 1);
+  // The curve peaks at the model's optimum interval (within one of its log-spaced steps).
+  ASSERT_GE(p.curve.size(), 8u);
+  size_t peak = 0;
+  for (size_t k = 0; k < p.curve.size(); ++k)
+    if (p.curve[k].goodput > p.curve[peak].goodput) peak = k;
+  const double step = std::log(p.curve[1].interval_s / p.curve[0].interval_s);
+  EXPECT_LE(std::abs(std::log(p.curve[peak].interval_s / p.estimate.optimal_interval_s)), step * 1.01);
+  for (size_t k = 1; k < p.curve.size(); ++k) EXPECT_GT(p.curve[k].interval_s, p.curve[k - 1].interval_s);
+  // Badput: the five ml-goodput kinds; together with goodput they fill the wall time.
+  ASSERT_EQ(p.badput.size(), 5u);
+  double lost = 0;
+  for (const BadputBar& b : p.badput) lost += b.share_of_wall;
+  EXPECT_NEAR(lost + p.estimate.goodput, 1.0, 1e-3);
+  // 50 failures a day per 1,000 GPUs on 32 GPUs: about 48 in a month, each on its component's row.
+  EXPECT_GT(p.month.size(), 10u);
+  for (const FailureEvent& e : p.month) {
+    EXPECT_GE(p.component_row(e.component), 0);
+    EXPECT_LE(e.time_s, kMonth_s);
+  }
+  EXPECT_FALSE(view.month_view()->chart()->series().isEmpty());
+  if (qEnvironmentVariableIsSet("MONARCH_GUI_SHOTS")) view.grab().save(qEnvironmentVariable("MONARCH_GUI_SHOTS") + "/reliability_view.png");
 }
 
 }  // namespace

@@ -169,7 +169,7 @@ TEST(MainWindow, ClickingAPlanSpacePointSelectsThatPlanEverywhere) {
     if (!scatter || scatter->name() == "selected" || scatter->name().startsWith("rejected")) continue;
     for (int i = 0; i < scatter->count(); ++i) {
       const auto hit = nearest_point(ps->points(), scatter->at(i).x(), scatter->at(i).y(),
-                                     PlotFrame{ps->geometry().memory_gib, ps->geometry().speed, 1000, 1000},
+                                     PlotFrame{ps->geometry().memory_gib, ps->geometry().speed, 1000, 1000, ps->geometry().log_speed},
                                      SpeedMetric::kIterationTime, 0.5);
       if (hit && !same_plan_degrees(ps->points()[*hit].plan, best)) {
         series = scatter;

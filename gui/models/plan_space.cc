@@ -91,6 +91,12 @@ AxisRange padded_range(double lo, double hi, double margin) {
   return {lo - pad, hi + pad};
 }
 
+double PlotFrame::px_y(double v) const {
+  if (log_y && y.min > 0 && y.max > y.min && v > 0)
+    return (std::log(y.max) - std::log(v)) / (std::log(y.max) - std::log(y.min)) * height_px;
+  return (y.max - v) / (y.span() > 0 ? y.span() : 1) * height_px;
+}
+
 PlanSpaceGeometry plan_space_geometry(const std::vector<PlanPoint>& points, double capacity_gib, SpeedMetric m,
                                       PlanDimension colour_by) {
   PlanSpaceGeometry g;
@@ -99,10 +105,16 @@ PlanSpaceGeometry plan_space_geometry(const std::vector<PlanPoint>& points, doub
   double mem_hi = capacity_gib > 0 ? capacity_gib : -std::numeric_limits<double>::infinity();
   double sp_lo = std::numeric_limits<double>::infinity(), sp_hi = -sp_lo;
   std::map<int64_t, size_t> class_of;  // value -> position in classes
+  const double memory_cap_gib = capacity_gib > 0 ? capacity_gib * PlanSpaceGeometry::kMaxMemoryShownOverCapacity
+                                                 : std::numeric_limits<double>::infinity();
   for (size_t i = 0; i < points.size(); ++i) {
     const PlanPoint& p = points[i];
     const double s = speed_of(p, m);
     if (!std::isfinite(s) || !std::isfinite(p.peak_memory_gib) || s <= 0) continue;
+    if (!p.fits && p.peak_memory_gib > memory_cap_gib) {
+      ++g.rejected_off_chart;
+      continue;
+    }
     mem_lo = std::min(mem_lo, p.peak_memory_gib);
     mem_hi = std::max(mem_hi, p.peak_memory_gib);
     sp_lo = std::min(sp_lo, s);
@@ -129,8 +141,15 @@ PlanSpaceGeometry plan_space_geometry(const std::vector<PlanPoint>& points, doub
   if (!std::isfinite(sp_lo)) sp_lo = sp_hi = 0;
   g.memory_gib = padded_range(std::max(0.0, mem_lo), mem_hi);
   g.memory_gib.min = std::max(0.0, g.memory_gib.min);
-  g.speed = padded_range(sp_lo, sp_hi);
-  g.speed.min = std::max(0.0, g.speed.min);
+  g.log_speed = sp_lo > 0 && sp_hi / sp_lo > PlanSpaceGeometry::kLogSpeedRatio;
+  if (g.log_speed) {
+    // Padded by the same share in log space.
+    const AxisRange lg = padded_range(std::log(sp_lo), std::log(sp_hi));
+    g.speed = {std::exp(lg.min), std::exp(lg.max)};
+  } else {
+    g.speed = padded_range(sp_lo, sp_hi);
+    g.speed.min = std::max(0.0, g.speed.min);
+  }
   g.front = pareto_front(points, m);
   return g;
 }

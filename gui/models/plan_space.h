@@ -56,6 +56,11 @@ AxisRange padded_range(double lo, double hi, double margin = 0.05);
 // What the scatter draws: ranges, capacity, front, the fitting plans by colour class and the
 // rejected ones (faint).
 struct PlanSpaceGeometry {
+  // Rejected plans needing more than this many times the capacity are left off the chart (and
+  // counted): a few plans needing terabytes would squeeze every plan that fits into one column.
+  static constexpr double kMaxMemoryShownOverCapacity = 2.0;
+  // Above this ratio of the slowest to the fastest plan, the speed axis is logarithmic.
+  static constexpr double kLogSpeedRatio = 10.0;
   struct ColourClass {
     int64_t value = 0;
     QString label;
@@ -66,7 +71,9 @@ struct PlanSpaceGeometry {
   double capacity_gib = 0;
   std::vector<size_t> front;
   std::vector<ColourClass> classes;  // by value ascending
-  std::vector<size_t> rejected;      // estimated but not fitting
+  std::vector<size_t> rejected;      // estimated but not fitting, on the chart
+  int64_t rejected_off_chart = 0;    // rejected beyond kMaxMemoryShownOverCapacity x capacity
+  bool log_speed = false;            // the speed axis is logarithmic
 };
 PlanSpaceGeometry plan_space_geometry(const std::vector<PlanPoint>& points, double capacity_gib, SpeedMetric m,
                                       PlanDimension colour_by);
@@ -75,8 +82,9 @@ PlanSpaceGeometry plan_space_geometry(const std::vector<PlanPoint>& points, doub
 struct PlotFrame {
   AxisRange x, y;
   double width_px = 1, height_px = 1;
+  bool log_y = false;  // y drawn on a logarithmic scale (positive range)
   double px_x(double v) const { return (v - x.min) / (x.span() > 0 ? x.span() : 1) * width_px; }
-  double px_y(double v) const { return (y.max - v) / (y.span() > 0 ? y.span() : 1) * height_px; }
+  double px_y(double v) const;
 };
 
 // At most one of `indices` per cell of cell_px x cell_px pixels (the fastest of the cell):

@@ -4,6 +4,8 @@
 
 #include "gui/models/plan_space.h"
 
+#include <cmath>
+
 namespace monarch::gui {
 namespace {
 
@@ -51,6 +53,23 @@ TEST(PlanSpaceGeometry, RangesClassesAndRejected) {
   EXPECT_EQ(g.classes[0].label, "1");
   EXPECT_EQ(g.classes[1].points, (std::vector<size_t>{1, 2}));
   EXPECT_EQ(g.classes[3].points, (std::vector<size_t>{5}));  // tp8's rejected plan is not in its class
+  EXPECT_FALSE(g.log_speed);  // 1 s to 9.5 s
+  EXPECT_EQ(g.rejected_off_chart, 0);
+  // A rejected plan needing 10x the capacity is left off (counted), and a 100x spread of
+  // speeds puts the axis on a log scale.
+  std::vector<PlanPoint> wide = pts;
+  wide.push_back(point(1, 2, 0.05, 760, /*fits=*/false));
+  wide.push_back(point(1, 4, 200, 50));
+  const PlanSpaceGeometry w = plan_space_geometry(wide, 76, SpeedMetric::kIterationTime, PlanDimension::kTp);
+  EXPECT_EQ(w.rejected_off_chart, 1);
+  EXPECT_EQ(w.rejected, (std::vector<size_t>{6}));
+  EXPECT_LT(w.memory_gib.max, 200);
+  EXPECT_TRUE(w.log_speed);
+  EXPECT_TRUE(w.speed.contains(200));
+  EXPECT_TRUE(w.speed.contains(1));
+  EXPECT_GT(w.speed.min, 0);
+  PlotFrame log_frame{w.memory_gib, w.speed, 100, 100, true};
+  EXPECT_NEAR(log_frame.px_y(std::sqrt(w.speed.min * w.speed.max)), 50, 1e-9);  // the geometric middle
   const PlanSpaceGeometry by_pp = plan_space_geometry(pts, 76, SpeedMetric::kIterationTime, PlanDimension::kRecompute);
   ASSERT_EQ(by_pp.classes.size(), 1u);
   EXPECT_EQ(by_pp.classes[0].label, "none");
