@@ -8,6 +8,7 @@
 #include <regex>
 #include <sstream>
 
+#include "core/framework_rules.h"
 #include "core/model_math.h"
 #include "core/presets.h"
 
@@ -159,6 +160,10 @@ void export_torchtitan(const Scenario& s, const Plan& p, Problems& refuse, Expor
                            ") in the model's __init__.py before launching");
   }
   if (s.training.precision == Precision::kFp8) t.set("model", "converters", "[\"quantize.linear.float8\"]");
+  if (m.is_moe() && !m.moe_dropless)
+    refuse.push_back({where, "torchtitan's MoE routes every token (token choice, no capacity factor: "
+                             "torchtitan/models/moe/moe.py MoEArgs); the model drops tokens at capacity factor " +
+                                 num(m.moe_capacity_factor) + " (set model.moe_dropless to export it)"});
   if (s.training.precision == Precision::kFp16)
     refuse.push_back({where, "torchtitan v0.2.2 trains in bfloat16 or float32 (training.mixed_precision_param); fp16 is not offered"});
 
@@ -175,10 +180,8 @@ void export_torchtitan(const Scenario& s, const Plan& p, Problems& refuse, Expor
   // Data parallelism: DDP (replicate) for ZeRO 0, FSDP2 (shard) for ZeRO 2 and 3.
   int64_t replicate = p.dp, shard = 1;
   std::string reshard;
-  if (p.zero_stage == 1) {
-    refuse.push_back({where, "ZeRO-1 (optimizer states sharded, gradients whole) has no torchtitan form: FSDP2 shards "
-                             "gradients with the parameters; choose zero_stage 2 (fsdp_reshard_after_forward = "
-                             "\"never\") or 3"});
+  if (const std::string why = framework_problem(Framework::kTorchtitan, p); !why.empty()) {
+    refuse.push_back({where, why});
   } else if (p.zero_stage >= 2) {
     replicate = 1;
     shard = p.dp;
@@ -367,20 +370,17 @@ constexpr int64_t kDeepspeedPrefetchBucket_elements = 50000000;
 
 void export_deepspeed(const Scenario& s, const Plan& p, Problems& refuse, ExportedConfig& out) {
   const std::string where = "--to deepspeed";
-  if (p.vpp > 1 || p.schedule == Schedule::kInterleaved)
-    refuse.push_back({where, "DeepSpeed's pipeline engine has no interleaved schedule (one model chunk per stage); "
-                             "the plan has vpp " + str(p.vpp)});
-  if (p.pp > 1 && p.schedule == Schedule::kGpipe)
-    refuse.push_back({where, "DeepSpeed's pipeline engine runs its own 1F1B train schedule, not GPipe"});
-  if (p.pp > 1 && p.zero_stage >= 2)
-    refuse.push_back({where, "DeepSpeed refuses ZeRO-" + str(p.zero_stage) + " with pipeline parallelism (pp " +
-                             str(p.pp) + "); ZeRO-1 or pp 1 is needed"});
+  if (const std::string why = framework_problem(Framework::kDeepspeed, p); !why.empty()) refuse.push_back({where, why});
   if (p.cp > 1)
     refuse.push_back({where, "Megatron-DeepSpeed splits the sequence with Ulysses (--ds-sequence-parallel-size, "
                              "all-to-all), not ring context parallelism; the plan has cp " + str(p.cp)});
   if (s.training.precision == Precision::kFp8)
     refuse.push_back({where, "Megatron-DeepSpeed has no fp8 training"});
   if (p.tp_comm_overlap) refuse.push_back({where, "Megatron-DeepSpeed has no TP communication overlap (--tp-comm-overlap)"});
+  if (s.model.is_moe() && s.model.moe_ffn_hidden_size > 0 && s.model.moe_ffn_hidden_size != s.model.ffn_hidden_size)
+    refuse.push_back({where, "Megatron-DeepSpeed's experts take --ffn-hidden-size (it has no --moe-ffn-hidden-size); "
+                             "the model's expert FFN is " + str(s.model.moe_ffn_hidden_size) + " beside a dense FFN of " +
+                             str(s.model.ffn_hidden_size)});
   if (s.model.is_moe() && p.expert_tp() != p.tp && p.expert_tp() != 1)
     refuse.push_back({where, "Megatron-DeepSpeed splits experts over all of TP (--enable-expert-tensor-parallelism) or "
                              "not at all; the plan has expert TP " + str(p.expert_tp()) + " under TP " + str(p.tp)});
@@ -444,6 +444,11 @@ void export_deepspeed(const Scenario& s, const Plan& p, Problems& refuse, Export
     f.add("--topk", str(m.moe_top_k));
     f.add("--moe-expert-parallel-size", str(p.ep));
     if (p.tp > 1 && p.expert_tp() == p.tp) f.add("--enable-expert-tensor-parallelism");
+    // DeepSpeed's gating (deepspeed/moe/sharded_moe.py top1/top2gating): capacity =
+    // ceil(tokens x top_k / experts x capacity_factor) with drop_tokens, every routed token
+    // without (--disable-moe-token-dropping).
+    if (m.moe_dropless) f.add("--disable-moe-token-dropping");
+    else f.add("--moe-train-capacity-factor", num(m.moe_capacity_factor));
   }
   out.text = "#!/bin/bash\n# DeepSpeed 0.19 config and Megatron-DeepSpeed pretrain_gpt.py flags written by monarch-sim "
              "for \"" + s.name + "\" on " + str(p.world_size()) + " GPUs (data parallel " + str(p.dp) +
@@ -818,7 +823,12 @@ void import_megatron_like(Importer& in, bool deepspeed_flags) {
   if (deepspeed_flags) {
     // Megatron-DeepSpeed splits experts over the whole TP group or not at all.
     const bool etp = in.boolean("--enable-expert-tensor-parallelism").value_or(false);
-    if (in.setting("--num-experts")) in.assign("parallelism.expert_tensor_parallel_degree", etp ? str(tp.value_or(1)) : "1");
+    if (in.setting("--num-experts")) {
+      in.assign("parallelism.expert_tensor_parallel_degree", etp ? str(tp.value_or(1)) : "1");
+      // Token dropping is on by default, at --moe-train-capacity-factor (default 1.0).
+      if (in.boolean("--disable-moe-token-dropping").value_or(false)) in.assign("model.moe_dropless", "true");
+      else if (auto cf = in.number("--moe-train-capacity-factor")) in.assign("model.moe_capacity_factor", num(*cf));
+    }
   } else if (in.setting("--num-experts")) {
     (void)in.text("--moe-token-dispatcher-type");
     (void)in.boolean("--moe-pad-expert-input-to-capacity");

@@ -306,6 +306,42 @@ void name_places(Problems& problems, const ImportedConfig& imported) {
     }
 }
 
+// torchrun's --nnodes and --nproc-per-node (either spelling) in a launch script size the cluster
+// when no option does: nnodes x nproc-per-node GPUs, nproc-per-node of them per node. They are
+// the launcher's, not the framework's, so they leave the settings either way; a different
+// --num-gpus wins and is reported, as is a size that is not a number (an elastic "1:4", "$N").
+void take_launcher_sizes(std::vector<Setting>& settings, ImportOptions& options, std::vector<std::string>& left_out) {
+  const Setting* nnodes = nullptr;
+  const Setting* nproc = nullptr;
+  for (const Setting& s : settings) {
+    if (s.key == "--nnodes") nnodes = &s;
+    if (s.key == "--nproc-per-node" || s.key == "--nproc_per_node") nproc = &s;
+  }
+  auto count = [](const Setting* s) -> int64_t {
+    if (!s || s->value.empty() || s->value.size() > 9 ||
+        s->value.find_first_not_of("0123456789") != std::string::npos)
+      return 0;
+    return std::stoll(s->value);
+  };
+  const int64_t nodes = nnodes ? count(nnodes) : 1, per_node = count(nproc);
+  std::vector<Setting> kept;
+  for (const Setting& s : settings) {
+    if (&s != nnodes && &s != nproc) continue;
+    if (per_node <= 0 || nodes <= 0)
+      left_out.push_back(s.where + ": " + s.key + ": not a fixed GPU count (" + s.value + "); give --num-gpus");
+    else if (options.num_gpus > 0 && options.num_gpus != nodes * per_node)
+      left_out.push_back(s.where + ": " + s.key + ": torchrun starts " + std::to_string(nodes * per_node) +
+                         " GPUs; --num-gpus " + std::to_string(options.num_gpus) + " is used");
+  }
+  if (per_node > 0 && nodes > 0 && options.num_gpus <= 0 && options.cluster_path.empty()) {
+    options.num_gpus = nodes * per_node;
+    if (options.gpus_per_node <= 0) options.gpus_per_node = per_node;
+  }
+  for (const Setting& s : settings)
+    if (&s != nnodes && &s != nproc) kept.push_back(s);
+  settings = std::move(kept);
+}
+
 }  // namespace
 
 ConfigFormat guess_config_format(const std::string& path, const std::string& text) {
@@ -347,7 +383,10 @@ Expected<ImportResult> import_framework_config(const std::string& path, const Im
   result.format = options.format.value_or(guess_config_format(path, *text));
   auto settings = read_framework_settings(path, *text, result.format);
   if (!settings) return settings.problems();
-  auto cluster = cluster_json(options);
+  ImportOptions sized = options;
+  std::vector<std::string> launcher_left_out;
+  take_launcher_sizes(*settings, sized, launcher_left_out);
+  auto cluster = cluster_json(sized);
   if (!cluster) return cluster.problems();
 
   int64_t num_layers = 0;
@@ -379,6 +418,7 @@ Expected<ImportResult> import_framework_config(const std::string& path, const Im
   const int64_t num_gpus = cluster->value("num_gpus", int64_t{0});
   ImportedConfig imported = import_settings(result.format, *settings, num_gpus, num_layers);
   if (!imported.problems.empty()) return imported.problems;
+  imported.left_out.insert(imported.left_out.begin(), launcher_left_out.begin(), launcher_left_out.end());
   // --model comes after the config's own model settings, so it names the model; the config's
   // sequence length and shape flags still apply on top of a preset.
   std::vector<std::string> assignments = model_assignments;
@@ -411,6 +451,9 @@ Expected<ImportResult> import_framework_config(const std::string& path, const Im
     name_places(problems, imported);
     return problems;
   }
+  // torchtitan's MoE routes every token (token choice with no capacity factor:
+  // torchtitan/models/moe/moe.py), whatever model config named the experts.
+  if (result.format == ConfigFormat::kTorchtitan && scenario->model.is_moe()) scenario->model.moe_dropless = true;
   result.scenario = scenario_to_json(*scenario);
   result.scenario["description"] = description;
   result.left_out = std::move(imported.left_out);

@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "core/dlrm_model.h"
+#include "core/framework_rules.h"
 #include "core/presets.h"
 #include "core/units.h"
 
@@ -1109,6 +1110,43 @@ void check_layers_per_stage(Ctx& ctx, const json* pj, Scenario& s) {
   }
 }
 
+// A pinned choice the training stack cannot carry out contradicts the scenario itself and is
+// reported at its key; a searched one only leaves the stack's plan space (framework_problem is
+// the one rule for both). Unpinned choices take the value that asks least of the stack.
+void check_framework_pins(Ctx& ctx, const json* pj, const Scenario& s) {
+  const ParallelismConstraints& p = s.parallelism;
+  auto pinned_plan = [&](bool vpp, bool schedule, bool zero, bool pp, bool dp) {
+    Plan q;
+    q.vpp = vpp && p.vpp && *p.vpp > 0 ? *p.vpp : 1;
+    q.pp = pp && p.pp && *p.pp > 0 ? *p.pp : (q.vpp > 1 ? 2 : 1);  // virtual stages need a pipeline
+    q.schedule = schedule && p.schedule ? *p.schedule : (q.vpp > 1 ? Schedule::kInterleaved : Schedule::kOneFOneB);
+    if (!vpp && q.schedule == Schedule::kInterleaved) q.schedule = Schedule::kOneFOneB;  // derived from the vpp pin
+    q.zero_stage = zero && p.zero_stage ? *p.zero_stage : 0;
+    q.dp = dp && p.dp && *p.dp > 0 ? *p.dp : 1;
+    q.cp = dp && p.cp && *p.cp > 0 ? *p.cp : 1;
+    return q;
+  };
+  const Framework f = s.training.framework;
+  const std::string why = framework_problem(f, pinned_plan(true, true, true, true, true));
+  if (why.empty()) return;
+  // The key: the first whose release lifts the problem.
+  struct Key { const char* name; bool vpp, schedule, zero, pp, dp; };
+  const Key keys[] = {{"virtual_pipeline_degree", false, true, true, true, true},
+                      {"pipeline_schedule", true, false, true, true, true},
+                      {"zero_stage", true, true, false, true, true},
+                      {"pipeline_parallel_degree", true, true, true, false, true},
+                      {"data_parallel_degree", true, true, true, true, false}};
+  std::string where = "/parallelism";
+  for (const Key& k : keys)
+    if (framework_problem(f, pinned_plan(k.vpp, k.schedule, k.zero, k.pp, k.dp)).empty()) {
+      where = k.name == std::string("pipeline_schedule") || k.name == std::string("zero_stage")
+                  ? "/parallelism/" + std::string(k.name)
+                  : degree_path(pj, k.name);
+      break;
+    }
+  ctx.add(where, why + " (training.framework is \"" + to_string(f) + "\")");
+}
+
 void cross_check(Ctx& ctx, const json* pj, Scenario& s) {
   const ModelConfig& m = s.model;
   const ClusterConfig& c = s.cluster;
@@ -1137,10 +1175,13 @@ void cross_check(Ctx& ctx, const json* pj, Scenario& s) {
   if (ok(p.vpp) && *p.vpp > 1) {
     if (ok(p.pp) && *p.pp < 2)
       ctx.add(path("virtual_pipeline_degree"), "found " + fmt_int(*p.vpp) + ", expected 1 when pipeline_parallel_degree is 1");
-    else if (transformer && ok(p.pp) && m.num_layers > 0 && *p.pp * *p.vpp > m.num_layers)
-      ctx.add(path("virtual_pipeline_degree"), "found " + fmt_int(*p.vpp) + ", expected pipeline_parallel_degree x virtual_pipeline_degree (" +
-                                                   fmt_int(*p.pp * *p.vpp) + ") to be at most num_layers (" + fmt_int(m.num_layers) +
-                                                   ") so that every model chunk holds a layer");
+    else if (transformer && ok(p.pp) && m.num_layers > 0 && !p.layers_per_stage &&
+             *p.pp * *p.vpp > m.num_layers + (p.account_for_embedding ? 1 : 0) + (p.account_for_loss ? 1 : 0))
+      ctx.add(path("virtual_pipeline_degree"),
+              "found " + fmt_int(*p.vpp) + ", expected pipeline_parallel_degree x virtual_pipeline_degree (" + fmt_int(*p.pp * *p.vpp) +
+                  ") to be at most num_layers (" + fmt_int(m.num_layers) +
+                  ") plus the embedding and the loss where the account_for flags count them, so that every model chunk holds a layer "
+                  "or one of them");
     if (p.schedule && *p.schedule != Schedule::kInterleaved)
       ctx.add("/parallelism/pipeline_schedule", std::string("found \"") + to_string(*p.schedule) +
                                                     "\", expected \"interleaved-1f1b\" when virtual_pipeline_degree > 1");
@@ -1212,6 +1253,7 @@ void cross_check(Ctx& ctx, const json* pj, Scenario& s) {
               "found expert_tensor_parallel_degree x expert_parallel_degree = " + fmt_int(etp) + " x " + fmt_int(ep) + " = " +
                   fmt_int(etp * ep) + ", expected a divisor of the ranks of one pipeline stage (tp x cp x dp = " + fmt_int(stage) + ")");
   }
+  if (transformer) check_framework_pins(ctx, pj, s);
   // Batch.
   const TrainingConfig& t = s.training;
   const bool micro_bad = t.micro_batch_size && *t.micro_batch_size <= 0;

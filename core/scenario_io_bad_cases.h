@@ -125,6 +125,10 @@ inline const BadCase kBadCases[] = {
     {"account flag beside layers_per_stage", {{"/parallelism/vpp", "DELETE"}, {"/parallelism/layers_per_stage", "[11, 12, 12, 13, 13, 12, 12, 11]"}, {"/parallelism/account_for_loss_in_pipeline_split", "true"}}, "/parallelism/account_for_loss_in_pipeline_split", "layers_per_stage fixes the split"},
     {"account flag not a boolean", {{"/parallelism/account_for_embedding_in_pipeline_split", "1"}}, "/parallelism/account_for_embedding_in_pipeline_split", "true or false"},
     {"unknown framework", {{"/training/framework", "\"megatron-lm\""}}, "/training/framework", "one of megatron, deepspeed, torchtitan"},
+    {"interleaving pinned on deepspeed", {{"/training/framework", "\"deepspeed\""}}, "/parallelism/vpp", "no interleaved schedule"},
+    {"gpipe pinned on deepspeed", {{"/training/framework", "\"deepspeed\""}, {"/parallelism/vpp", "1"}, {"/parallelism/pipeline_schedule", "\"gpipe\""}}, "/parallelism/pipeline_schedule", "1F1B TrainSchedule"},
+    {"zero-3 with a pipeline on deepspeed", {{"/training/framework", "\"deepspeed\""}, {"/parallelism/vpp", "1"}, {"/parallelism/zero_stage", "3"}}, "/parallelism/zero_stage", "incompatible with pipeline parallelism"},
+    {"zero-1 with data parallelism on torchtitan", {{"/training/framework", "\"torchtitan\""}, {"/parallelism/dp", "2"}, {"/parallelism/pp", "4"}, {"/parallelism/vpp", "2"}, {"/parallelism/zero_stage", "1"}}, "/parallelism/zero_stage", "no optimizer-only sharding"},
     {"unknown activation", {{"/model/activation", "\"relu\""}}, "/model/activation", "one of gelu, swiglu, squared-relu"},
     {"misspelled attention kernel", {{"/model/attention_kernel", "\"flsh\""}}, "/model/attention_kernel", "did you mean \"flash\""},
 };

@@ -41,6 +41,39 @@ TEST(ScenarioIo, TheSpecExampleLoads) {
   EXPECT_TRUE(s->backends.empty());  // empty = default
 }
 
+// The stack's rules refuse a pinned choice only: what the search may still choose is left to it.
+TEST(ScenarioIo, FrameworkRulesRefusePinnedChoicesOnly) {
+  json j = base_scenario();
+  j["training"]["framework"] = "deepspeed";
+  j["parallelism"].erase("vpp");  // pp 8 pinned, vpp searched: the search keeps vpp 1
+  j["parallelism"]["zero_stage"] = 1;
+  EXPECT_TRUE(scenario_from_json(j).ok());
+  j["parallelism"].erase("pp");  // ZeRO-3 with the pipeline degree searched: pp 1 remains
+  j["parallelism"]["zero_stage"] = 3;
+  EXPECT_TRUE(scenario_from_json(j).ok());
+  j["parallelism"]["pp"] = 8;
+  auto s = scenario_from_json(j);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.problems().front().where, "/parallelism/zero_stage");
+  EXPECT_NE(s.problems().front().message.find("training.framework is \"deepspeed\""), std::string::npos);
+}
+
+// Reduced-layer proxies of Llama 3.1 405B (30 layers on pp 4 x vpp 8): with both account-for
+// flags the 32 model chunks hold the embedding, 30 layers and the loss; without, 32 chunks
+// cannot each hold a layer.
+TEST(ScenarioIo, AccountForFlagsLetEndChunksHoldOnlyTheEmbeddingOrTheLoss) {
+  json j = base_scenario();
+  j["model"]["num_layers"] = 30;
+  j["parallelism"] = {{"tp", 2}, {"pp", 4}, {"dp", 8}, {"vpp", 8}, {"account_for_embedding_in_pipeline_split", true},
+                      {"account_for_loss_in_pipeline_split", true}};
+  auto s = scenario_from_json(j);
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  j["parallelism"].erase("account_for_loss_in_pipeline_split");
+  s = scenario_from_json(j);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.problems().front().where, "/parallelism/vpp");
+}
+
 class BadScenario : public ::testing::TestWithParam<BadCase> {};
 
 TEST_P(BadScenario, IsRefusedNamingThePath) {
@@ -321,6 +354,7 @@ TEST(ScenarioIo, Format11ModelKeysAndTheirDefaults) {
   j["model"]["attention_kernel"] = "materialized";
   j["model"]["hidden_dropout"] = 0;
   j["training"]["framework"] = "deepspeed";
+  j["parallelism"].erase("vpp");  // DeepSpeed's pipeline engine does not interleave
   s = scenario_from_json(j);
   ASSERT_TRUE(s.ok()) << all_messages(s.problems());
   EXPECT_EQ(s->model.activation_kind(), Activation::kSquaredRelu);

@@ -72,6 +72,7 @@ Expected<GptConfig> gpt_config_from(const ModelConfig& m) {
                                                " heads and hidden_size " + std::to_string(m.hidden_size)});
   c.hidden_dropout = m.hidden_dropout_p();
   c.attention_dropout = m.attention_dropout_p();
+  c.activation = m.activation_kind();
   if (c.num_layers <= 0 || c.hidden <= 0 || c.heads <= 0 || c.vocab <= 0 || c.seq <= 0)
     problems.push_back({"/model", "num_layers, hidden_size, num_attention_heads, vocab_size and seq_length must be positive"});
   else if (c.hidden % c.heads != 0)
@@ -93,6 +94,8 @@ const ParamInfo* ParamLayout::find(const std::string& name) const {
 ParamLayout make_param_layout(const GptConfig& cfg, const ChunkSpec& spec) {
   const int64_t C = cfg.hidden, F = cfg.ffn;
   const double std_resid = kInitStd / std::sqrt(2.0 * static_cast<double>(cfg.num_layers));
+  // A gated MLP's fc holds the gate and up sections, each split over TP like a plain fc.
+  const ShardKind fc_shard = cfg.activation == Activation::kSwiglu ? ShardKind::kColumns2 : ShardKind::kColumns;
   ParamLayout out;
   auto add = [&](std::string name, int64_t rows, int64_t cols, ShardKind shard, double std, double value) {
     ParamInfo p{std::move(name), 0, rows, cols, shard, false, std, value, 0};
@@ -109,8 +112,8 @@ ParamLayout make_param_layout(const GptConfig& cfg, const ChunkSpec& spec) {
     add(h + "qkv_b", 1, 3 * C, ShardKind::kColumns3, 0, 0);
     add(h + "proj_w", C, C, ShardKind::kRows, std_resid, 0);
     if (cfg.moe()) continue;  // MoE: router (replicated) and experts (last) below
-    add(h + "fc_w", C, F, ShardKind::kColumns, kInitStd, 0);
-    add(h + "fc_b", 1, F, ShardKind::kColumns, 0, 0);
+    add(h + "fc_w", C, fc_width(cfg.activation, F), fc_shard, kInitStd, 0);
+    add(h + "fc_b", 1, fc_width(cfg.activation, F), fc_shard, 0, 0);
     add(h + "fcproj_w", F, C, ShardKind::kRows, std_resid, 0);
   }
   out.replicated_offset = out.total;
@@ -146,8 +149,8 @@ ParamLayout make_param_layout(const GptConfig& cfg, const ChunkSpec& spec) {
     for (int64_t l = spec.first_layer; l < spec.first_layer + spec.num_layers; ++l)
       for (int64_t j = spec.ep_rank * el; j < (spec.ep_rank + 1) * el; ++j) {
         const std::string h = "h" + std::to_string(l) + ".e" + std::to_string(j) + ".";
-        add_expert(h + "fc_w", C, Fe, ShardKind::kColumns, kInitStd);
-        add_expert(h + "fc_b", 1, Fe, ShardKind::kColumns, 0);
+        add_expert(h + "fc_w", C, fc_width(cfg.activation, Fe), fc_shard, kInitStd);
+        add_expert(h + "fc_b", 1, fc_width(cfg.activation, Fe), fc_shard, 0);
         add_expert(h + "proj_w", Fe, C, ShardKind::kRows, std_resid);
         add_expert(h + "proj_b", 1, C, ShardKind::kReplicated, 0);
       }
@@ -175,18 +178,15 @@ void init_params(T* params, const ParamLayout& layout, const GptConfig&, const C
       case ShardKind::kReplicated:
         for (int64_t i = 0; i < p.rows * p.cols; ++i) dst[i] = static_cast<T>(full[i]);
         break;
-      case ShardKind::kColumns: {
-        const int64_t lc = p.cols / tp;
+      case ShardKind::kColumns:
+      case ShardKind::kColumns2:
+      case ShardKind::kColumns3: {  // each of the K sections split by columns, kept in order
+        const int64_t K = p.shard == ShardKind::kColumns ? 1 : p.shard == ShardKind::kColumns2 ? 2 : 3;
+        const int64_t sec = p.cols / K, ls = sec / tp;
         for (int64_t r = 0; r < p.rows; ++r)
-          for (int64_t c = 0; c < lc; ++c) dst[r * lc + c] = static_cast<T>(full[r * p.cols + t * lc + c]);
-        break;
-      }
-      case ShardKind::kColumns3: {
-        const int64_t sec = p.cols / 3, ls = sec / tp;
-        for (int64_t r = 0; r < p.rows; ++r)
-          for (int64_t k = 0; k < 3; ++k)
+          for (int64_t k = 0; k < K; ++k)
             for (int64_t c = 0; c < ls; ++c)
-              dst[r * 3 * ls + k * ls + c] = static_cast<T>(full[r * p.cols + k * sec + t * ls + c]);
+              dst[r * K * ls + k * ls + c] = static_cast<T>(full[r * p.cols + k * sec + t * ls + c]);
         break;
       }
       case ShardKind::kRows: {
@@ -287,6 +287,7 @@ GptChunk<T>::GptChunk(const GptConfig& cfg, const ChunkSpec& spec, TpCollectives
     d.experts = cfg.experts;
     d.top_k = cfg.top_k;
     d.ffn = cfg.moe_ffn;
+    d.activation = cfg.activation;
     d.capacity = moe_expert_capacity(d.tokens, cfg.experts, cfg.top_k, cfg.capacity_factor);
     d.ep_size = spec.ep_size;
     d.ep_rank = spec.ep_rank;
@@ -448,10 +449,11 @@ void GptChunk<T>::layer_forward(int64_t l, const T* in, LayerActs& a, const Drop
     return;
   }
   gather_rows(a.ln2.data(), full.data(), C);
-  a.fch = Buf<T>(n_ * fl_, act);
-  matmul_forward(a.fch.data(), full.data(), w.fc_w, w.fc_b, n_, C, fl_);
+  const int64_t fcl = fc_width(cfg_.activation, fl_);  // fc output columns: FL, or 2 FL gated
+  a.fch = Buf<T>(n_ * fcl, act);
+  matmul_forward(a.fch.data(), full.data(), w.fc_w, w.fc_b, n_, C, fcl);
   a.fch_gelu = Buf<T>(n_ * fl_, act);
-  gelu_forward(a.fch_gelu.data(), a.fch.data(), n_ * fl_);
+  mlp_activation_forward(cfg_.activation, a.fch_gelu.data(), a.fch.data(), n_, fl_);
   matmul_forward(full.data(), a.fch_gelu.data(), w.fcproj_w, static_cast<const T*>(nullptr), n_, fl_, C);
   a.out = Buf<T>(nl_ * C, act);
   reduce_rows(full.data(), a.out.data(), C);
@@ -518,14 +520,15 @@ void GptChunk<T>::layer_backward(int64_t l, const T* in, LayerActs& a, const T* 
   for (int64_t i = 0; i < nl_; ++i)
     for (int64_t j = 0; j < C; ++j) w.dfcproj_b[j] += dsmall[i * C + j];
   gather_rows(dsmall.data(), full.data(), C);
-  Buf<T> dfch(n_ * fl_, buf);  // [N, FL]
+  const int64_t fcl = fc_width(cfg_.activation, fl_);
+  Buf<T> dfch(n_ * fcl, buf);  // [N, FL] (gated: [N, 2 FL])
   Buf<T> dgelu(n_ * fl_, buf);
   matmul_backward(dgelu.data(), w.dfcproj_w, static_cast<T*>(nullptr), full.data(), a.fch_gelu.data(), w.fcproj_w, n_,
                   fl_, C);
-  gelu_backward(dfch.data(), a.fch.data(), dgelu.data(), n_ * fl_);
+  mlp_activation_backward(cfg_.activation, dfch.data(), a.fch.data(), dgelu.data(), n_, fl_);
   dgelu.release();
   gather_rows(a.ln2.data(), full.data(), C);
-  matmul_backward(dfull.data(), w.dfc_w, w.dfc_b, dfch.data(), full.data(), w.fc_w, n_, C, fl_);
+  matmul_backward(dfull.data(), w.dfc_w, w.dfc_b, dfch.data(), full.data(), w.fc_w, n_, C, fcl);
   dfch.release();
   reduce_rows(dfull.data(), dsmall.data(), C);
   }

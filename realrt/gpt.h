@@ -1,6 +1,6 @@
 // Reference GPT of the real runtime (llm.c style, readable, fp32 in the runtime and fp64 in the
 // gradient check): token embedding + learned positions, pre-LayerNorm transformer layers (causal
-// multi-head attention, GeLU MLP), final LayerNorm, output projection tied to the token
+// multi-head attention, an MLP with GeLU, squared ReLU or SwiGLU), final LayerNorm, output projection tied to the token
 // embedding, cross-entropy. Matrix products go through BLAS.
 //
 // A GptChunk is the part of the model one rank holds for one virtual pipeline stage: a range of
@@ -48,6 +48,8 @@ struct GptConfig {
   // Dropout probabilities (model.hidden_dropout / model.attention_dropout), 0 <= p < 1.
   double hidden_dropout = 0;     // embedding output, after the attention projection, after the MLP
   double attention_dropout = 0;  // attention probabilities
+  // The MLP's activation (model.activation); swiglu's fc is [C, 2F] (gate and up), fc-proj [F, C].
+  Activation activation = Activation::kGelu;
 };
 
 // What the dropout masks of one micro-batch are drawn from. Each mask element is a pure function
@@ -128,6 +130,7 @@ struct ChunkSpec {
 enum class ShardKind {
   kReplicated,  // every TP rank holds the whole tensor
   kColumns,     // [IC, OC] column-parallel: OC / T columns (a bias: OC / T entries)
+  kColumns2,    // gated fc [C, 2F]: the gate and up sections each split by columns
   kColumns3,    // QKV [C, 3C]: the q, k and v sections each split by columns (heads)
   kRows,        // [IC, OC] row-parallel, or the vocabulary-parallel embedding [V, C]: IC / T rows
 };

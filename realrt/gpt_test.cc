@@ -48,10 +48,14 @@ double loss_of(GptChunk<double>& m, const std::vector<int32_t>& tok, const std::
 // and a half; a wrong formula is off by far more (a missing factor or term moves the gradient
 // by its own size, >= 1e-4 here). Without dropout, and with hidden and attention dropout 0.3
 // (the masks are a function of the key, so they are the same in every evaluation).
+constexpr Activation kActivations[] = {Activation::kGelu, Activation::kSwiglu, Activation::kSquaredRelu};
+
 TEST(GptGradCheck, BackwardMatchesCentralDifferencesInFp64) {
+  for (Activation act : kActivations)
   for (const double drop : {0.0, 0.3})
   for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
     GptConfig c = tiny();
+    c.activation = act;
     c.hidden_dropout = c.attention_dropout = drop;
     const DropoutKey key{9, 4};
     const int64_t B = 2;
@@ -87,7 +91,7 @@ TEST(GptGradCheck, BackwardMatchesCentralDifferencesInFp64) {
         const double err = std::abs(grads[i] - numeric);
         EXPECT_LE(err, 1e-6 * std::abs(numeric) + 1e-9)
             << p.name << "[" << i - p.offset << "] analytic " << grads[i] << " numeric " << numeric
-            << " recompute " << to_string(r) << " dropout " << drop;
+            << " recompute " << to_string(r) << " dropout " << drop << " activation " << to_string(act);
         worst = std::max(worst, err);
         ++checked;
       }
@@ -103,9 +107,11 @@ TEST(GptGradCheck, BackwardMatchesCentralDifferencesInFp64) {
 // parameters; this seed's routing has no near-tie (a flipped choice would move the loss by far
 // more than the tolerance, so a tie would show as a failure, not pass silently).
 TEST(GptGradCheck, MixtureOfExpertsBackwardMatchesCentralDifferencesInFp64) {
+  for (Activation act : kActivations)
   for (int64_t groups : {1, 2})  // 2: two routing groups per micro-batch, as the reference of TP 2 + SP
   for (Recompute r : {Recompute::kNone, Recompute::kFull}) {
     GptConfig c = tiny();
+    c.activation = act;
     c.experts = 4;
     c.top_k = 2;
     c.moe_ffn = 8;
@@ -364,6 +370,36 @@ TEST(GptInit, ShardsAreSlicesOfTheFullTensor) {
           ASSERT_EQ(sp[qs->offset + r * 3 * ls + k * ls + j], fp[q->offset + r * 3 * C + k * C + t * ls + j]);
     const ParamInfo* ws = l.find("wte");
     for (int64_t i = 0; i < ws->size; ++i) ASSERT_EQ(sp[ws->offset + i], fp[w->offset + t * ws->size + i]);
+  }
+}
+
+// SwiGLU's fc [C, 2F] holds the gate and the up sections: each TP rank keeps its columns of both,
+// in that order, so silu(gate) * up pairs the same hidden unit on every rank.
+TEST(GptInit, GatedFcShardsTheGateAndUpSectionsAlike) {
+  GptConfig c = tiny();
+  c.activation = Activation::kSwiglu;
+  ChunkSpec full_spec = whole(c, 1);
+  ParamLayout full = make_param_layout(c, full_spec);
+  const ParamInfo* fc = full.find("h0.fc_w");
+  ASSERT_TRUE(fc);
+  EXPECT_EQ(fc->cols, 2 * c.ffn);
+  EXPECT_EQ(full.find("h0.fcproj_w")->rows, c.ffn);
+  std::vector<float> fp(full.total);
+  init_params(fp.data(), full, c, full_spec, 11);
+  const int64_t C = c.hidden, F = c.ffn, T = 2, ls = F / T;
+  for (int64_t t = 0; t < T; ++t) {
+    ChunkSpec s = full_spec;
+    s.tp_size = T;
+    s.tp_rank = t;
+    ParamLayout l = make_param_layout(c, s);
+    std::vector<float> sp(l.total);
+    init_params(sp.data(), l, c, s, 11);
+    const ParamInfo* fs = l.find("h0.fc_w");
+    ASSERT_EQ(fs->size, C * 2 * ls);
+    for (int64_t r = 0; r < C; ++r)
+      for (int64_t k = 0; k < 2; ++k)
+        for (int64_t j = 0; j < ls; ++j)
+          ASSERT_EQ(sp[fs->offset + r * 2 * ls + k * ls + j], fp[fc->offset + r * 2 * F + k * F + t * ls + j]);
   }
 }
 

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <functional>
 
+#include "core/scenario.h"
+
 namespace monarch::realrt {
 
 // C[M,N] = alpha * op(A)[M,K] @ op(B)[K,N] + beta * C.
@@ -119,6 +121,56 @@ void gelu_backward(T* dinp, const T* inp, const T* dout, int64_t n) {
     const T sech2 = T(1) - th * th;
     const T grad = T(0.5) * (T(1) + th) + T(0.5) * x * sech2 * k * (T(1) + T(3) * T(0.044715) * x * x);
     dinp[i] = dout[i] * grad;
+  }
+}
+
+// The MLP's activation between fc and fc-proj, on `rows` rows: out[rows, width] from the fc
+// output in[rows, fc_width(a, width)]. gelu and squared-relu are elementwise (squared ReLU:
+// relu(x)^2, Nemotron-4 / Primer); swiglu reads each row as [gate | up], width columns each, and
+// gives silu(gate) * up (Megatron-LM's gated linear unit, megatron/core/transformer/mlp.py:
+// torch.chunk(x, 2, dim=-1), silu(x0) * x1).
+inline int64_t fc_width(Activation a, int64_t width) { return a == Activation::kSwiglu ? 2 * width : width; }
+
+template <typename T>
+void mlp_activation_forward(Activation a, T* out, const T* in, int64_t rows, int64_t width) {
+  switch (a) {
+    case Activation::kGelu: gelu_forward(out, in, rows * width); return;
+    case Activation::kSquaredRelu:
+      for (int64_t i = 0; i < rows * width; ++i) out[i] = in[i] > T(0) ? in[i] * in[i] : T(0);
+      return;
+    case Activation::kSwiglu:
+      for (int64_t r = 0; r < rows; ++r) {
+        const T* gate = in + r * 2 * width;
+        const T* up = gate + width;
+        for (int64_t j = 0; j < width; ++j) {
+          const T g = gate[j];
+          out[r * width + j] = g / (T(1) + std::exp(-g)) * up[j];
+        }
+      }
+      return;
+  }
+}
+// din[rows, fc_width(a, width)] = d activation / d in, times dout[rows, width] (overwritten).
+template <typename T>
+void mlp_activation_backward(Activation a, T* din, const T* in, const T* dout, int64_t rows, int64_t width) {
+  switch (a) {
+    case Activation::kGelu: gelu_backward(din, in, dout, rows * width); return;
+    case Activation::kSquaredRelu:
+      for (int64_t i = 0; i < rows * width; ++i) din[i] = in[i] > T(0) ? T(2) * in[i] * dout[i] : T(0);
+      return;
+    case Activation::kSwiglu:
+      for (int64_t r = 0; r < rows; ++r) {
+        const T* gate = in + r * 2 * width;
+        const T* up = gate + width;
+        T* dgate = din + r * 2 * width;
+        T* dup = dgate + width;
+        for (int64_t j = 0; j < width; ++j) {
+          const T g = gate[j], sig = T(1) / (T(1) + std::exp(-g)), d = dout[r * width + j];
+          dgate[j] = d * up[j] * sig * (T(1) + g * (T(1) - sig));  // silu'(g) = sig (1 + g (1 - sig))
+          dup[j] = d * g * sig;
+        }
+      }
+      return;
   }
 }
 

@@ -137,18 +137,19 @@ double MoeBlock<T>::forward(const MoeParams<T>& w, const T* x, T* out, MoeActs<T
   }
   // Experts on their Q * P * cap rows (padding included: fixed shapes, as drop-and-pad); with
   // ETP each rank holds F/Q of every expert's hidden units and the proj output is a partial sum.
-  a.fch = Buf<T>(El * rows * Fl, act);
+  const int64_t FC = d_.local_fc();  // fc output columns: Fl, or 2 Fl gated
+  a.fch = Buf<T>(El * rows * FC, act);
   a.fch_gelu = Buf<T>(El * rows * Fl, act);
   Buf<T> yl(El * pc * C, MemCategory::kBuffers);  // [El, P * cap, C]
   Buf<T> ypart(Q > 1 ? El * rows * C : 0, kWorkspace);  // [El, Q * P * cap, C] partial sums
   const int64_t ep = d_.expert_params();
   for (int64_t j = 0; j < El; ++j) {
     const T* fc_w = w.experts + j * ep;
-    const T* fc_b = fc_w + C * Fl;
-    const T* proj_w = fc_b + Fl;
+    const T* fc_b = fc_w + C * FC;
+    const T* proj_w = fc_b + FC;
     const T* proj_b = proj_w + Fl * C;
-    matmul_forward(a.fch.data() + j * rows * Fl, a.xin.data() + j * rows * C, fc_w, fc_b, rows, C, Fl);
-    gelu_forward(a.fch_gelu.data() + j * rows * Fl, a.fch.data() + j * rows * Fl, rows * Fl);
+    matmul_forward(a.fch.data() + j * rows * FC, a.xin.data() + j * rows * C, fc_w, fc_b, rows, C, FC);
+    mlp_activation_forward(d_.activation, a.fch_gelu.data() + j * rows * Fl, a.fch.data() + j * rows * FC, rows, Fl);
     if (Q == 1)
       matmul_forward(yl.data() + j * rows * C, a.fch_gelu.data() + j * rows * Fl, proj_w, proj_b, rows, Fl, C);
     else
@@ -159,7 +160,7 @@ double MoeBlock<T>::forward(const MoeParams<T>& w, const T* x, T* out, MoeActs<T
     reduce_scatter_rows(ypart.data(), yl.data());
     ypart.release();
     for (int64_t j = 0; j < El; ++j) {
-      const T* proj_b = w.experts + j * ep + C * Fl + Fl + Fl * C;
+      const T* proj_b = w.experts + j * ep + C * FC + FC + Fl * C;
       for (int64_t r = 0; r < pc; ++r)
         for (int64_t c = 0; c < C; ++c) yl[(j * pc + r) * C + c] += proj_b[c];
     }
@@ -223,19 +224,20 @@ void MoeBlock<T>::backward(const MoeParams<T>& w, const T* x, const T* dout, T* 
   dy.release();
   Buf<T> dxl(El * rows * C, buf);  // [El, Q * P * cap, C] (partial sums with ETP)
   {
-    Buf<T> dg(rows * Fl, buf), dh(rows * Fl, buf);
+    const int64_t FC = d_.local_fc();
+    Buf<T> dg(rows * Fl, buf), dh(rows * FC, buf);
     const int64_t ep = d_.expert_params();
     for (int64_t j = 0; j < El; ++j) {
       const T* fc_w = w.experts + j * ep;
-      const T* proj_w = fc_w + C * Fl + Fl;
+      const T* proj_w = fc_w + C * FC + FC;
       T* dfc_w = w.dexperts + j * ep;
-      T* dfc_b = dfc_w + C * Fl;
-      T* dproj_w = dfc_b + Fl;
+      T* dfc_b = dfc_w + C * FC;
+      T* dproj_w = dfc_b + FC;
       T* dproj_b = dproj_w + Fl * C;
       matmul_backward(dg.data(), dproj_w, dproj_b, dyl.data() + j * rows * C, a.fch_gelu.data() + j * rows * Fl, proj_w,
                       rows, Fl, C);
-      gelu_backward(dh.data(), a.fch.data() + j * rows * Fl, dg.data(), rows * Fl);
-      matmul_backward(dxl.data() + j * rows * C, dfc_w, dfc_b, dh.data(), a.xin.data() + j * rows * C, fc_w, rows, C, Fl);
+      mlp_activation_backward(d_.activation, dh.data(), a.fch.data() + j * rows * FC, dg.data(), rows, Fl);
+      matmul_backward(dxl.data() + j * rows * C, dfc_w, dfc_b, dh.data(), a.xin.data() + j * rows * C, fc_w, rows, C, FC);
     }
   }
   dyl.release();

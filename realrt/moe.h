@@ -8,7 +8,8 @@
 // default softmax-after-top-k). With top_k 1 the gate is always 1 and the router learns only
 // through the auxiliary loss.
 //
-// Experts: GeLU MLPs like the dense one, [C, F_e] + bias, GeLU, [F_e, C] + bias.
+// Experts: MLPs like the dense one with its activation, [C, F_e] + bias ([C, 2 F_e] gated for
+// swiglu), activation, [F_e, C] + bias.
 //
 // Capacity (GShard / Megatron drop-and-pad, drop policy "position"): the routing group is one
 // micro-batch of N = S x B tokens of one data-parallel replica; each expert takes at most
@@ -55,6 +56,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/scenario.h"
 #include "realrt/memory.h"
 
 namespace monarch::realrt {
@@ -94,13 +96,16 @@ struct MoeDims {
   int64_t ep_rank = 0;
   int64_t etp_size = 1;   // Q, expert tensor parallelism
   int64_t etp_rank = 0;
+  Activation activation = Activation::kGelu;  // the experts' MLP activation (swiglu: gated fc)
   int64_t local_experts() const { return experts / ep_size; }
   int64_t local_ffn() const { return ffn / etp_size; }  // F_e / Q
+  // fc output columns on this rank: F_e / Q, or 2 F_e / Q for a gated (swiglu) expert.
+  int64_t local_fc() const { return activation == Activation::kSwiglu ? 2 * local_ffn() : local_ffn(); }
   // Rows every local expert runs on: capacity slots from each of the Q x P ranks.
   int64_t expert_rows() const { return etp_size * ep_size * capacity; }
-  // Elements of one expert's parameters on this rank: fc_w [C, F/Q], fc_b [F/Q], proj_w [F/Q, C],
-  // proj_b [C].
-  int64_t expert_params() const { return 2 * hidden * local_ffn() + local_ffn() + hidden; }
+  // Elements of one expert's parameters on this rank: fc_w [C, FC], fc_b [FC], proj_w [F/Q, C],
+  // proj_b [C], with FC = local_fc().
+  int64_t expert_params() const { return hidden * local_fc() + local_fc() + local_ffn() * hidden + hidden; }
 };
 
 // Parameters of one layer's block: the router and the rank's local experts, back to back in the

@@ -11,6 +11,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 
 #include "realrt/reference.h"
 
@@ -52,16 +53,15 @@ GptConfig moe_parity_model() {
 // MoE under tensor (sequence) parallelism routes each TP rank's sequence shard on its own
 // (realrt/moe.h): its single-process reference routes every micro-batch in `route_groups` = tp
 // contiguous groups.
-const std::vector<double>& reference_losses(bool moe, int64_t route_groups) {
-  static const std::vector<double> dense = train_single_process(parity_model(), parity_training(), Recompute::kNone);
-  static std::map<int64_t, std::vector<double>> experts;
-  if (!moe) return dense;
-  auto it = experts.find(route_groups);
-  if (it == experts.end())
-    it = experts
-             .emplace(route_groups,
-                      train_single_process(moe_parity_model(), parity_training(), Recompute::kNone, route_groups))
-             .first;
+const std::vector<double>& reference_losses(bool moe, int64_t route_groups, Activation act = Activation::kGelu) {
+  static std::map<std::tuple<bool, int64_t, Activation>, std::vector<double>> runs;
+  const auto key = std::make_tuple(moe, moe ? route_groups : 1, act);
+  auto it = runs.find(key);
+  if (it == runs.end()) {
+    GptConfig m = moe ? moe_parity_model() : parity_model();
+    m.activation = act;
+    it = runs.emplace(key, train_single_process(m, parity_training(), Recompute::kNone, moe ? route_groups : 1)).first;
+  }
   return it->second;
 }
 
@@ -71,6 +71,7 @@ struct Case {
   const char* args;
   bool moe = false;
   int64_t route_groups = 1;  // MoE: tp under sequence parallelism
+  Activation activation = Activation::kGelu;  // the worker's --activation
 };
 
 std::string run_worker(const Case& c, int* status) {
@@ -96,7 +97,7 @@ TEST_P(Parity, LossOfEveryStepMatchesSingleProcess) {
   ASSERT_TRUE(f) << out;
   const auto j = nlohmann::json::parse(f);
   const auto losses = j.at("losses").get<std::vector<double>>();
-  const auto& ref = reference_losses(c.moe, c.route_groups);
+  const auto& ref = reference_losses(c.moe, c.route_groups, c.activation);
   ASSERT_EQ(losses.size(), ref.size());
   for (size_t i = 0; i < ref.size(); ++i)
     EXPECT_NEAR(losses[i], ref[i], 1e-5 * std::abs(ref[i])) << c.name << " step " << i;
@@ -114,6 +115,22 @@ TEST(ParityReference, RoutingBySequenceShardChangesTheRun) {
   EXPECT_GT(most, 1e-3);
 }
 
+// The activation cases can fail: each activation trains to other losses, so a worker that ran
+// another MLP would miss its reference.
+TEST(ParityReference, EachActivationGivesAnotherRun) {
+  const auto& gelu = reference_losses(false, 1, Activation::kGelu);
+  const auto& swiglu = reference_losses(false, 1, Activation::kSwiglu);
+  const auto& relu2 = reference_losses(false, 1, Activation::kSquaredRelu);
+  auto most = [](const std::vector<double>& a, const std::vector<double>& b) {
+    double m = 0;
+    for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]) / std::abs(a[i]));
+    return m;
+  };
+  EXPECT_GT(most(gelu, swiglu), 1e-3);
+  EXPECT_GT(most(gelu, relu2), 1e-3);
+  EXPECT_GT(most(swiglu, relu2), 1e-3);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Plans, Parity,
     ::testing::Values(Case{"dp2", 2, "--dp 2"}, Case{"tp2", 2, "--tp 2"}, Case{"pp2_1f1b", 2, "--pp 2"},
@@ -127,6 +144,9 @@ INSTANTIATE_TEST_SUITE_P(
                       // Uneven pipeline stages: 1 + 3 and 3 + 1 of the 4 layers.
                       Case{"pp2_uneven_1_3", 2, "--pp 2 --layers-per-stage 1,3"},
                       Case{"pp2_uneven_3_1_gpipe", 2, "--pp 2 --schedule gpipe --layers-per-stage 3,1"},
+                      // Model chunks without a transformer layer (the account-for split's ends).
+                      Case{"pp2_interleaved_empty_end_chunks", 2,
+                           "--pp 2 --vpp 2 --schedule interleaved-1f1b --layers-per-stage 0,2,2,0"},
                       Case{"recompute_full", 1, "--recompute full"},
                       Case{"recompute_selective", 1, "--recompute selective"},
                       Case{"dp2_tp2_sp_zero3_full", 4, "--dp 2 --tp 2 --sp --zero 3 --recompute full"},
@@ -152,7 +172,16 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"moe_ep2_dp4_zero2", 4, MONARCH_MOE_ARGS "--dp 4 --ep 2 --zero 2", true},
                       Case{"moe_ep2_dp4_zero3", 4, MONARCH_MOE_ARGS "--dp 4 --ep 2 --zero 3", true},
                       Case{"moe_tp2_sp_etp1_ep2_dp2_zero3", 4,
-                           MONARCH_MOE_ARGS "--tp 2 --sp --etp 1 --dp 2 --ep 2 --zero 3", true, 2}),
+                           MONARCH_MOE_ARGS "--tp 2 --sp --etp 1 --dp 2 --ep 2 --zero 3", true, 2},
+                      // The MLP activations: SwiGLU's gated fc split over TP (gate and up each
+                      // by columns) and over expert TP, squared ReLU over TP x PP.
+                      Case{"swiglu_tp2_sp", 2, "--tp 2 --sp --activation swiglu", false, 1, Activation::kSwiglu},
+                      Case{"swiglu_dp2_pp2_zero3", 4, "--dp 2 --pp 2 --zero 3 --activation swiglu", false, 1,
+                           Activation::kSwiglu},
+                      Case{"squared_relu_tp2_pp2", 4, "--tp 2 --pp 2 --activation squared-relu", false, 1,
+                           Activation::kSquaredRelu},
+                      Case{"moe_swiglu_tp2_sp_ep2", 4, MONARCH_MOE_ARGS "--tp 2 --sp --dp 2 --ep 2 --activation swiglu",
+                           true, 2, Activation::kSwiglu}),
     [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
   cfg.train.global_batch_size = 4;
   cfg.train.micro_batch_size = 1;
   cfg.train.steps = 10;
-  std::string schedule = "1f1b", recompute = "none", out, fault;
+  std::string schedule = "1f1b", recompute = "none", activation = "gelu", out, fault;
   int64_t fault_rank = -1, fault_step = -1;
   double watchdog_s = 60;
   app.add_option("--watchdog-timeout", watchdog_s, "seconds without progress before the run is ended");
@@ -55,6 +55,8 @@ int main(int argc, char** argv) {
   app.add_option("--capacity-factor", cfg.model.capacity_factor);
   app.add_option("--ep", cfg.plan.ep);
   app.add_option("--etp", cfg.plan.etp, "expert tensor parallel degree (0: tp)");
+  app.add_option("--activation", activation, "gelu | swiglu | squared-relu")
+      ->check(CLI::IsMember({"gelu", "swiglu", "squared-relu"}));
   app.add_option("--hidden-dropout", cfg.model.hidden_dropout);
   app.add_option("--attention-dropout", cfg.model.attention_dropout);
   app.add_option("--out", out);
@@ -68,6 +70,9 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   cfg.model.ffn = 4 * cfg.model.hidden;
+  cfg.model.activation = activation == "swiglu"         ? Activation::kSwiglu
+                         : activation == "squared-relu" ? Activation::kSquaredRelu
+                                                        : Activation::kGelu;
   if (cfg.model.moe() && cfg.model.top_k == 0) cfg.model.top_k = 1;
   if (cfg.model.moe() && cfg.model.moe_ffn == 0) cfg.model.moe_ffn = cfg.model.ffn;
   cfg.plan.micro_batch_size = cfg.train.micro_batch_size;

@@ -3,8 +3,10 @@
 // source by tools/framework_keys.py), and scenario -> export -> import gives back the same plan.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <regex>
 #include <set>
@@ -111,6 +113,14 @@ std::vector<Case> cases() {
     c.plan.zero_stage = 0;
     v.push_back(c);
   }
+  {  // MoE with token dropping at capacity factor 1.25, experts split over all of TP 2.
+    Case c = v.back();
+    c.name = "moe_capacity";
+    c.scenario.model.moe_dropless = false;
+    c.scenario.model.moe_capacity_factor = 1.25;
+    c.plan.etp = 2;
+    v.push_back(c);
+  }
   return v;
 }
 
@@ -163,6 +173,30 @@ TEST(FrameworkExport, EveryKeyWrittenIsOneTheFrameworkAccepts) {
       }
     }
   EXPECT_GT(checked, 150);
+}
+
+// Every exported config is kept in tests/data/frameworks/golden/ (CASE.FORMAT.EXT): a change
+// to what a framework is told shows in review. MONARCH_UPDATE_GOLDEN=1 rewrites the files.
+TEST(FrameworkExport, MatchesTheGoldenFiles) {
+  const std::filesystem::path dir = kData + "/frameworks/golden";
+  const bool update = std::getenv("MONARCH_UPDATE_GOLDEN") != nullptr;
+  int compared = 0;
+  for (const Case& c : cases())
+    for (ConfigFormat f : kFormats) {
+      auto out = export_plan(c.scenario, c.plan, f);
+      if (!out) continue;
+      const auto path = dir / (c.name + "." + to_string(f) + extension(f));
+      if (update) {
+        std::filesystem::create_directories(dir);
+        std::ofstream(path, std::ios::binary) << out->text;
+      }
+      std::ifstream in(path, std::ios::binary);
+      ASSERT_TRUE(in) << path << " is missing (MONARCH_UPDATE_GOLDEN=1 writes it)";
+      const std::string golden((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      EXPECT_EQ(out->text, golden) << path << " differs from the export (MONARCH_UPDATE_GOLDEN=1 rewrites it)";
+      ++compared;
+    }
+  EXPECT_EQ(compared, 16);  // 20 less the four refusals
 }
 
 TEST(FrameworkExport, TheKeyListsHoldTheKeysTheIssueNames) {
@@ -223,6 +257,8 @@ void expect_same_plan(const Case& c, ConfigFormat f, const Scenario& got) {
   EXPECT_EQ(got.model.seq_length, c.scenario.model.seq_length) << what;
   EXPECT_EQ(got.model.num_experts, c.scenario.model.num_experts) << what;
   EXPECT_EQ(got.model.moe_top_k, c.scenario.model.moe_top_k) << what;
+  EXPECT_EQ(got.model.moe_dropless, c.scenario.model.moe_dropless) << what;
+  if (!c.scenario.model.moe_dropless) EXPECT_EQ(got.model.moe_capacity_factor, c.scenario.model.moe_capacity_factor) << what;
   EXPECT_EQ(got.model.tie_embeddings, c.scenario.model.tie_embeddings) << what;
 }
 
@@ -258,7 +294,8 @@ TEST(FrameworkBridge, RoundTripGivesBackThePlan) {
       expect_same_plan(c, f, *again);
       ++round_trips;
     }
-  EXPECT_GE(round_trips, 13);  // 16 less the refusals: DeepSpeed (uneven, interleaved), torchtitan (ZeRO-1)
+  // 20 less the refusals: DeepSpeed (uneven, interleaved), torchtitan (ZeRO-1, token dropping).
+  EXPECT_GE(round_trips, 16);
 }
 
 TEST(FrameworkExport, RefusesWhatTheTargetCannotExpress) {
@@ -282,6 +319,26 @@ TEST(FrameworkExport, RefusesWhatTheTargetCannotExpress) {
   Case zero1 = cases()[0];  // FSDP2 has no optimizer-only sharding
   zero1.plan.zero_stage = 1;
   EXPECT_FALSE(export_plan(zero1.scenario, zero1.plan, ConfigFormat::kTorchtitan).ok());
+
+  const Case dropping = cases()[4];  // torchtitan's MoE has no capacity factor
+  auto tt = export_plan(dropping.scenario, dropping.plan, ConfigFormat::kTorchtitan);
+  ASSERT_FALSE(tt.ok());
+  EXPECT_NE(tt.problems().front().message.find("capacity factor 1.25"), std::string::npos) << tt.problems().front().message;
+}
+
+TEST(FrameworkExport, DeepspeedCarriesTokenDropping) {
+  const Case dropless = cases()[3], dropping = cases()[4];
+  auto a = export_plan(dropless.scenario, dropless.plan, ConfigFormat::kDeepspeed);
+  auto b = export_plan(dropping.scenario, dropping.plan, ConfigFormat::kDeepspeed);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_NE(a->text.find("--disable-moe-token-dropping"), std::string::npos) << a->text;
+  EXPECT_EQ(a->text.find("--moe-train-capacity-factor"), std::string::npos) << a->text;
+  EXPECT_NE(b->text.find("--moe-train-capacity-factor 1.25"), std::string::npos) << b->text;
+  EXPECT_NE(b->text.find("--enable-expert-tensor-parallelism"), std::string::npos) << b->text;
+
+  Case narrow_experts = dropless;  // Megatron-DeepSpeed experts take the dense FFN size
+  narrow_experts.scenario.model.moe_ffn_hidden_size = 4096;
+  EXPECT_FALSE(export_plan(narrow_experts.scenario, narrow_experts.plan, ConfigFormat::kDeepspeed).ok());
 }
 
 TEST(FrameworkExport, TorchtitanUsesTheFrameworksNamesAndFlavor) {
@@ -308,6 +365,30 @@ TEST(FrameworkExport, MegatronUnevenSplitUsesTheFirstAndLastStageFlags) {
   ASSERT_TRUE(layout.ok());
   EXPECT_NE(layout->text.find("--pipeline-model-parallel-layout \"Et*12|t*13|t*15|t*14|t*14|t*12L\""), std::string::npos)
       << layout->text;
+}
+
+TEST(FrameworkImport, TorchrunSizesTheClusterWhenNoOptionDoes) {
+  const Case c = cases()[1];  // 96 GPUs, 8 per node: torchrun --nproc-per-node 8 --nnodes 12
+  auto out = export_plan(c.scenario, c.plan, ConfigFormat::kMegatron);
+  ASSERT_TRUE(out.ok());
+  const std::string path = write_temp("torchrun.sh", out->text);
+  ImportOptions o;
+  o.format = ConfigFormat::kMegatron;
+  auto r = import_framework_config(path, o);
+  ASSERT_TRUE(r.ok()) << r.problems().front().to_string();
+  auto s = scenario_from_json(r->scenario);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->cluster.num_gpus, 96);
+  EXPECT_EQ(s->cluster.gpus_per_node, 8);
+  for (const auto& l : r->left_out) EXPECT_EQ(l.find("--nnodes"), std::string::npos) << l;
+
+  o.num_gpus = 192;  // an option wins, and the import says torchrun's size was not used
+  auto wider = import_framework_config(path, o);
+  ASSERT_TRUE(wider.ok()) << wider.problems().front().to_string();
+  bool reported = false;
+  for (const auto& l : wider->left_out) reported = reported || l.find("torchrun starts 96 GPUs") != std::string::npos;
+  EXPECT_TRUE(reported);
+  EXPECT_EQ(wider->scenario["cluster"]["num_gpus"], 192);
 }
 
 // Real configs from the frameworks' repositories (small copies in tests/data/frameworks/).

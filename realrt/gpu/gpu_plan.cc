@@ -37,6 +37,9 @@ Problems check_gpu_model(const ModelConfig& m) {
   if (m.is_moe())
     pr.push_back({"/model/num_experts", "found " + std::to_string(m.num_experts) +
                                             ", the GPU runtime trains dense models only yet; use --device cpu"});
+  if (m.activation_kind() != Activation::kGelu)
+    pr.push_back({"/model/activation", std::string("found \"") + to_string(m.activation_kind()) +
+                                           "\", the GPU runtime's MLP is GeLU only yet; use --device cpu"});
   return pr;
 }
 

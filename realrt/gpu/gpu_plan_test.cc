@@ -27,6 +27,13 @@ TEST(GpuPlan, RefusesDropoutAndExpertsNamingTheKey) {
   pr = check_gpu_model(m);
   ASSERT_EQ(pr.size(), 1u);
   EXPECT_EQ(pr[0].where, "/model/num_experts");
+  m.num_experts = 0;
+  m.activation = Activation::kSwiglu;  // the GPU kernels are GeLU only
+  pr = check_gpu_model(m);
+  ASSERT_EQ(pr.size(), 1u);
+  EXPECT_EQ(pr[0].where, "/model/activation");
+  m.activation = Activation::kGelu;
+  EXPECT_TRUE(check_gpu_model(m).empty());
 }
 
 TEST(GpuPlan, RefusesEachUnsupportedDegreeNamingIt) {

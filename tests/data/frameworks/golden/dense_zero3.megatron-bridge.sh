@@ -1,0 +1,30 @@
+# Megatron-Bridge 0.6 scripts/training/run_recipe.py overrides written by monarch-sim for "llama3-8b" on 64 GPUs (data parallel 32).
+# Launch: torchrun --nproc-per-node 8 --nnodes 8 scripts/training/run_recipe.py --recipe RECIPE --mode pretrain $(grep -v '^#' THIS_FILE)
+model.tensor_model_parallel_size=2
+model.pipeline_model_parallel_size=1
+model.context_parallel_size=1
+model.sequence_parallel=true
+model.virtual_pipeline_model_parallel_size=null
+model.recompute_granularity=selective
+model.num_layers=32
+model.hidden_size=4096
+model.num_attention_heads=32
+model.num_query_groups=8
+model.ffn_hidden_size=14336
+model.vocab_size=128256
+model.seq_length=8192
+dataset.seq_length=8192
+model.share_embeddings_and_output_weights=false
+model.normalization=RMSNorm
+model.gated_linear_unit=true
+model.position_embedding_type=rope
+model.add_bias_linear=false
+train.micro_batch_size=2
+train.global_batch_size=256
+ddp.use_distributed_optimizer=false
+ddp.use_megatron_fsdp=true
+ddp.data_parallel_sharding_strategy=optim_grads_params
+ddp.overlap_grad_reduce=true
+ddp.overlap_param_gather=true
+comm_overlap.tp_comm_overlap=false
+mixed_precision=bf16_mixed

@@ -1,0 +1,33 @@
+# Megatron-Bridge 0.6 scripts/training/run_recipe.py overrides written by monarch-sim for "mixtral" on 64 GPUs (data parallel 16).
+# Launch: torchrun --nproc-per-node 8 --nnodes 8 scripts/training/run_recipe.py --recipe RECIPE --mode pretrain $(grep -v '^#' THIS_FILE)
+model.tensor_model_parallel_size=2
+model.pipeline_model_parallel_size=2
+model.context_parallel_size=1
+model.expert_model_parallel_size=8
+model.expert_tensor_parallel_size=1
+model.sequence_parallel=true
+model.virtual_pipeline_model_parallel_size=null
+model.num_layers=32
+model.hidden_size=4096
+model.num_attention_heads=32
+model.num_query_groups=8
+model.ffn_hidden_size=14336
+model.vocab_size=32000
+model.seq_length=4096
+dataset.seq_length=4096
+model.share_embeddings_and_output_weights=false
+model.normalization=RMSNorm
+model.gated_linear_unit=true
+model.position_embedding_type=rope
+model.add_bias_linear=false
+model.num_moe_experts=8
+model.moe_router_topk=2
+model.moe_ffn_hidden_size=14336
+model.moe_expert_capacity_factor=null
+train.micro_batch_size=1
+train.global_batch_size=256
+ddp.use_distributed_optimizer=false
+ddp.overlap_grad_reduce=true
+ddp.overlap_param_gather=false
+comm_overlap.tp_comm_overlap=false
+mixed_precision=bf16_mixed
