@@ -60,6 +60,13 @@ enum class RecoveryMode {
 };
 const char* to_string(RecoveryMode);
 
+// Defaults of the scenario's reliability block.
+// Failure detection: PyTorch's default timeout of an NCCL process group (10 minutes,
+// torch.distributed.constants.default_pg_nccl_timeout), after which the watchdog aborts.
+inline constexpr double kDefaultDetection_s = 600;
+inline constexpr int64_t kDefaultMonteCarloTrials = 200;
+inline constexpr int64_t kMaxMonteCarloTrials = 100000;
+
 struct ReliabilityConfig {
   std::string preset;                // empty when the causes are given one by one
   std::vector<FailureCause> causes;  // the preset's causes, or the scenario's own
@@ -72,7 +79,7 @@ struct ReliabilityConfig {
   double storage_read_GBps = 0;
   double node_write_GBps = 0;     // per node; 0 = only the aggregate limits
   double node_read_GBps = 0;
-  double host_copy_GBps = 0;      // device-to-host copy per GPU
+  double host_copy_GBps = 0;      // device-to-host copy per GPU (default: the GPU's host link, core/dlrm_model.h)
   double detection_s = 0;         // failure to detection (NCCL / framework timeout, heartbeat)
   double reschedule_s = 0;        // detection to replacement nodes allocated
   double startup_s = 0;           // program start to first step (imports, NCCL init, compile)

@@ -144,6 +144,9 @@ INSTANTIATE_TEST_SUITE_P(
                       // Uneven pipeline stages: 1 + 3 and 3 + 1 of the 4 layers.
                       Case{"pp2_uneven_1_3", 2, "--pp 2 --layers-per-stage 1,3"},
                       Case{"pp2_uneven_3_1_gpipe", 2, "--pp 2 --schedule gpipe --layers-per-stage 3,1"},
+                      // Model chunks without a transformer layer (the account-for split's ends).
+                      Case{"pp2_interleaved_empty_end_chunks", 2,
+                           "--pp 2 --vpp 2 --schedule interleaved-1f1b --layers-per-stage 0,2,2,0"},
                       Case{"recompute_full", 1, "--recompute full"},
                       Case{"recompute_selective", 1, "--recompute selective"},
                       Case{"dp2_tp2_sp_zero3_full", 4, "--dp 2 --tp 2 --sp --zero 3 --recompute full"},

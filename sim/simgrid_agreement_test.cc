@@ -119,6 +119,19 @@ TEST(SimgridAgreement, UnevenInterleavedPipeline) {
   EXPECT_NEAR(t.simgrid_s, t.analytical_s, 0.03 * t.analytical_s);
 }
 
+// Megatron's account-for flags on a reduced-layer proxy: 30 layers + embedding + loss on
+// pp 4 x vpp 8 = 32 units, so the first model chunk holds the embedding only and the last the
+// output layer and loss only (zero transformer layers each).
+TEST(SimgridAgreement, EmptyEndChunksOfTheAccountForSplit) {
+  const std::string model = R"({ "architecture": "llama", "num_layers": 30, "hidden_size": 1024,
+      "num_attention_heads": 16, "num_kv_heads": 8, "ffn_hidden_size": 3584, "vocab_size": 32000,
+      "seq_length": 2048 })";
+  const auto t = run_all(scenario(R"({"tp": 1, "pp": 4, "dp": 1, "vpp": 8, "account_for_embedding_in_pipeline_split": true,
+      "account_for_loss_in_pipeline_split": true})", 4, 4, 4, 16, "", model));
+  EXPECT_NEAR(t.simgrid_s, t.graph_s, 0.03 * t.graph_s);
+  EXPECT_NEAR(t.simgrid_s, t.analytical_s, 0.03 * t.analytical_s);
+}
+
 // Mixture of experts: the EP dispatch and combine all-to-alls (and their gradients) run as
 // blocking collectives between the attention and the expert GEMMs in both models.
 // Measured 2026-11-29 (SimGrid / lowered graph / closed form): EP 8 0.1700 / 0.1731 /

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "core/graph_time.h"
+#include "core/model_math.h"
 #include "core/plan_io.h"
 
 #include <cstdio>
@@ -151,6 +152,25 @@ TEST(Lowering, UnevenVirtualStagesLowerInEverySchedule) {
     r.layers_per_stage = {3, 5, 5, 3};
     lower_ok(s16, r, pure_compute());
   }
+}
+
+// Model chunks with no transformer layer (Megatron's account-for split of 30 layers on pp 4 x
+// vpp 8: the first chunk is the embedding, the last the output layer and loss) lower, pass the
+// graph checks and keep every layer once per micro-batch.
+TEST(Lowering, EmptyEndChunksLower) {
+  const Scenario s = scenario(4, 30, 8);
+  Plan p = pipeline(Schedule::kInterleaved, 4, 8);
+  p.layers_per_stage = default_layer_split(30, 32, true, true);
+  ASSERT_EQ(p.layers_per_stage.front(), 0);
+  ASSERT_EQ(p.layers_per_stage.back(), 0);
+  const PlanGraph g = lower_ok(s, p, pure_compute());
+  std::map<int32_t, int> fwd_per_layer;
+  for (const RankProgram& r : g.ranks)
+    for (const Task& t : r.tasks)
+      if (t.kind == TaskKind::kCompute && t.op == OpKind::kLayer && t.phase == Phase::kForward)
+        for (int32_t l = t.layer; l < t.layer + t.num_layers; ++l) fwd_per_layer[l] += 1;
+  ASSERT_EQ(fwd_per_layer.size(), 30u);
+  for (auto [layer, n] : fwd_per_layer) EXPECT_EQ(n, 8) << "layer " << layer;
 }
 
 TEST(Lowering, TensorAndDataParallelCollectivesMatchAcrossMembers) {

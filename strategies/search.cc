@@ -72,6 +72,8 @@ class Rejections {
 };
 
 bool ranks_before(Objective obj, const RankedPlan& a, const RankedPlan& b) {
+  if (obj == Objective::kTimeToTrain && a.estimate.time_to_train_s != b.estimate.time_to_train_s)
+    return a.estimate.time_to_train_s < b.estimate.time_to_train_s;
   if (obj == Objective::kMemory) {
     if (a.estimate.peak_memory_gib != b.estimate.peak_memory_gib) return a.estimate.peak_memory_gib < b.estimate.peak_memory_gib;
     return a.estimate.iteration_time_s < b.estimate.iteration_time_s;

@@ -31,6 +31,9 @@ struct PlanEstimate {
   double peak_memory_gib = 0;
   bool fits = false;
   std::string reject_reason;  // why it does not fit / cannot run; empty when it fits
+  // Objective time_to_train: expected wall time to train training.total_tokens with failures
+  // and checkpoints (core/goodput.h); 0 otherwise.
+  double time_to_train_s = 0;
 };
 using PlanEvaluator = std::function<PlanEstimate(const Scenario&, const Plan&)>;
 
