@@ -248,7 +248,7 @@ void PlanSpaceView::rebuild_scatter() {
   if (!geometry_.rejected.empty()) {
     auto* s = new QScatterSeries;
     s->setName(geometry_.rejected_off_chart > 0
-                   ? QStringLiteral("rejected (%1; %2 more need > %3 GiB, off the chart)")
+                   ? QStringLiteral("rejected %1 (+%2 > %3 GiB)")
                          .arg(geometry_.rejected.size())
                          .arg(geometry_.rejected_off_chart)
                          .arg(capacity_gib_ * PlanSpaceGeometry::kMaxMemoryShownOverCapacity, 0, 'f', 0)

@@ -21,6 +21,7 @@
 #include "gui/app/compare_view.h"
 #include "gui/app/main_window.h"
 #include "gui/app/plan_space_view.h"
+#include "gui/app/reliability_view.h"
 #include "gui/app/result_views.h"
 #include "gui/app/scenario_editor.h"
 #include "gui/app/timeline_view.h"
@@ -199,6 +200,29 @@ TEST(MainWindow, ClickingAPlanSpacePointSelectsThatPlanEverywhere) {
   ASSERT_TRUE(ps->choose_cell(cell.x, cell.y));
   EXPECT_TRUE(same_plan_degrees(w.whatif()->result()->plan, ps->points()[*cell.best].plan));
   EXPECT_EQ(w.plans()->selected_row(), 0);  // the fastest plan is ranked first
+}
+
+TEST(MainWindow, ReliabilityViewOfAShippedGoodputScenario) {
+  app();
+  MainWindow w;
+  w.resize(1400, 900);
+  w.show();
+  ASSERT_FALSE(w.open_scenario(QStringLiteral(MONARCH_SOURCE_DIR "/scenarios/llama3-405b-16384-goodput.json")));
+  ASSERT_TRUE(w.editor()->scenario()) << w.message().toStdString();
+  ASSERT_TRUE(w.editor()->scenario()->reliability);
+  ASSERT_TRUE(w.start_search());
+  w.wait_for_work();
+  ASSERT_GT(w.plans()->model()->rowCount(), 0) << w.message().toStdString();
+  ASSERT_TRUE(w.reliability()->picture());
+  const ReliabilityPicture& p = *w.reliability()->picture();
+  EXPECT_GT(p.estimate.goodput, 0.5);
+  EXPECT_LT(p.estimate.goodput, 1.0);
+  // Table 5's 419 interruptions in 54 days on 16,384 GPUs: about 230 in a simulated month.
+  EXPECT_GT(p.month.size(), 150u);
+  EXPECT_LT(p.month.size(), 320u);
+  ASSERT_TRUE(w.show_view(QStringLiteral("reliability")));
+  QCoreApplication::processEvents();
+  EXPECT_GT(non_background_fraction(w.view(QStringLiteral("reliability"))->grab().toImage()), kMinContentFraction);
 }
 
 TEST(MainWindow, WhatIfReRunsTheAnalyticalModel) {
