@@ -67,9 +67,14 @@ void print_table(const run::RunReport& report) {
   // backend column never runs into it.
   int plan_w = 64;
   for (const auto& e : report.entries) plan_w = std::max(plan_w, static_cast<int>(describe(e.result.plan, PlanDetail::kFull).size()) + 1);
+  const bool reliability = s.reliability.has_value();
+  const bool to_train = reliability && s.training.total_tokens > 0;
   std::cout << std::left << std::setw(4) << "#" << std::setw(plan_w) << "plan" << std::setw(12) << "backend" << std::right
-            << std::setw(11) << "iter s" << std::setw(12) << "tokens/s" << std::setw(7) << "MFU" << std::setw(10)
-            << "peak GiB" << std::setw(11) << "exposed s" << "\n";
+            << std::setw(11) << "iter s";
+  if (reliability) std::cout << std::setw(9) << "goodput";
+  if (to_train) std::cout << std::setw(10) << "train d";
+  std::cout << std::setw(12) << "tokens/s" << std::setw(7) << "MFU" << std::setw(10) << "peak GiB" << std::setw(11)
+            << "exposed s" << "\n";
   int64_t last_rank = 0;
   for (const auto& e : report.entries) {
     const BackendResult& r = e.result;
@@ -77,7 +82,10 @@ void print_table(const run::RunReport& report) {
     last_rank = e.rank;
     std::cout << std::left << std::setw(4) << (same_plan ? "" : std::to_string(e.rank))
               << std::setw(plan_w) << (same_plan ? "" : describe(r.plan, PlanDetail::kFull)) << std::setw(12) << r.backend << std::right
-              << std::setw(11) << fixed(r.iteration_time_s, 3) << std::setw(12) << fixed(r.tokens_per_s, 0)
+              << std::setw(11) << fixed(r.iteration_time_s, 3);
+    if (reliability) std::cout << std::setw(9) << (r.reliability ? fixed(100 * r.reliability->goodput, 1) + "%" : "-");
+    if (to_train) std::cout << std::setw(10) << (r.reliability ? fixed(r.reliability->time_to_train_s / 86400, 1) : "-");
+    std::cout << std::setw(12) << fixed(r.tokens_per_s, 0)
               << std::setw(7) << fixed(100 * r.mfu, 1) << std::setw(10) << fixed(r.memory.peak_gib, 1)
               << std::setw(11) << fixed(r.time_breakdown_s.exposed_comm, 3) << "\n";
     if (!same_plan)
@@ -146,6 +154,48 @@ std::string seconds_text(double s) {
   if (s < 1) std::snprintf(buf, sizeof buf, "%.4g ms", 1e3 * s);
   else std::snprintf(buf, sizeof buf, "%.4g s", s);
   return buf;
+}
+
+// Goodput of the chosen plan: the checkpoint, the badput breakdown, time to train, and the
+// Monte Carlo's 90% interval beside the closed form.
+void print_reliability(const run::RunReport& report) {
+  const Scenario& s = report.scenario;
+  if (!s.reliability || report.entries.empty() || !report.entries.front().result.reliability) return;
+  const ReliabilityConfig& cfg = *s.reliability;
+  const BackendResult& best = report.entries.front().result;
+  const ReliabilityReport& r = *best.reliability;
+  auto pct = [](double x) { return fixed(100 * x, 1) + "%"; };
+  auto gb = [](double bytes) { return bytes >= 1e12 ? fixed(bytes / 1e12, 2) + " TB" : fixed(bytes / 1e9, 2) + " GB"; };
+  const double wall = r.time_to_train_s > 0 ? r.time_to_train_s : r.horizon_s;
+  std::cout << "\nreliability of plan 1 (" << best.backend << "; "
+            << (cfg.preset.empty() ? std::to_string(cfg.causes.size()) + " failure causes" : "failure rates " + cfg.preset) << ": "
+            << fixed(r.interruptions_per_day, 2) << " interruptions/day, job MTBF " << fixed(r.mtbf_s / 3600, 2) << " h; "
+            << to_string(cfg.recovery) << ", " << (cfg.async_checkpoint ? "async" : "sync") << " checkpoints)\n";
+  std::cout << "  checkpoint: " << gb(r.checkpoint_bytes_per_rank) << " per rank, " << gb(r.checkpoint_bytes_total)
+            << " in all; blocks " << seconds_text(r.checkpoint.blocking_s) << ", write " << seconds_text(r.checkpoint.write_s)
+            << ", restore " << seconds_text(r.checkpoint.restore_s) << "; every " << seconds_text(r.interval_s)
+            << " (optimal " << seconds_text(r.optimal_interval_s) << ", Young/Daly " << seconds_text(r.young_daly_interval_s)
+            << ")\n";
+  std::cout << "  goodput " << pct(r.goodput);
+  if (r.trials > 0)
+    std::cout << " (Monte Carlo, " << r.trials << " trials: " << pct(r.mc_goodput.mean) << ", 90% interval "
+              << pct(r.mc_goodput.p5) << " - " << pct(r.mc_goodput.p95) << ")";
+  std::cout << "\n  badput: checkpoint save " << pct(r.badput.checkpoint_save_s / wall) << ", checkpoint restore "
+            << pct(r.badput.checkpoint_restore_s / wall) << ", wasted progress " << pct(r.badput.wasted_progress_s / wall)
+            << ", infrastructure recovery " << pct(r.badput.infrastructure_recovery_s / wall) << ", startup "
+            << pct(r.badput.startup_s / wall) << "\n";
+  std::cout << "  expected interruptions " << fixed(r.expected_interruptions, 0);
+  if (r.trials > 0) std::cout << " (90%: " << fixed(r.mc_interruptions.p5, 0) << " - " << fixed(r.mc_interruptions.p95, 0) << ")";
+  if (r.time_to_train_s > 0) {
+    std::cout << "; time to train " << s.training.total_tokens << " tokens: " << fixed(r.time_to_train_s / 86400, 2) << " days";
+    if (r.trials > 0)
+      std::cout << " (90%: " << fixed(r.mc_wall_time_s.p5 / 86400, 2) << " - " << fixed(r.mc_wall_time_s.p95 / 86400, 2) << ")";
+    std::cout << " vs " << fixed(r.useful_s / 86400, 2) << " days without failures";
+  } else {
+    std::cout << " in " << fixed(r.horizon_s / 86400, 0) << " days (no training.total_tokens: no time to train)";
+  }
+  std::cout << "\n";
+  for (const std::string& w : r.warnings) std::cout << "  warning: " << w << "\n";
 }
 
 // The analytical ranking, printed as soon as the search ends when slower backends follow.
@@ -290,10 +340,12 @@ int cmd_run(const RunOptions& opts) {
       std::cerr << "monarch-sim: recorded runs " << ids->front() << ".." << ids->back() << " in " << store->path() << "\n";
   }
   if (!opts.quiet) {
-    if (out.report.recommendation)
+    if (out.report.recommendation) {
       print_dlrm_table(out.report);
-    else
+    } else {
       print_table(out.report);
+      print_reliability(out.report);
+    }
   }
   return kExitOk;
 }

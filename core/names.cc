@@ -45,7 +45,14 @@ const char* to_string(Recompute r) {
   }
   return "?";
 }
-const char* to_string(Objective o) { return o == Objective::kIterationTime ? "iteration_time" : "memory"; }
+const char* to_string(Objective o) {
+  switch (o) {
+    case Objective::kIterationTime: return "iteration_time";
+    case Objective::kMemory: return "memory";
+    case Objective::kTimeToTrain: return "time_to_train";
+  }
+  return "iteration_time";
+}
 const char* to_string(Backend b) {
   switch (b) {
     case Backend::kAnalytical: return "analytical";

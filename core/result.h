@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,29 @@ struct MemorySample {
   double allocated_bytes = 0;
 };
 
+// Failures, checkpoints and goodput of a plan (the scenario's reliability block): the closed
+// form for every result, the Monte Carlo for the chosen plan (core/goodput.h).
+struct ReliabilityReport {
+  double goodput = 0;             // useful time / wall time
+  double time_to_train_s = 0;     // expected wall time to train training.total_tokens; 0 = no target
+  double horizon_s = 0;           // without a target: the wall time the figures are for (30 days)
+  double useful_s = 0;
+  double expected_interruptions = 0;
+  double interruptions_per_day = 0;
+  double mtbf_s = 0;
+  double interval_s = 0;          // checkpoint interval used
+  double optimal_interval_s = 0;
+  double young_daly_interval_s = 0;
+  double checkpoint_bytes_per_rank = 0;
+  double checkpoint_bytes_total = 0;
+  CheckpointTimes checkpoint;
+  Badput badput;
+  // Monte Carlo (trials > 0): mean and 90% interval of goodput, wall time, interruptions.
+  int64_t trials = 0;
+  Interval90 mc_goodput, mc_wall_time_s, mc_interruptions;
+  std::vector<std::string> warnings;
+};
+
 struct BackendResult {
   std::string backend;  // "analytical", "simgrid", "real-cpu", "real-gpu"
   Plan plan;
@@ -89,6 +113,7 @@ struct BackendResult {
   // Why the plan is valid but unwise (TP across nodes, a tiny micro-batch): predicted and
   // ranked like any other, the reasons shown beside it.
   std::vector<std::string> warnings;
+  std::optional<ReliabilityReport> reliability;  // when the scenario has a reliability block
 };
 
 struct RejectedPlan {

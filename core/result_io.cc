@@ -237,6 +237,60 @@ Expected<Plan> plan_from_json(const json& j, const std::string& json_path) {
   return p;
 }
 
+namespace {
+
+// The "reliability" section of a result (an extension of the result file): goodput, the
+// badput breakdown, time to train, the checkpoint figures and, for the chosen plan, the Monte
+// Carlo's mean and 90% interval.
+using DoubleField = std::pair<const char*, double ReliabilityReport::*>;
+const DoubleField kReliabilityFields[] = {
+    {"goodput", &ReliabilityReport::goodput},
+    {"time_to_train_s", &ReliabilityReport::time_to_train_s},
+    {"horizon_s", &ReliabilityReport::horizon_s},
+    {"useful_s", &ReliabilityReport::useful_s},
+    {"expected_interruptions", &ReliabilityReport::expected_interruptions},
+    {"interruptions_per_day", &ReliabilityReport::interruptions_per_day},
+    {"mtbf_s", &ReliabilityReport::mtbf_s},
+};
+using CheckpointField = std::pair<const char*, double*>;
+std::vector<CheckpointField> checkpoint_fields(ReliabilityReport& r) {
+  return {{"interval_s", &r.interval_s},           {"optimal_interval_s", &r.optimal_interval_s},
+          {"young_daly_interval_s", &r.young_daly_interval_s}, {"bytes_per_rank", &r.checkpoint_bytes_per_rank},
+          {"bytes_total", &r.checkpoint_bytes_total}, {"blocking_s", &r.checkpoint.blocking_s},
+          {"write_s", &r.checkpoint.write_s},       {"restore_s", &r.checkpoint.restore_s},
+          {"heal_s", &r.checkpoint.heal_s}};
+}
+std::vector<CheckpointField> badput_fields(Badput& b) {
+  return {{"checkpoint_save", &b.checkpoint_save_s},
+          {"checkpoint_restore", &b.checkpoint_restore_s},
+          {"wasted_progress", &b.wasted_progress_s},
+          {"infrastructure_recovery", &b.infrastructure_recovery_s},
+          {"startup", &b.startup_s}};
+}
+std::vector<std::pair<const char*, Interval90*>> interval_fields(ReliabilityReport& r) {
+  return {{"goodput", &r.mc_goodput}, {"wall_time_s", &r.mc_wall_time_s}, {"interruptions", &r.mc_interruptions}};
+}
+
+json reliability_to_json(ReliabilityReport r) {
+  json j = json::object();
+  for (const auto& [key, field] : kReliabilityFields) j[key] = number_or_null(r.*field);
+  json ck = json::object(), bp = json::object();
+  for (const auto& [key, v] : checkpoint_fields(r)) ck[key] = number_or_null(*v);
+  for (const auto& [key, v] : badput_fields(r.badput)) bp[key] = number_or_null(*v);
+  j["checkpoint"] = ck;
+  j["badput_s"] = bp;
+  if (r.trials > 0) {
+    json mc = {{"trials", r.trials}};
+    for (const auto& [key, v] : interval_fields(r))
+      mc[key] = {{"mean", number_or_null(v->mean)}, {"p5", number_or_null(v->p5)}, {"p95", number_or_null(v->p95)}};
+    j["monte_carlo"] = mc;
+  }
+  if (!r.warnings.empty()) j["warnings"] = r.warnings;
+  return j;
+}
+
+}  // namespace
+
 json result_to_json(const BackendResult& b) {
   json stages = json::array();
   for (const StageMemory& s : b.memory.stages) {
@@ -282,6 +336,7 @@ json result_to_json(const BackendResult& b) {
       {"communication", comm},
   };
   if (!b.warnings.empty()) j["warnings"] = b.warnings;
+  if (b.reliability) j["reliability"] = reliability_to_json(*b.reliability);
   if (b.measured) {
     j["measured"] = true;
     json losses = json::array();
@@ -389,6 +444,48 @@ Expected<BackendResult> result_from_json(const json& j, const std::string& path)
         if ((*w)[i].is_string()) b.warnings.push_back((*w)[i].get<std::string>());
         else r.fail(wpath + "/" + std::to_string(i), "expected a string");
       }
+  }
+  if (const json* rel = r.find(j, path, "reliability", false)) {
+    const std::string rpath = path + "/reliability";
+    if (r.is_object(*rel, rpath)) {
+      ReliabilityReport rr;
+      for (const auto& [key, field] : kReliabilityFields) r.get_double(*rel, rpath, key, rr.*field, std::string(key) == "goodput");
+      auto read_group = [&](const char* key, const std::vector<CheckpointField>& fields) {
+        if (const json* g = r.find(*rel, rpath, key, false)) {
+          const std::string gpath = rpath + "/" + key;
+          if (r.is_object(*g, gpath))
+            for (const auto& [k, v] : fields) r.get_double(*g, gpath, k, *v, false);
+        }
+      };
+      read_group("checkpoint", checkpoint_fields(rr));
+      read_group("badput_s", badput_fields(rr.badput));
+      if (const json* mc = r.find(*rel, rpath, "monte_carlo", false)) {
+        const std::string mpath = rpath + "/monte_carlo";
+        if (r.is_object(*mc, mpath)) {
+          r.get_int(*mc, mpath, "trials", rr.trials, true, 0);
+          for (const auto& [key, v] : interval_fields(rr)) {
+            Interval90* iv = v;
+            if (const json* g = r.find(*mc, mpath, key, false)) {
+              const std::string gpath = mpath + "/" + key;
+              if (r.is_object(*g, gpath)) {
+                r.get_double(*g, gpath, "mean", iv->mean, true);
+                r.get_double(*g, gpath, "p5", iv->p5, true);
+                r.get_double(*g, gpath, "p95", iv->p95, true);
+              }
+            }
+          }
+        }
+      }
+      if (const json* w = r.find(*rel, rpath, "warnings", false)) {
+        const std::string wpath = rpath + "/warnings";
+        if (r.is_array(*w, wpath))
+          for (size_t i = 0; i < w->size(); ++i) {
+            if ((*w)[i].is_string()) rr.warnings.push_back((*w)[i].get<std::string>());
+            else r.fail(wpath + "/" + std::to_string(i), "expected a string");
+          }
+      }
+      b.reliability = std::move(rr);
+    }
   }
   r.get_bool(j, path, "measured", b.measured, false);
   if (const json* l = r.find(j, path, "losses", false)) {

@@ -323,6 +323,38 @@ TEST(ResultJson, WarningsAndStageLayersRoundTrip) {
   EXPECT_EQ(p->layers_per_stage, (std::vector<int64_t>{1, 2, 2, 1}));
 }
 
+TEST(ResultJson, ReliabilitySectionRoundTripsAndIsAbsentWithoutIt) {
+  BackendResult b = sample_result(false);
+  EXPECT_FALSE(result_to_json(b).contains("reliability"));
+  ReliabilityReport r;
+  r.goodput = 0.92;
+  r.time_to_train_s = 7.4e6;
+  r.expected_interruptions = 666;
+  r.interval_s = 254.6;
+  r.checkpoint_bytes_per_rank = 6.67e9;
+  r.checkpoint.blocking_s = 2.96;
+  r.badput.checkpoint_save_s = 8e4;
+  r.badput.startup_s = 1.2e5;
+  r.trials = 200;
+  r.mc_goodput = {0.921, 0.918, 0.925};
+  r.warnings = {"a warning"};
+  b.reliability = r;
+  const json j = result_to_json(b);
+  EXPECT_EQ(j["reliability"]["goodput"], 0.92);
+  EXPECT_EQ(j["reliability"]["badput_s"]["startup"], 1.2e5);
+  EXPECT_EQ(j["reliability"]["checkpoint"]["interval_s"], 254.6);
+  EXPECT_EQ(j["reliability"]["monte_carlo"]["goodput"]["p95"], 0.925);
+  auto back = result_from_json(j, "/results/0");
+  ASSERT_TRUE(back.ok()) << back.problems()[0].to_string();
+  ASSERT_TRUE(back->reliability.has_value());
+  EXPECT_EQ(normalized_dump(result_to_json(*back)), normalized_dump(j));
+  json bad = j;
+  bad["reliability"]["badput_s"]["startup"] = "slow";
+  auto refused = result_from_json(bad, "/results/0");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.problems()[0].where, "/results/0/reliability/badput_s/startup");
+}
+
 TEST(ResultJson, MeasuredResultsCarryLosses) {
   json j = result_to_json(sample_result(true));
   EXPECT_EQ(j["measured"], true);

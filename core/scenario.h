@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/reliability.h"
+
 namespace monarch {
 
 enum class Architecture { kGpt, kLlama, kDlrm };
@@ -16,7 +18,9 @@ enum class Optimizer { kAdam, kSgd };
 enum class Topology { kFatTree, kRailOptimized, kStar };
 enum class Schedule { kGpipe, kOneFOneB, kInterleaved };
 enum class Recompute { kNone, kSelective, kFull };
-enum class Objective { kIterationTime, kMemory };
+// time_to_train: expected wall time to train training.total_tokens with failures, checkpoints
+// and recoveries (needs a reliability block).
+enum class Objective { kIterationTime, kMemory, kTimeToTrain };
 enum class Backend { kAnalytical, kSimgrid, kRealCpu, kRealGpu };
 // MLP activation: swiglu has three FFN matrices (gate, up, down), gelu and squared-relu two.
 enum class Activation { kGelu, kSwiglu, kSquaredRelu };
@@ -139,6 +143,9 @@ struct TrainingConfig {
   int64_t steps = 10;
   int64_t seed = 1;
   Framework framework = Framework::kMegatron;
+  // Tokens the whole training run processes (training.total_tokens); 0 = not given. With a
+  // reliability block it turns goodput into an expected time to train.
+  double total_tokens = 0;
 };
 
 // What the scenario fixes about the plan; every absent value is searched.
@@ -192,6 +199,8 @@ struct Scenario {
   SearchConfig search;
   std::vector<Backend> backends;
   WhatIf whatif;
+  // Failures, checkpoints and recovery (the scenario's reliability block); absent = not modelled.
+  std::optional<ReliabilityConfig> reliability;
 };
 
 // A fully specified plan: every degree and switch decided.

@@ -604,5 +604,38 @@ TEST(ScenarioIo, EveryCalibrationScenarioLoads) {
   }
 }
 
+TEST(ScenarioIo, ReliabilityBlockReadsWithDefaultsAndRoundTrips) {
+  json j = base_scenario();
+  j["training"]["total_tokens"] = 3e11;
+  j["search"] = {{"objective", "time_to_train"}};
+  j["reliability"] = json::parse(R"({
+    "preset": "llama3-405b",
+    "failure_rates": [{"name": "psu", "component": "host", "mtbf_hours": 100000, "per": "node"}],
+    "checkpoint": {"interval_s": 600, "async": true},
+    "storage": {"write_GBps": 100, "read_GBps": 200, "node_write_GBps": 5},
+    "reschedule_s": 300, "startup_s": 120, "recovery": "replica"})");
+  auto s = scenario_from_json(j);
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  ASSERT_TRUE(s->reliability.has_value());
+  const ReliabilityConfig& r = *s->reliability;
+  EXPECT_EQ(s->search.objective, Objective::kTimeToTrain);
+  EXPECT_DOUBLE_EQ(s->training.total_tokens, 3e11);
+  EXPECT_EQ(r.preset, "llama3-405b");
+  ASSERT_EQ(r.causes.size(), 19u);  // Table 5's 18 and the power supplies
+  // 100,000 h per 8-GPU node: 125 nodes per 1k GPUs, 24 / 100,000 interruptions a day each.
+  EXPECT_NEAR(r.causes.back().per_day_per_1k_gpus, 125 * 24 / 1e5, 1e-12);
+  EXPECT_EQ(r.checkpoint_interval_s, 600);
+  EXPECT_TRUE(r.async_checkpoint);
+  EXPECT_DOUBLE_EQ(r.node_write_GBps, 5);
+  EXPECT_DOUBLE_EQ(r.detection_s, kDefaultDetection_s);
+  EXPECT_NEAR(r.host_copy_GBps, 31.5 * 256 / 280, 1e-9);  // A100: PCIe 4.0 x16, TLP payload share
+  EXPECT_EQ(r.recovery, RecoveryMode::kReplica);
+  EXPECT_EQ(r.trials, kDefaultMonteCarloTrials);
+  auto again = scenario_from_json(scenario_to_json(*s));
+  ASSERT_TRUE(again.ok()) << all_messages(again.problems());
+  EXPECT_EQ(scenario_to_json(*again), scenario_to_json(*s));
+  EXPECT_EQ(again->reliability->causes.size(), r.causes.size());
+}
+
 }  // namespace
 }  // namespace monarch

@@ -153,6 +153,8 @@ Expected<BackendResult> measured_result(const MeasuredEvidence& ev, const std::o
       }
     }
     r.iteration_time_s = iter_sum / n_it;
+    // One iteration of every rank's device work, each from its own step start.
+    for (const RankStats& rk : ev.ranks) r.timeline.insert(r.timeline.end(), rk.timeline.begin(), rk.timeline.end());
     const double per = n_ranks * n_it;
     for (const auto& key : order) {
       const Acc& a = comm[key];

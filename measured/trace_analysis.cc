@@ -110,6 +110,34 @@ RankStats analyze_trace(const TraceReadout& trace) {
   };
 
   std::vector<StepWork> work(steps.size());
+  const int64_t timeline_step = static_cast<int64_t>(steps.size()) - 1;
+  auto add_span = [&](const TraceActivity& a) {
+    TimelineSpan span;
+    span.rank = trace.rank;
+    span.start_s = (a.start_us - steps.back().start_us) * 1e-6;
+    span.end_s = span.start_s + a.dur_us * 1e-6;
+    switch (a.cls) {
+      case ActivityClass::kCompute:
+        span.stream = "compute";
+        span.name = "kernel";
+        span.category = "compute";
+        break;
+      case ActivityClass::kMemory:
+        span.stream = "memcpy";
+        span.name = "memcpy";
+        span.category = "memory";
+        break;
+      case ActivityClass::kComm: {
+        const CommOp* op = a.comm_index >= 0 ? &trace.comm_ops[static_cast<size_t>(a.comm_index)] : nullptr;
+        const bool p2p = op && op->p2p;
+        span.stream = p2p ? "p2p" : "nccl";
+        span.name = p2p ? "ncclSendRecv" : op ? nccl_name(op->kind) : "nccl";
+        span.category = p2p ? "p2p" : "collective";
+        break;
+      }
+    }
+    out.timeline.push_back(std::move(span));
+  };
   for (const TraceActivity& a : trace.activities) {
     double anchor = a.start_us;
     if (a.correlation >= 0) {
@@ -118,6 +146,7 @@ RankStats analyze_trace(const TraceReadout& trace) {
     }
     const int64_t s = step_of(anchor);
     if (s < 0) continue;
+    if (s == timeline_step) add_span(a);
     StepWork& w = work[static_cast<size_t>(s)];
     const std::pair<double, double> iv{a.start_us, a.start_us + a.dur_us};
     switch (a.cls) {

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "core/plan_ir.h"
+#include "core/result.h"
 
 namespace monarch::measured {
 
@@ -101,6 +102,11 @@ struct RankStats {
   int32_t world_size = 0;
   std::string source;
   std::vector<IterationStats> iterations;
+  // The device work of the last kept iteration, from its ProfilerStep's start (t = 0), as a
+  // simulator's timeline draws one: stream "compute" (kernel), "nccl" (collective; "p2p" for
+  // send / receive) or "memcpy" (copies and sets). Kernels are not named in what is kept, so
+  // compute spans are named "kernel" and collectives by their NCCL name.
+  std::vector<TimelineSpan> timeline;
 };
 
 // Iteration statistics of one rank. Returns fewer iterations than ProfilerStep events (the

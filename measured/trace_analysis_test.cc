@@ -26,6 +26,34 @@ TEST(CollectiveNames, NcclAndGlooSpellings) {
 }
 
 // Two iterations kept out of three steps: compute 0-60, comm 40-100 in step 1 (20 us hidden).
+// The last kept iteration's device work becomes the rank's timeline, from its step's start.
+TEST(AnalyzeTrace, TimelineOfTheLastKeptIteration) {
+  TraceReadout t;
+  t.rank = 3;
+  t.steps = {{1, 0, 100}, {2, 100, 100}, {3, 200, 100}};
+  t.comm_ops.push_back({CollectiveKind::kAllGather, false, 4096, 2, "[2,3]"});
+  t.comm_ops.push_back({CollectiveKind::kAllReduce, true, 512, 2, "[1,3]"});
+  t.activities.push_back({10, 20, ActivityClass::kCompute, -1, -1});  // step 1: not drawn
+  t.activities.push_back({110, 50, ActivityClass::kCompute, -1, -1});
+  t.activities.push_back({150, 30, ActivityClass::kComm, -1, 0});
+  t.activities.push_back({185, 5, ActivityClass::kComm, -1, 1});
+  t.activities.push_back({190, 4, ActivityClass::kMemory, -1, -1});
+  t.activities.push_back({210, 50, ActivityClass::kCompute, -1, -1});  // the dropped step
+  const RankStats s = analyze_trace(t);
+  ASSERT_EQ(s.timeline.size(), 4u);
+  const TimelineSpan& k = s.timeline[0];
+  EXPECT_EQ(k.rank, 3);
+  EXPECT_EQ(k.stream, "compute");
+  EXPECT_EQ(k.category, "compute");
+  EXPECT_NEAR(k.start_s, 10e-6, 1e-15);
+  EXPECT_NEAR(k.end_s, 60e-6, 1e-15);
+  EXPECT_EQ(s.timeline[1].name, "ncclAllGather");
+  EXPECT_EQ(s.timeline[1].stream, "nccl");
+  EXPECT_EQ(s.timeline[2].category, "p2p");
+  EXPECT_EQ(s.timeline[3].stream, "memcpy");
+  EXPECT_NEAR(s.timeline[3].end_s, 94e-6, 1e-15);
+}
+
 TEST(AnalyzeTrace, BreakdownOverlapAndDroppedLastStep) {
   TraceReadout t;
   t.rank = 0;

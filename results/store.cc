@@ -180,6 +180,31 @@ constexpr TimeMetric kTimeMetrics[] = {
     {"time_breakdown_s.exposed_comm", &TimeBreakdown::exposed_comm},
     {"time_breakdown_s.host", &TimeBreakdown::host},
 };
+// Reliability figures (the scenario's reliability block), in `metrics` under "reliability.*":
+// a run without them has none of these rows, so stores written before them read the same.
+struct ReliabilityMetric {
+  const char* name;
+  double ReliabilityReport::*field;
+};
+constexpr ReliabilityMetric kReliabilityMetrics[] = {
+    {"reliability.goodput", &ReliabilityReport::goodput},
+    {"reliability.time_to_train_s", &ReliabilityReport::time_to_train_s},
+    {"reliability.horizon_s", &ReliabilityReport::horizon_s},
+    {"reliability.useful_s", &ReliabilityReport::useful_s},
+    {"reliability.expected_interruptions", &ReliabilityReport::expected_interruptions},
+    {"reliability.interval_s", &ReliabilityReport::interval_s},
+};
+struct BadputMetric {
+  const char* name;
+  double Badput::*field;
+};
+constexpr BadputMetric kBadputMetrics[] = {
+    {"reliability.badput_s.checkpoint_save", &Badput::checkpoint_save_s},
+    {"reliability.badput_s.checkpoint_restore", &Badput::checkpoint_restore_s},
+    {"reliability.badput_s.wasted_progress", &Badput::wasted_progress_s},
+    {"reliability.badput_s.infrastructure_recovery", &Badput::infrastructure_recovery_s},
+    {"reliability.badput_s.startup", &Badput::startup_s},
+};
 struct MemoryCategory {
   const char* name;
   double StageMemory::*field;
@@ -358,6 +383,13 @@ void read_metrics(const Database& db, int64_t id, BackendResult& b) {
     if (name == "memory.fits") b.memory.fits = v != 0;
     if (name == "memory.peak_gib") b.memory.peak_gib = v;
     if (name == "memory.capacity_gib") b.memory.capacity_gib = v;
+    if (name.rfind("reliability.", 0) == 0) {
+      if (!b.reliability) b.reliability.emplace();
+      for (const auto& m : kReliabilityMetrics)
+        if (name == m.name) (*b.reliability).*m.field = v;
+      for (const auto& m : kBadputMetrics)
+        if (name == m.name) b.reliability->badput.*m.field = v;
+    }
   }
 }
 
@@ -526,6 +558,10 @@ int64_t insert_run(const Database& db, const RunRecord& run, const std::string& 
   put("memory.fits", b.memory.fits ? 1.0 : 0.0);
   put("memory.peak_gib", b.memory.peak_gib);
   put("memory.capacity_gib", b.memory.capacity_gib);
+  if (b.reliability) {
+    for (const auto& m : kReliabilityMetrics) put(m.name, (*b.reliability).*m.field);
+    for (const auto& m : kBadputMetrics) put(m.name, b.reliability->badput.*m.field);
+  }
 
   Statement mem = db.prepare(
       "INSERT INTO memory (run_id, position, stage, rank, category, gib) VALUES (?1, ?2, ?3, NULL, ?4, ?5)");

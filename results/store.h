@@ -5,7 +5,9 @@
 //   plans(hash, json)            one row per distinct plan (SHA-256 of plan_to_json)
 //   runs                         backend, scenario, plan, start/end time (UTC), software
 //                                version, host, status ok|failed, error message
-//   metrics(run, name, value)    headline figures, memory summary, time breakdown
+//   metrics(run, name, value)    headline figures, memory summary, time breakdown; with a
+//                                reliability block also reliability.goodput,
+//                                reliability.time_to_train_s and the badput (reliability.*)
 //   memory(run, stage, rank, category, gib)    per stage and category (rank NULL = busiest
 //                                rank of the stage, as in the result file)
 //   communication(run, kind, group, bytes, count, time_s)

@@ -107,6 +107,31 @@ TEST(Store, NonFiniteFiguresComeBackAsNaN) {
   EXPECT_EQ(back->record.result.hfu, rec.result.hfu);
 }
 
+TEST(Store, KeepsGoodputAndTimeToTrainOnlyForRunsThatHaveThem) {
+  TempDir dir;
+  Expected<Store> store = Store::open(dir.file("s.db"));
+  ASSERT_TRUE(store.ok());
+  RunRecord plain = sample_record("a", "analytical");
+  RunRecord with = sample_record("a", "analytical");
+  ReliabilityReport rel;
+  rel.goodput = 0.921;
+  rel.time_to_train_s = 7.41e6;
+  rel.expected_interruptions = 666;
+  rel.badput.wasted_progress_s = 1.2e5;
+  rel.badput.infrastructure_recovery_s = 2.5e5;
+  with.result.reliability = rel;
+  Expected<StoredRun> a = store->load_run(*store->record_run(plain));
+  Expected<StoredRun> b = store->load_run(*store->record_run(with));
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_FALSE(a->record.result.reliability.has_value());
+  ASSERT_TRUE(b->record.result.reliability.has_value());
+  EXPECT_DOUBLE_EQ(b->record.result.reliability->goodput, 0.921);
+  EXPECT_DOUBLE_EQ(b->record.result.reliability->time_to_train_s, 7.41e6);
+  EXPECT_DOUBLE_EQ(b->record.result.reliability->expected_interruptions, 666);
+  EXPECT_DOUBLE_EQ(b->record.result.reliability->badput.wasted_progress_s, 1.2e5);
+  EXPECT_DOUBLE_EQ(b->record.result.reliability->badput.infrastructure_recovery_s, 2.5e5);
+}
+
 TEST(Store, DeduplicatesScenariosAndPlansByContent) {
   TempDir dir;
   std::string path = dir.file("s.db");

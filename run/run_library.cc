@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 
+#include "core/goodput.h"
 #include "core/model_math.h"
 #include "core/plan_io.h"
 #include "core/result_io.h"
@@ -61,6 +62,12 @@ void number_by_plan(std::vector<RunEntry>& entries) {
   }
 }
 
+// The reliability figures of a result (the scenario's reliability block): the closed form, and
+// the Monte Carlo for the chosen plan.
+void attach_reliability(const Scenario& s, BackendResult& r, bool monte_carlo) {
+  r.reliability = predict_reliability(s, r.plan, r.iteration_time_s, monte_carlo);
+}
+
 // --- transformer plans (dense and MoE)
 
 RunOutcome run_transformer(const Scenario& s, const RunRequest& request, const RunEvents& events) {
@@ -76,6 +83,7 @@ RunOutcome run_transformer(const Scenario& s, const RunRequest& request, const R
   so.jobs = request.search_jobs;
   so.cancelled = [&control] { return control.is_cancelled(); };
   so.progress = [&control](int64_t done, int64_t total) { control.report("searching plans", done, total); };
+  so.estimated = events.estimated;
   report.search = search_plans_analytical(s, so);
   const SearchResult& sr = report.search;
   if (sr.cancelled || control.is_cancelled()) return stop(std::move(out), RunEnd::kCancelled, {});
@@ -84,8 +92,14 @@ RunOutcome run_transformer(const Scenario& s, const RunRequest& request, const R
   const std::unique_ptr<ExecutionBackend> analytical_backend = backend_or_null(Backend::kAnalytical, request);
   assert(analytical_backend);  // always built; the settings were checked by run_scenario
   std::vector<BackendResult> analytical;
-  for (const auto& rp : sr.ranked) analytical.push_back(*analytical_backend->run(s, Candidate{rp.plan}, control));
-  if (sr.baseline) report.baseline = *analytical_backend->run(s, Candidate{sr.baseline->plan}, control);
+  for (const auto& rp : sr.ranked) {
+    analytical.push_back(*analytical_backend->run(s, Candidate{rp.plan}, control));
+    attach_reliability(s, analytical.back(), analytical.size() == 1);
+  }
+  if (sr.baseline) {
+    report.baseline = *analytical_backend->run(s, Candidate{sr.baseline->plan}, control);
+    attach_reliability(s, *report.baseline, false);
+  }
   report.rejected = sr.rejected_for_report(100);
   report.parameters = parameter_counts(model_shape(s.model)).total;
   for (const auto& r : analytical) report.entries.push_back({0, r, ""});
@@ -106,6 +120,7 @@ RunOutcome run_transformer(const Scenario& s, const RunRequest& request, const R
         auto r = simgrid->run(s, c, control);
         if (control.is_cancelled()) return stop(std::move(out), RunEnd::kCancelled, {});
         if (!r) return stop(std::move(out), RunEnd::kInvalid, r.problems());
+        attach_reliability(s, *r, i == 0);
         if (want_simgrid && events.entry) events.entry({static_cast<int64_t>(i + 1), *r, ""});
         simgrid_results.emplace(i, std::move(r).value());
         if (i == 0 && request.lower_chosen_plan) report.chosen_graph = std::move(g).value();
@@ -142,6 +157,7 @@ RunOutcome run_transformer(const Scenario& s, const RunRequest& request, const R
                    0, 0);
     auto r = backend->run(s, c, control);
     if (!r) return real_run_failed(std::move(out), real, c.plan, r.problems());
+    attach_reliability(s, *r, true);
     if (events.entry) events.entry({1, *r, ""});
     results.insert(results.begin() + 1, std::move(r).value());
   }

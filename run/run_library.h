@@ -83,6 +83,9 @@ struct RunEvents {
   std::function<void(const RunReport&)> ranked;
   // Each slower backend's entry as it arrives (rank: the plan's analytical rank).
   std::function<void(const RunEntry&)> entry;
+  // Transformer plans: every plan the search's cost model estimated, fitting or not, as the
+  // search goes (strategies/search.h SearchOptions::estimated).
+  std::function<void(const Plan&, const PlanEstimate&)> estimated;
 };
 
 // Problems with the request before any work: backends this build lacks (named at

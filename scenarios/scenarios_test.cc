@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/cost_model.h"
+#include "core/goodput.h"
 #include "core/scenario_io.h"
 
 namespace monarch {
@@ -68,6 +70,34 @@ TEST(Scenarios, Llama3_405bLikeMetasPaper) {
   EXPECT_EQ(*s.parallelism.pp, 16);
   EXPECT_EQ(*s.parallelism.dp, 128);
   EXPECT_EQ(s.training.global_batch_size * s.model.seq_length, 16777216);  // 16M tokens
+}
+
+// Llama 3's own figures with its failures: more than 90% effective training time (Section
+// 3.3.4), the closed form inside the Monte Carlo's 90% interval, and a time to train longer than
+// the failure-free run by the badput.
+TEST(Scenarios, Llama3_405bGoodputKeepsMoreThan90PercentEffectiveTrainingTime) {
+  Scenario s = load("llama3-405b-16384-goodput.json");
+  ASSERT_TRUE(s.reliability.has_value());
+  EXPECT_EQ(s.search.objective, Objective::kTimeToTrain);
+  EXPECT_EQ(s.reliability->preset, "llama3-405b");
+  EXPECT_NEAR(s.reliability->total_rate_per_day_per_1k_gpus() * 16.384 * 54, 419, 1e-6);
+  Plan p;
+  p.tp = 8, p.pp = 16, p.dp = 128, p.sequence_parallel = true, p.zero_stage = 1, p.recompute = Recompute::kFull;
+  const QuickEstimate q = quick_estimate(s, p);
+  ASSERT_TRUE(q.fits) << q.reject_reason;
+  const auto r = predict_reliability(s, p, q.iteration_time_s, true);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_GT(r->goodput, 0.90);
+  EXPECT_LT(r->goodput, 0.99);
+  EXPECT_GE(r->goodput, r->mc_goodput.p5);
+  EXPECT_LE(r->goodput, r->mc_goodput.p95);
+  EXPECT_GE(r->time_to_train_s, r->mc_wall_time_s.p5);
+  EXPECT_LE(r->time_to_train_s, r->mc_wall_time_s.p95);
+  EXPECT_NEAR(r->time_to_train_s, r->useful_s + r->badput.total_s(), 1e-6 * r->time_to_train_s);
+  // The checkpoint state comes from the plan: 405B parameters x 14 bytes (bf16 weights, fp32
+  // master weights and Adam moments), each rank's ZeRO-1 share.
+  EXPECT_NEAR(r->checkpoint_bytes_total / 1e12, 405.0 * 14 / 1000, 0.3);
+  EXPECT_LT(r->checkpoint_bytes_per_rank, r->checkpoint_bytes_total / 128);
 }
 
 TEST(Scenarios, Llama3_8bOn8H100MatchesTheCalibrationCase) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/cost_model.h"
+#include "core/goodput.h"
 #include "core/model_math.h"
 #include "core/placement.h"
 
@@ -204,7 +205,9 @@ Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan) {
 PlanEvaluator analytical_evaluator() {
   return [](const Scenario& sc, const Plan& p) {
     QuickEstimate q = quick_estimate(sc, p);
-    return PlanEstimate{q.iteration_time_s, q.peak_memory_gib, q.fits, std::move(q.reject_reason)};
+    PlanEstimate e{q.iteration_time_s, q.peak_memory_gib, q.fits, std::move(q.reject_reason)};
+    if (sc.search.objective == Objective::kTimeToTrain && e.fits) e.time_to_train_s = expected_time_to_train_s(sc, p, e.iteration_time_s);
+    return e;
   };
 }
 

@@ -72,6 +72,8 @@ class Rejections {
 };
 
 bool ranks_before(Objective obj, const RankedPlan& a, const RankedPlan& b) {
+  if (obj == Objective::kTimeToTrain && a.estimate.time_to_train_s != b.estimate.time_to_train_s)
+    return a.estimate.time_to_train_s < b.estimate.time_to_train_s;
   if (obj == Objective::kMemory) {
     if (a.estimate.peak_memory_gib != b.estimate.peak_memory_gib) return a.estimate.peak_memory_gib < b.estimate.peak_memory_gib;
     return a.estimate.iteration_time_s < b.estimate.iteration_time_s;
@@ -149,6 +151,7 @@ SearchResult search_plans(const Scenario& sc, const SearchOptions& opt) {
   // Ranks an evaluated plan: a rejection, or one of the best kept.
   auto consume = [&](const Plan& p, PlanEstimate e) {
     ++result.plans_evaluated;
+    if (opt.estimated) opt.estimated(p, e);
     if (!e.fits) {
       if (e.peak_memory_gib <= 0) {  // the cost model cannot run it at all
         rej.add("cost-model", p, e.reject_reason.empty() ? "the cost model rejects it" : e.reject_reason);

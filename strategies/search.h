@@ -31,6 +31,9 @@ struct PlanEstimate {
   double peak_memory_gib = 0;
   bool fits = false;
   std::string reject_reason;  // why it does not fit / cannot run; empty when it fits
+  // Objective time_to_train: expected wall time to train training.total_tokens with failures
+  // and checkpoints (core/goodput.h); 0 otherwise.
+  double time_to_train_s = 0;
 };
 using PlanEvaluator = std::function<PlanEstimate(const Scenario&, const Plan&)>;
 
@@ -47,6 +50,9 @@ struct SearchOptions {
   // evaluated concurrently and then ranked in enumeration order, so the result is the same for
   // any count. With more than one, `evaluate` is called from several threads at once.
   int64_t jobs = 1;
+  // Called for every plan the cost model estimated (fitting or not), in enumeration order on
+  // the calling thread, whatever `jobs`: the plan-space view of the GUI draws them all.
+  std::function<void(const Plan&, const PlanEstimate&)> estimated;
 };
 
 struct RankedPlan {

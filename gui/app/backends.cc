@@ -1,6 +1,8 @@
 #include "gui/app/backends.h"
 
+#include <cstdio>
 #include <exception>
+#include <random>
 
 #include "core/cost_model.h"
 #include "core/scenario_io.h"
@@ -28,6 +30,29 @@ Expected<SearchOutcome> search_plans(const Scenario& scenario, JobControl& job) 
   request.backends = {Backend::kAnalytical};  // the same search and model as monarch-sim
   run::RunEvents events;
   events.control = control_of(job);
+  std::vector<PlanPoint> estimated;
+  int64_t estimated_total = 0;
+  std::mt19937_64 sampler(1);  // reservoir sampling past kMaxPlanSpacePoints, the same every run
+  const double tokens_per_iteration =
+      static_cast<double>(scenario.training.global_batch_size) * static_cast<double>(scenario.model.seq_length);
+  events.estimated = [&](const Plan& plan, const PlanEstimate& e) {
+    if (e.peak_memory_gib <= 0 || e.iteration_time_s <= 0) return;  // the cost model could not run it
+    ++estimated_total;
+    size_t slot = estimated.size();
+    if (estimated.size() >= kMaxPlanSpacePoints) {
+      slot = static_cast<size_t>(sampler() % static_cast<uint64_t>(estimated_total));
+      if (slot >= kMaxPlanSpacePoints) return;
+    }
+    PlanPoint p{plan, e.iteration_time_s, tokens_per_iteration / e.iteration_time_s, e.peak_memory_gib, e.fits,
+                e.reject_reason};
+    if (!p.fits && p.reason.empty()) {
+      char text[96];
+      std::snprintf(text, sizeof text, "needs %.1f GiB per GPU", e.peak_memory_gib);
+      p.reason = text;
+    }
+    if (slot == estimated.size()) estimated.push_back(std::move(p));
+    else estimated[slot] = std::move(p);
+  };
   run::RunOutcome found = run::run_scenario(scenario, request, events);
   if (found.end == run::RunEnd::kCancelled) return Expected<SearchOutcome>::fail("", "search cancelled");
   if (found.end == run::RunEnd::kInvalid || found.end == run::RunEnd::kFailed) return found.problems;
@@ -37,6 +62,8 @@ Expected<SearchOutcome> search_plans(const Scenario& scenario, JobControl& job) 
   for (const run::RunEntry& e : report.entries) out.ranked.push_back(e.result);
   out.rejected = report.rejected;
   out.baseline = report.baseline;
+  out.estimated = std::move(estimated);
+  out.estimated_total = estimated_total;
   const SearchResult& sr = report.search;
   if (report.recommendation)
     out.note = "ranked " + std::to_string(report.entries.size()) + " sharding plans, " +
@@ -79,6 +106,64 @@ Expected<BackendResult> estimate(const Scenario& scenario, const Plan& plan) {
   return estimate_plan(*checked, plan);
 }
 
+namespace {
+
+CurveMetrics metrics_of(const BackendResult& r) {
+  return CurveMetrics{r.iteration_time_s, r.mfu, r.memory.peak_gib, r.tokens_per_s, r.memory.fits};
+}
+
+std::string first_problem(const Problems& problems) {
+  return problems.empty() ? std::string("failed") : problems.front().to_string();
+}
+
+}  // namespace
+
+std::vector<SweepPoint> run_sweep(const Scenario& scenario, const Plan& plan, const SweepRequest& request, JobControl& job) {
+  std::vector<SweepPoint> out;
+  const size_t n = request.values.size();
+  run::RunControl control = control_of(job);
+  control.progress = nullptr;  // progress counts values, set below
+  for (size_t i = 0; i < n && !job.cancel.load(); ++i) {
+    job.fraction = static_cast<double>(i) / static_cast<double>(n);
+    SweepPoint point;
+    point.value = request.values[i];
+    Expected<SweepInput> in = apply_knob(request.knob, point.value, scenario, plan);
+    if (!in.ok()) {
+      point.problem = first_problem(in.problems());
+      out.push_back(std::move(point));
+      continue;
+    }
+    if (request.selected || request.simgrid) {
+      // The analytical estimate checks the changed scenario as a file would be checked.
+      Expected<BackendResult> r = estimate(in->scenario, in->plan);
+      if (r.ok()) point.selected = metrics_of(*r);
+      else point.problem = first_problem(r.problems());
+    }
+    if (request.best) {
+      run::RunRequest search;
+      search.backends = {Backend::kAnalytical};
+      run::RunEvents events;
+      events.control = control;
+      run::RunOutcome found = run::run_scenario(in->scenario, search, events);
+      if (found.end == run::RunEnd::kDone && !found.report.entries.empty()) {
+        point.best = metrics_of(found.report.entries.front().result);
+        point.best_plan = describe(found.report.entries.front().result.plan, PlanDetail::kFull);
+      } else if (found.end != run::RunEnd::kCancelled && point.problem.empty()) {
+        point.problem = "best plan: " + first_problem(found.problems);
+      }
+    }
+    if (request.simgrid && point.selected && simgrid_built()) {
+      run::BackendSettings settings;
+      Expected<BackendResult> r = run::run_plan(in->scenario, run::Candidate{in->plan}, Backend::kSimgrid, settings, control);
+      if (r.ok()) point.simgrid = metrics_of(*r);
+      else if (!job.cancel.load()) point.problem = "SimGrid: " + first_problem(r.problems());
+    }
+    out.push_back(std::move(point));
+  }
+  job.fraction = 1;
+  return out;
+}
+
 bool simgrid_built() { return run::build_features().simgrid; }
 
 Expected<BackendResult> simulate_simgrid(const Scenario& scenario, const Plan& plan, JobControl& job) {
@@ -113,7 +198,7 @@ Expected<std::vector<StoredRunLabel>> list_store_runs(const std::string& path) {
                         " " + describe(r.plan);
     if (r.measured) label += " (measured)";
     if (run.record.status != RunStatus::kOk) label += " (failed)";
-    out.push_back({run.id, std::move(label)});
+    out.push_back({run.id, std::move(label), r.plan, r.measured && run.record.status == RunStatus::kOk});
   }
   return out;
 }

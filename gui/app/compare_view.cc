@@ -21,6 +21,16 @@
 #include "gui/models/plans_model.h"  // kSortRole
 
 namespace monarch::gui {
+namespace {
+// Lines of the "what differs most" summary.
+constexpr size_t kMostDifferentShown = 6;
+}  // namespace
+
+int CompareView::find_run(const QString& label) const {
+  for (size_t i = 0; i < runs_.size(); ++i)
+    if (runs_[i].label == label) return static_cast<int>(i);
+  return -1;
+}
 
 CompareView::CompareView(QWidget* parent) : QWidget(parent) {
   model_ = new CompareModel(this);
@@ -42,6 +52,11 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
   layout->addLayout(buttons);
   connect(timeline_a_, &QPushButton::clicked, this, [this] { open_timeline(0); });
   connect(timeline_b_, &QPushButton::clicked, this, [this] { open_timeline(1); });
+  most_ = new QLabel(this);
+  most_->setWordWrap(true);
+  most_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  most_->setStyleSheet(QStringLiteral("padding:4px; background:#f3f0e6;"));
+  layout->addWidget(most_);
   note_ = new QLabel(this);
   note_->setWordWrap(true);
   layout->addWidget(note_);
@@ -140,6 +155,7 @@ void CompareView::refresh() {
   } update_buttons{this};
   auto* chart = new QChart;
   QString why;
+  most_different_.clear();
   if (ia < 0 || ib < 0 || ia >= run_count() || ib >= run_count()) {
     model_->clear();
     note_->setText(QStringLiteral("Nothing to compare yet: run a search (plans of this session) or "
@@ -153,6 +169,7 @@ void CompareView::refresh() {
     const RunChoice& a = runs_[static_cast<size_t>(ia)];
     const RunChoice& b = runs_[static_cast<size_t>(ib)];
     model_->set_results(*a.result, QStringLiteral("A"), *b.result, QStringLiteral("B"));
+    most_different_ = differs_most(model_->rows(), kMostDifferentShown);
     note_->setText(ia == ib ? QStringLiteral("A and B are the same run; pick another B.")
                             : QStringLiteral("Differences are B - A; percentages are (B - A) / A."));
     const TimeBreakdown& ta = a.result->time_breakdown_s;
@@ -192,6 +209,13 @@ void CompareView::refresh() {
     series->attachAxis(ay);
     chart->setTitle(QStringLiteral("Time breakdown: A = %1 | B = %2").arg(a.label, b.label));
     chart->legend()->setAlignment(Qt::AlignBottom);
+  }
+  if (most_different_.empty()) {
+    most_->setText(QStringLiteral("<b>What differs most:</b> nothing (pick two different runs)."));
+  } else {
+    QString html = QStringLiteral("<b>What differs most</b> (B against A, largest relative difference first):<br>");
+    html += differs_most_text(most_different_).toHtmlEscaped().replace(QLatin1Char('\n'), QStringLiteral("<br>"));
+    most_->setText(html);
   }
   table_->resizeColumnsToContents();
   QChart* old = chart_view_->chart();

@@ -38,6 +38,10 @@ class CompareView : public QWidget {
   void set_runs(std::vector<RunChoice> runs);
   void choose(int a, int b);
   CompareModel* model() const { return model_; }
+  // The "what differs most" lines at the top (empty when nothing is compared).
+  const std::vector<CompareRow>& most_different() const { return most_different_; }
+  // Position of the run with this label among those on offer, -1 when absent.
+  int find_run(const QString& label) const;
   int run_count() const { return static_cast<int>(runs_.size()); }
   // Asks for the timeline of run A (which = 0) or B (1): emits timeline_requested when that run
   // recorded one (simgrid and real runs do; analytical ones have none). False when it has none.
@@ -61,6 +65,8 @@ class CompareView : public QWidget {
   QTableView* table_;
   QChartView* chart_view_;
   QLabel* note_;
+  QLabel* most_;
+  std::vector<CompareRow> most_different_;
   QPushButton* timeline_a_;
   QPushButton* timeline_b_;
 };

@@ -9,6 +9,7 @@
 #include "gui/app/main_window.h"
 #include "gui/app/result_views.h"
 #include "gui/app/scenario_editor.h"
+#include "gui/app/whatif_view.h"
 
 namespace {
 
@@ -38,6 +39,10 @@ int main(int argc, char** argv) {
                         QStringLiteral("Results store whose runs the Compare view offers (default: results/monarch.db when it exists)."),
                         QStringLiteral("FILE"));
   parser.addOption(db);
+  QCommandLineOption width(QStringLiteral("screenshot-width"),
+                           QStringLiteral("With --screenshot: scale the PNGs down to PX pixels wide (docs/img uses 1000)."),
+                           QStringLiteral("PX"));
+  parser.addOption(width);
   parser.addPositionalArgument(QStringLiteral("scenario"), QStringLiteral("Scenario file to open"), QStringLiteral("[SCENARIO.json]"));
   parser.process(app);
   const QStringList args = parser.positionalArguments();
@@ -73,7 +78,19 @@ int main(int argc, char** argv) {
       return kExitFailed;
     }
     if (monarch::gui::simgrid_built() && window.start_simulation()) window.wait_for_work();
-    const monarch::Problems problems = window.save_screenshots(parser.value(screenshot));
+    // The what-if curves with the best plan at each value (a search per value, on a worker).
+    if (window.whatif()->start_sweep(/*best=*/true, /*simgrid=*/false)) window.whatif()->wait_for_sweep();
+    int width_px = 0;
+    if (parser.isSet(width)) {
+      bool ok = false;
+      width_px = parser.value(width).toInt(&ok);
+      if (!ok || width_px < 100 || width_px > 10000) {
+        std::fprintf(stderr, "monarch-gui: --screenshot-width: expected a width in pixels from 100 to 10000, found '%s'\n",
+                     parser.value(width).toStdString().c_str());
+        return kExitBadInput;
+      }
+    }
+    const monarch::Problems problems = window.save_screenshots(parser.value(screenshot), width_px);
     if (!problems.empty()) {
       print_problems(problems);
       return kExitFailed;

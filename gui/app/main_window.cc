@@ -14,12 +14,15 @@
 #include <QPushButton>
 #include <QStatusBar>
 #include <QTabWidget>
+#include <QTableView>
 #include <QTimer>
 #include <QToolBar>
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
 
 #include "gui/app/compare_view.h"
+#include "gui/app/plan_space_view.h"
+#include "gui/app/reliability_view.h"
 #include "gui/app/result_views.h"
 #include "gui/app/scenario_editor.h"
 #include "gui/app/timeline_view.h"
@@ -38,15 +41,16 @@ struct MainWindow::Job {
 
 const QStringList& MainWindow::view_names() {
   static const QStringList kNames{QStringLiteral("scenario"), QStringLiteral("plans"),
-                                  QStringLiteral("timeline"), QStringLiteral("memory"),
+                                  QStringLiteral("planspace"), QStringLiteral("timeline"), QStringLiteral("memory"),
                                   QStringLiteral("communication"), QStringLiteral("compare"),
-                                  QStringLiteral("whatif")};
+                                  QStringLiteral("whatif"), QStringLiteral("reliability")};
   return kNames;
 }
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   editor_ = new ScenarioEditor(this);
   plans_ = new PlansView(this);
+  plan_space_ = new PlanSpaceView(this);
   timeline_ = new TimelineView(this);
   memory_ = new MemoryView(this);
   communication_ = new CommunicationView(this);
@@ -56,6 +60,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     tabs_->setCurrentWidget(timeline_);
   });
   whatif_ = new WhatIfView(&estimate, this);
+  whatif_->set_sweeper(&run_sweep, simgrid_built());
+  reliability_ = new ReliabilityView(this);
 
   auto* central = new QWidget(this);
   auto* layout = new QVBoxLayout(central);
@@ -68,11 +74,13 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   tabs_ = new QTabWidget(central);
   tabs_->addTab(editor_, QStringLiteral("Scenario"));
   tabs_->addTab(plans_, QStringLiteral("Plans"));
+  tabs_->addTab(plan_space_, QStringLiteral("Plan space"));
   tabs_->addTab(timeline_, QStringLiteral("Timeline"));
   tabs_->addTab(memory_, QStringLiteral("Memory"));
   tabs_->addTab(communication_, QStringLiteral("Communication"));
   tabs_->addTab(compare_, QStringLiteral("Compare"));
   tabs_->addTab(whatif_, QStringLiteral("What-if"));
+  tabs_->addTab(reliability_, QStringLiteral("Reliability"));
   layout->addWidget(tabs_, 1);
   setCentralWidget(central);
 
@@ -128,6 +136,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(editor_, &ScenarioEditor::validated, this, [this] { update_actions(); });
   connect(editor_, &ScenarioEditor::modified_changed, this, [this] { update_title(); });
   connect(plans_, &PlansView::plan_selected, this, &MainWindow::select_plan);
+  connect(plan_space_, &PlanSpaceView::plan_chosen, this, &MainWindow::select_plan_value);
   connect(whatif_, &WhatIfView::result_changed, this, [this](const BackendResult& r) {
     whatif_result_ = r;
     memory_->show_result(r, QStringLiteral("what-if %1").arg(plan_summary(r.plan)));
@@ -167,7 +176,7 @@ QString MainWindow::message() const { return message_->isHidden() ? QString() : 
 void MainWindow::update_actions() {
   const bool idle = !job_;
   search_action_->setEnabled(idle && editor_->scenario().has_value());
-  simulate_action_->setEnabled(idle && simgrid_built() && searched_scenario_ && selected_plan_ >= 0);
+  simulate_action_->setEnabled(idle && simgrid_built() && searched_scenario_ && selected_result_);
   simulate_action_->setToolTip(simgrid_built() ? QStringLiteral("Simulate the selected plan with SimGrid")
                                                : QStringLiteral("This build has no SimGrid backend"));
 }
@@ -336,8 +345,17 @@ bool MainWindow::start_search() {
       baseline_ = out->baseline;
       simulated_.clear();
       whatif_result_.reset();
+      selected_plan_ = -1;
+      selected_result_.reset();
       const size_t n = out->ranked.size();
       const size_t nr = out->rejected.size();
+      const double capacity_gib = n > 0 ? out->ranked.front().memory.capacity_gib
+                                        : (out->baseline ? out->baseline->memory.capacity_gib : 0.0);
+      const size_t shown = out->estimated.size();
+      plan_space_->set_points(std::move(out->estimated), capacity_gib,
+                              static_cast<int64_t>(shown) < out->estimated_total
+                                  ? QStringLiteral("An even sample of %1 of the %2 estimated plans is drawn.").arg(shown).arg(out->estimated_total)
+                                  : QString());
       plans_->set_search(std::move(out->ranked), std::move(out->rejected));
       plans_->set_scenario(scenario);
       timeline_->clear(QStringLiteral("No timeline yet: select a plan and press \"Simulate selected plan with SimGrid\"."));
@@ -365,12 +383,12 @@ bool MainWindow::start_simulation() {
     show_message(QStringLiteral("This build has no SimGrid backend (configure with MONARCH_WITH_SIMGRID=ON)."), true);
     return false;
   }
-  if (!searched_scenario_ || selected_plan_ < 0) {
+  if (!searched_scenario_ || !selected_result_) {
     show_message(QStringLiteral("Run a search and select a plan first."), true);
     return false;
   }
   const Scenario scenario = *searched_scenario_;
-  const Plan plan = plans_->model()->result(selected_plan_).plan;
+  const Plan plan = selected_result_->plan;
   start_job(QStringLiteral("Simulating with SimGrid"), [this, scenario, plan](JobControl& control) -> std::function<void()> {
     Expected<BackendResult> out = simulate_simgrid(scenario, plan, control);
     return [this, out = std::move(out)]() mutable {
@@ -383,7 +401,9 @@ bool MainWindow::start_simulation() {
       simulated_.push_back(out.value());
       const BackendResult& r = simulated_.back();
       const QString title = QStringLiteral("%1 %2").arg(QString::fromStdString(r.backend), plan_summary(r.plan));
-      timeline_->show_result(r, title);
+      const BackendResult* measured = measured_run_of(r.plan);
+      timeline_->show_result(r, title, measured, measured ? measured_lookup_->label : QString());
+      memory_->show_memory_timeline(r, title);
       show_message(QStringLiteral("Simulated %1: iteration %2.").arg(title, format_seconds(r.iteration_time_s)), false);
       tabs_->setCurrentWidget(timeline_);
     };
@@ -397,14 +417,62 @@ void MainWindow::select_plan(int row) {
   if (row < 0 || row >= plans_->model()->rowCount()) return;
   selected_plan_ = row;
   const BackendResult& r = plans_->model()->result(row);
-  const QString title = QStringLiteral("#%1 %2 %3").arg(row + 1).arg(QString::fromStdString(r.backend), plan_summary(r.plan));
+  show_selected(r, QStringLiteral("#%1 %2 %3").arg(row + 1).arg(QString::fromStdString(r.backend), plan_summary(r.plan)));
+}
+
+void MainWindow::select_plan_value(const Plan& plan) {
+  for (int row = 0; row < plans_->model()->rowCount(); ++row) {
+    if (!same_plan_degrees(plans_->model()->result(row).plan, plan)) continue;
+    plans_->select_row(row);  // the table's selection signal selects it everywhere
+    if (selected_plan_ != row) select_plan(row);
+    return;
+  }
+  if (!searched_scenario_) return;
+  Expected<BackendResult> r = estimate(*searched_scenario_, plan);
+  if (!r.ok()) {
+    show_message(QStringLiteral("Cannot estimate %1: %2").arg(plan_summary(plan), QString::fromStdString(r.problems().front().to_string())), true);
+    return;
+  }
+  selected_plan_ = -1;
+  plans_->table()->clearSelection();
+  show_selected(*r, QStringLiteral("%1 %2 (not in the ranked list)").arg(QString::fromStdString(r->backend), plan_summary(r->plan)));
+}
+
+const BackendResult* MainWindow::measured_run_of(const Plan& plan) {
+  if (store_path_.isEmpty()) return nullptr;
+  if (!measured_lookup_ || !(measured_lookup_->plan == plan) || measured_lookup_->store != store_path_) {
+    measured_lookup_ = MeasuredLookup{plan, store_path_, std::nullopt, {}};
+    Expected<std::vector<StoredRunLabel>> stored = list_store_runs(store_path_.toStdString());
+    if (stored.ok()) {
+      for (const StoredRunLabel& s : *stored) {  // newest first
+        if (!s.measured || !same_plan_degrees(s.plan, plan)) continue;
+        Expected<BackendResult> run = load_store_run(store_path_.toStdString(), s.id);
+        if (!run.ok() || run->timeline.empty()) continue;
+        measured_lookup_->run = std::move(run.value());
+        measured_lookup_->label = QStringLiteral("store %1").arg(QString::fromStdString(s.label));
+        break;
+      }
+    }
+  }
+  return measured_lookup_->run ? &*measured_lookup_->run : nullptr;
+}
+
+void MainWindow::show_selected(const BackendResult& r, const QString& title) {
+  selected_result_ = r;
   memory_->show_result(r, title);
   communication_->show_result(r, title);
-  if (searched_scenario_) whatif_->set_baseline(*searched_scenario_, r);
+  plan_space_->set_selected(r.plan);
+  if (searched_scenario_) {
+    whatif_->set_baseline(*searched_scenario_, r);
+    reliability_->show_plan(*searched_scenario_, r.plan, r.iteration_time_s, title);
+  }
   bool shown = false;
   for (auto it = simulated_.rbegin(); it != simulated_.rend(); ++it) {
     if (it->plan == r.plan) {
-      timeline_->show_result(*it, QStringLiteral("%1 %2").arg(QString::fromStdString(it->backend), plan_summary(it->plan)));
+      const QString sim_title = QStringLiteral("%1 %2").arg(QString::fromStdString(it->backend), plan_summary(it->plan));
+      const BackendResult* measured = measured_run_of(it->plan);
+      timeline_->show_result(*it, sim_title, measured, measured ? measured_lookup_->label : QString());
+      memory_->show_memory_timeline(*it, sim_title);
       shown = true;
       break;
     }
@@ -413,6 +481,7 @@ void MainWindow::select_plan(int row) {
     timeline_->show_result(r, title);
     shown = true;
   }
+  if (!shown) memory_->clear_memory_timeline(QStringLiteral("No memory timeline for this plan yet: simulate it with SimGrid."));
   if (!shown)
     timeline_->clear(simgrid_built() ? QStringLiteral("No timeline for %1 yet: press \"Simulate selected plan with SimGrid\".").arg(title)
                                      : QStringLiteral("No timeline: this build has no SimGrid backend."));
@@ -431,6 +500,15 @@ void MainWindow::refresh_compare_runs() {
     runs.push_back({QStringLiteral("FSDP baseline %1 %2").arg(QString::fromStdString(baseline_->backend), plan_summary(baseline_->plan)), *baseline_});
   if (whatif_result_)
     runs.push_back({QStringLiteral("what-if %1").arg(plan_summary(whatif_result_->plan)), *whatif_result_});
+  // A measured run of the selected plan in the store: compared with its prediction (SimGrid's
+  // when simulated, else the analytical one) once per selection.
+  QString predicted_label, measured_label;
+  if (selected_result_) {
+    for (const RunChoice& c : runs)
+      if (c.result && c.result->plan == selected_result_->plan && !c.result->measured &&
+          (predicted_label.isEmpty() || c.result->backend == "simgrid"))
+        predicted_label = c.label;
+  }
   if (!store_path_.isEmpty()) {
     Expected<std::vector<StoredRunLabel>> stored = list_store_runs(store_path_.toStdString());
     if (!stored.ok()) {
@@ -438,11 +516,20 @@ void MainWindow::refresh_compare_runs() {
                        .arg(store_path_, QString::fromStdString(stored.problems().front().to_string())),
                    true);
     } else {
-      for (const StoredRunLabel& s : *stored)
-        runs.push_back({QStringLiteral("store %1").arg(QString::fromStdString(s.label)), std::nullopt, s.id});
+      for (const StoredRunLabel& s : *stored) {
+        const QString label = QStringLiteral("store %1").arg(QString::fromStdString(s.label));
+        if (s.measured && measured_label.isEmpty() && selected_result_ && same_plan_degrees(s.plan, selected_result_->plan))
+          measured_label = label;
+        runs.push_back({label, std::nullopt, s.id});
+      }
     }
   }
   compare_->set_runs(std::move(runs));
+  if (selected_result_ && !predicted_label.isEmpty() && !measured_label.isEmpty() &&
+      !(compare_paired_plan_ && *compare_paired_plan_ == selected_result_->plan)) {
+    compare_paired_plan_ = selected_result_->plan;
+    compare_->choose(compare_->find_run(predicted_label), compare_->find_run(measured_label));
+  }
 }
 
 bool MainWindow::show_view(const QString& name) {
@@ -457,14 +544,15 @@ QWidget* MainWindow::view(const QString& name) const {
   return i < 0 ? nullptr : tabs_->widget(i);
 }
 
-Problems MainWindow::save_screenshots(const QString& dir) {
+Problems MainWindow::save_screenshots(const QString& dir, int width_px) {
   Problems problems;
   if (!QDir().mkpath(dir)) return {Problem{dir.toStdString(), "cannot create the folder"}};
   const int keep = tabs_->currentIndex();
   for (int i = 0; i < view_names().size(); ++i) {
     tabs_->setCurrentIndex(i);
     QCoreApplication::processEvents();
-    const QPixmap shot = tabs_->widget(i)->grab();
+    QPixmap shot = tabs_->widget(i)->grab();
+    if (width_px > 0 && shot.width() > width_px) shot = shot.scaledToWidth(width_px, Qt::SmoothTransformation);
     const QString path = QDir(dir).filePath(view_names()[i] + QStringLiteral(".png"));
     if (!shot.save(path, "PNG")) problems.push_back(Problem{path.toStdString(), "cannot write the PNG"});
   }

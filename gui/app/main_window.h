@@ -26,7 +26,9 @@ namespace monarch::gui {
 class CommunicationView;
 class CompareView;
 class MemoryView;
+class PlanSpaceView;
 class PlansView;
+class ReliabilityView;
 class ScenarioEditor;
 class TimelineView;
 class WhatIfView;
@@ -56,8 +58,9 @@ class MainWindow : public QMainWindow {
   // Shows view `name` (one of view_names()); false when unknown.
   bool show_view(const QString& name);
   QWidget* view(const QString& name) const;
-  // Writes DIR/<view>.png for every view; returns the problems (empty on success).
-  Problems save_screenshots(const QString& dir);
+  // Writes DIR/<view>.png for every view, scaled to `width_px` wide when > 0 (smooth); returns
+  // the problems (empty on success).
+  Problems save_screenshots(const QString& dir, int width_px = 0);
 
   // The message line at the top of the window (errors, results of actions).
   QString message() const;
@@ -68,11 +71,13 @@ class MainWindow : public QMainWindow {
 
   ScenarioEditor* editor() const { return editor_; }
   PlansView* plans() const { return plans_; }
+  PlanSpaceView* plan_space() const { return plan_space_; }
   TimelineView* timeline() const { return timeline_; }
   MemoryView* memory() const { return memory_; }
   CommunicationView* communication() const { return communication_; }
   CompareView* compare() const { return compare_; }
   WhatIfView* whatif() const { return whatif_; }
+  ReliabilityView* reliability() const { return reliability_; }
 
  protected:
   void closeEvent(QCloseEvent*) override;
@@ -84,6 +89,14 @@ class MainWindow : public QMainWindow {
   struct Job;
   void show_message(const QString& text, bool error);
   void select_plan(int row);
+  // Selects a plan of the plan space: its row when the search ranked it, else the analytical
+  // model's full result for it.
+  void select_plan_value(const Plan& plan);
+  // The newest measured run of `plan` in the results store, when there is one (kept for the
+  // last plan asked about).
+  const BackendResult* measured_run_of(const Plan& plan);
+  // Shows one selected result in the memory, communication, what-if and timeline views.
+  void show_selected(const BackendResult& r, const QString& title);
   void refresh_compare_runs();
   void update_actions();
   void update_title();
@@ -96,11 +109,13 @@ class MainWindow : public QMainWindow {
 
   ScenarioEditor* editor_;
   PlansView* plans_;
+  PlanSpaceView* plan_space_;
   TimelineView* timeline_;
   MemoryView* memory_;
   CommunicationView* communication_;
   CompareView* compare_;
   WhatIfView* whatif_;
+  ReliabilityView* reliability_;
   QTabWidget* tabs_;
   QLabel* message_;
   QProgressBar* progress_;
@@ -112,9 +127,18 @@ class MainWindow : public QMainWindow {
   std::optional<Scenario> searched_scenario_;  // the scenario the plans belong to
   std::vector<BackendResult> simulated_;       // SimGrid results of this session
   std::optional<BackendResult> whatif_result_;
-  int selected_plan_ = -1;
+  int selected_plan_ = -1;                      // row of the selected plan in the ranked table, -1: none
+  std::optional<BackendResult> selected_result_;  // the selected plan's analytical result
   QString store_path_;
   std::optional<BackendResult> baseline_;  // FSDP baseline of the last search
+  std::optional<Plan> compare_paired_plan_;
+  struct MeasuredLookup {
+    Plan plan;
+    QString store;
+    std::optional<BackendResult> run;
+    QString label;
+  };
+  std::optional<MeasuredLookup> measured_lookup_;  // the selected plan the Compare view last paired with a measured run
   std::unique_ptr<Job> job_;
 };
 

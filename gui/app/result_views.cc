@@ -18,6 +18,7 @@
 #include <QLegend>
 #include <QLineEdit>
 #include <QLineSeries>
+#include <QScatterSeries>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QStackedBarSeries>
@@ -26,6 +27,7 @@
 #include <QVBoxLayout>
 #include <QValueAxis>
 #include <algorithm>
+#include <cmath>
 
 #include "gui/models/format.h"
 
@@ -186,12 +188,99 @@ MemoryView::MemoryView(QWidget* parent) : QWidget(parent) {
   auto* chart = new QChart;
   chart->setTitle(QStringLiteral("No result yet"));
   chart_view_->setChart(chart);
+  timeline_view_ = new QChartView(split);
+  timeline_view_->setRenderHint(QPainter::Antialiasing);
+  timeline_view_->setMinimumHeight(280);
+  timeline_view_->setChart(new QChart);
   table_ = make_table(split, model_, false);
   split->addWidget(chart_view_);
+  split->addWidget(timeline_view_);
   split->addWidget(table_);
   split->setStretchFactor(0, 3);
-  split->setStretchFactor(1, 1);
+  split->setStretchFactor(1, 3);
+  split->setStretchFactor(2, 1);
   layout->addWidget(split);
+  clear_memory_timeline(QStringLiteral("No memory timeline yet: simulate a plan with SimGrid."));
+}
+
+void MemoryView::clear_memory_timeline(const QString& why) {
+  curves_.clear();
+  auto* chart = new QChart;
+  chart->setTitle(why);
+  QChart* old = timeline_view_->chart();
+  timeline_view_->setChart(chart);
+  delete old;
+}
+
+void MemoryView::show_memory_timeline(const BackendResult& r, const QString& title) {
+  curves_ = memory_curves(r.memory_timeline, r.plan);
+  if (curves_.empty()) {
+    clear_memory_timeline(QStringLiteral("%1: no memory timeline (the analytical model predicts the peak only; "
+                                         "SimGrid records one).").arg(title));
+    return;
+  }
+  static const QColor kStageColours[] = {QColor(31, 119, 180), QColor(255, 127, 14), QColor(44, 160, 44),
+                                         QColor(148, 103, 189), QColor(140, 86, 75),  QColor(227, 119, 194),
+                                         QColor(127, 127, 127), QColor(23, 190, 207)};
+  auto* chart = new QChart;
+  auto* ax = new QValueAxis;
+  ax->setTitleText(QStringLiteral("time in the iteration (ms)"));
+  auto* ay = new QValueAxis;
+  ay->setTitleText(QStringLiteral("allocated GiB"));
+  double t_max = 0, top = r.memory.capacity_gib;
+  for (const MemoryCurve& c : curves_) {
+    if (!c.steps.empty()) t_max = std::max(t_max, c.steps.back().first);
+    top = std::max(top, c.peak_gib);
+  }
+  t_max = std::max(t_max, r.iteration_time_s);
+  ax->setRange(0, t_max > 0 ? t_max * 1e3 : 1);
+  ay->setRange(0, top * 1.1 + 1e-9);
+  chart->addAxis(ax, Qt::AlignBottom);
+  chart->addAxis(ay, Qt::AlignLeft);
+  auto add = [&](QXYSeries* s) {
+    chart->addSeries(s);
+    s->attachAxis(ax);
+    s->attachAxis(ay);
+  };
+  auto* peaks = new QScatterSeries;
+  peaks->setName(QStringLiteral("peak"));
+  peaks->setMarkerSize(11);
+  peaks->setColor(QColor(200, 30, 30));
+  peaks->setPointLabelsVisible(true);
+  peaks->setPointLabelsFormat(QStringLiteral("@yPoint GiB"));
+  peaks->setPointLabelsClipping(false);
+  size_t k = 0;
+  for (const MemoryCurve& c : curves_) {
+    auto* line = new QLineSeries;
+    line->setName(QStringLiteral("stage %1 (rank %2)").arg(c.stage).arg(c.rank));
+    line->setPen(QPen(kStageColours[k++ % std::size(kStageColours)], 2));
+    QList<QPointF> pts;
+    pts.reserve(static_cast<qsizetype>(c.steps.size()));
+    for (const auto& [t, gib] : c.steps) pts.append(QPointF(t * 1e3, gib));
+    line->replace(pts);
+    add(line);
+    peaks->append(c.peak_time_s * 1e3, std::round(c.peak_gib * 10) / 10);
+  }
+  add(peaks);
+  if (r.memory.capacity_gib > 0) {
+    auto* cap = new QLineSeries;
+    cap->setName(QStringLiteral("usable %1 GiB").arg(r.memory.capacity_gib, 0, 'f', 1));
+    cap->setPen(QPen(QColor(200, 30, 30), 1.5, Qt::DashLine));
+    cap->append(0, r.memory.capacity_gib);
+    cap->append(t_max * 1e3, r.memory.capacity_gib);
+    add(cap);
+  }
+  const auto highest = std::max_element(curves_.begin(), curves_.end(),
+                                        [](const MemoryCurve& a, const MemoryCurve& b) { return a.peak_gib < b.peak_gib; });
+  chart->setTitle(QStringLiteral("%1 — memory over the iteration, busiest rank per stage; peak %2 GiB on rank %3 at %4")
+                      .arg(title)
+                      .arg(highest->peak_gib, 0, 'f', 1)
+                      .arg(highest->rank)
+                      .arg(format_seconds(highest->peak_time_s)));
+  chart->legend()->setAlignment(Qt::AlignBottom);
+  QChart* old = timeline_view_->chart();
+  timeline_view_->setChart(chart);
+  delete old;
 }
 
 void MemoryView::show_result(const BackendResult& r, const QString& title) {

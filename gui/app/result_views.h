@@ -70,12 +70,20 @@ class MemoryView : public QWidget {
  public:
   explicit MemoryView(QWidget* parent = nullptr);
   void show_result(const BackendResult& result, const QString& title);
+  // The memory timeline of a simulation (per stage, its busiest rank, the peak marked); a
+  // result without one (the analytical model) shows why there is none.
+  void show_memory_timeline(const BackendResult& result, const QString& title);
+  void clear_memory_timeline(const QString& why);
   MemoryModel* model() const { return model_; }
   QChartView* chart_view() const { return chart_view_; }
+  QChartView* timeline_view() const { return timeline_view_; }
+  const std::vector<MemoryCurve>& curves() const { return curves_; }
 
  private:
   MemoryModel* model_;
   QChartView* chart_view_;
+  QChartView* timeline_view_;
+  std::vector<MemoryCurve> curves_;
   QTableView* table_;
 };
 

@@ -72,10 +72,33 @@ RowWindow TimelineCanvas::row_window() const {
 
 void TimelineCanvas::set_spans(std::vector<TimelineSpan> spans) {
   rows_ = TimelineRows(std::move(spans));
+  reset_view();
+}
+
+void TimelineCanvas::set_spans(std::vector<TimelineSpan> spans, const Plan& plan, std::vector<TimelineSpan> measured) {
+  rows_ = TimelineRows(std::move(spans), plan);
+  rows_.prepend_measured(std::move(measured));
+  reset_view();
+}
+
+void TimelineCanvas::reset_view() {
   axis_ = TimeAxis::fit(rows_.end_s(), plot_width());
   verticalScrollBar()->setValue(0);
   update_scrollbars();
   viewport()->update();
+  emit view_changed();
+}
+
+void TimelineCanvas::center_on(double t_s) {
+  axis_.start_s = t_s - axis_.span_s / 2;
+  axis_.clamp();
+  update_scrollbars();
+  viewport()->update();
+  emit view_changed();
+}
+
+void TimelineCanvas::scroll_to_row(int row) {
+  verticalScrollBar()->setValue(row * kRowHeightPx);
 }
 
 void TimelineCanvas::update_scrollbars() {
@@ -94,6 +117,7 @@ void TimelineCanvas::update_scrollbars() {
     h->setSingleStep(std::max(1, h->pageStep() / 10));
     h->setValue(static_cast<int>(std::lround(axis_.start_s / slack_s * kHScrollSteps)));
   }
+  emit view_changed();
 }
 
 void TimelineCanvas::scrollContentsBy(int, int) {
@@ -104,6 +128,7 @@ void TimelineCanvas::scrollContentsBy(int, int) {
     axis_.clamp();
   }
   viewport()->update();
+  emit view_changed();
 }
 
 void TimelineCanvas::zoom_in() {
@@ -185,8 +210,16 @@ void TimelineCanvas::paintEvent(QPaintEvent*) {
     // Row label in the gutter.
     p.fillRect(QRect(0, y, kGutterPx, kRowHeightPx), pal.color(QPalette::Window));
     p.setPen(pal.color(QPalette::WindowText));
-    p.drawText(QRect(4, y, kGutterPx - 8, kRowHeightPx), Qt::AlignVCenter | Qt::AlignLeft,
-               QStringLiteral("rank %1 %2").arg(row.rank).arg(QString::fromStdString(row.stream)));
+    QString label = row.measured ? QStringLiteral("meas r%1 %2").arg(row.rank).arg(QString::fromStdString(row.stream))
+                    : row.stage >= 0 ? QStringLiteral("s%1 r%2 %3").arg(row.stage).arg(row.rank).arg(QString::fromStdString(row.stream))
+                                   : QStringLiteral("rank %1 %2").arg(row.rank).arg(QString::fromStdString(row.stream));
+    if (row.ranks > 1) label += QStringLiteral(" x%1").arg(row.ranks);
+    p.drawText(QRect(4, y, kGutterPx - 8, kRowHeightPx), Qt::AlignVCenter | Qt::AlignLeft, label);
+    // A line above the first row of each pipeline stage (and below the measured rows).
+    if ((row.stage >= 0 || row.measured) && (r == 0 || rows_.rows()[static_cast<size_t>(r - 1)].stage != row.stage)) {
+      p.setPen(QPen(pal.color(QPalette::WindowText), 1));
+      p.drawLine(0, y, vr.width(), y);
+    }
     ++stats_.rows_drawn;
   }
   p.restore();
@@ -204,7 +237,8 @@ void TimelineCanvas::paintEvent(QPaintEvent*) {
       p.drawText(x + 3, kRulerPx - 8, format_seconds(t));
     }
     p.drawText(QRect(4, 0, kGutterPx - 8, kRulerPx), Qt::AlignVCenter | Qt::AlignLeft,
-               QStringLiteral("%1 rows").arg(rows_.row_count()));
+               rows_.grouped() ? QStringLiteral("%1 rows, %2 stages").arg(rows_.row_count()).arg(rows_.stages().size())
+                               : QStringLiteral("%1 rows").arg(rows_.row_count()));
   }
 }
 
@@ -277,12 +311,17 @@ QString TimelineCanvas::tooltip_at(QPoint pos) const {
   if (idx < 0) idx = rows_.span_at(row, axis_.t_of(x + 2));
   if (idx < 0) return {};
   const TimelineSpan& s = rows_.spans()[static_cast<size_t>(idx)];
-  return QStringLiteral("<b>%1</b><br>rank %2, stream %3, %4<br>start %5, end %6<br>duration %7")
+  const TimelineRows::Row& shown = rows_.rows()[static_cast<size_t>(row)];
+  const QString stage = shown.measured ? QStringLiteral("measured, ")
+                        : shown.stage >= 0 ? QStringLiteral("stage %1, ").arg(shown.stage) : QString();
+  const QString folded = shown.ranks > 1 ? QStringLiteral("<br>stands for %1 data-parallel replicas with the same spans").arg(shown.ranks) : QString();
+  return QStringLiteral("<b>%1</b><br>%8rank %2, stream %3, %4<br>start %5, end %6<br>duration %7%9")
       .arg(QString::fromStdString(s.name).toHtmlEscaped())
       .arg(s.rank)
       .arg(QString::fromStdString(s.stream).toHtmlEscaped())
       .arg(QString::fromStdString(s.category).toHtmlEscaped())
-      .arg(format_seconds(s.start_s), format_seconds(s.end_s), format_seconds(s.end_s - s.start_s));
+      .arg(format_seconds(s.start_s), format_seconds(s.end_s), format_seconds(s.end_s - s.start_s))
+      .arg(stage, folded);
 }
 
 bool TimelineCanvas::viewportEvent(QEvent* e) {
@@ -298,6 +337,96 @@ bool TimelineCanvas::viewportEvent(QEvent* e) {
     return true;
   }
   return QAbstractScrollArea::viewportEvent(e);
+}
+
+// ---------------- TimelineMinimap ----------------
+
+TimelineMinimap::TimelineMinimap(TimelineCanvas* canvas, QWidget* parent) : QWidget(parent), canvas_(canvas) {
+  setFixedHeight(kHeightPx);
+  setMouseTracking(false);
+  setToolTip(QStringLiteral("The whole iteration: compute busy (blue) per row band; the box is the part in view. Click or drag to move there."));
+  connect(canvas_, &TimelineCanvas::view_changed, this, qOverload<>(&QWidget::update));
+}
+
+void TimelineMinimap::rebuild() {
+  const TimelineRows& rows = canvas_->rows();
+  const int bands = std::min(rows.row_count(), kHeightPx);
+  if (bands <= 0 || rows.end_s() <= 0) {
+    overview_ = QImage();
+    update();
+    return;
+  }
+  // Busy seconds of compute spans per (band, time slice).
+  std::vector<double> busy(static_cast<size_t>(bands) * kColumns, 0.0);
+  std::vector<int> rows_in_band(static_cast<size_t>(bands), 0);
+  const double slice_s = rows.end_s() / kColumns;
+  for (int r = 0; r < rows.row_count(); ++r) {
+    const TimelineRows::Row& row = rows.rows()[static_cast<size_t>(r)];
+    const int band = static_cast<int>(static_cast<int64_t>(r) * bands / rows.row_count());
+    if (row.stream != "compute") continue;
+    ++rows_in_band[static_cast<size_t>(band)];
+    for (int32_t i : row.spans) {
+      const TimelineSpan& sp = rows.spans()[static_cast<size_t>(i)];
+      const int c0 = std::clamp(static_cast<int>(sp.start_s / slice_s), 0, kColumns - 1);
+      const int c1 = std::clamp(static_cast<int>(sp.end_s / slice_s), 0, kColumns - 1);
+      for (int c = c0; c <= c1; ++c) {
+        const double overlap = std::min(sp.end_s, (c + 1) * slice_s) - std::max(sp.start_s, c * slice_s);
+        if (overlap > 0) busy[static_cast<size_t>(band) * kColumns + static_cast<size_t>(c)] += overlap;
+      }
+    }
+  }
+  overview_ = QImage(kColumns, bands, QImage::Format_RGB32);
+  for (int b = 0; b < bands; ++b) {
+    auto* line = reinterpret_cast<QRgb*>(overview_.scanLine(b));
+    const int n = rows_in_band[static_cast<size_t>(b)];
+    for (int c = 0; c < kColumns; ++c) {
+      if (n == 0) {
+        line[c] = qRgb(245, 245, 245);  // no compute stream in this band
+        continue;
+      }
+      const double share = std::clamp(busy[static_cast<size_t>(b) * kColumns + static_cast<size_t>(c)] / (slice_s * n), 0.0, 1.0);
+      // Idle (bubble) light red, busy blue.
+      const auto mix = [share](int idle, int full) { return static_cast<int>(idle + (full - idle) * share); };
+      line[c] = qRgb(mix(250, 37), mix(215, 99), mix(215, 175));
+    }
+  }
+  update();
+}
+
+void TimelineMinimap::paintEvent(QPaintEvent*) {
+  QPainter p(this);
+  const QRect area = rect().adjusted(TimelineCanvas::kGutterPx, 1, -1, -1);
+  p.fillRect(rect(), palette().color(QPalette::Window));
+  p.drawText(QRect(4, 0, TimelineCanvas::kGutterPx - 8, height()), Qt::AlignVCenter | Qt::AlignLeft, QStringLiteral("overview"));
+  if (overview_.isNull()) return;
+  p.drawImage(area, overview_);
+  const TimelineRows& rows = canvas_->rows();
+  const TimeAxis& axis = canvas_->axis();
+  const RowWindow w = canvas_->visible_rows();
+  const double total = std::max(rows.end_s(), 1e-12);
+  const double x0 = area.left() + area.width() * std::clamp(axis.start_s / total, 0.0, 1.0);
+  const double x1 = area.left() + area.width() * std::clamp(axis.end_s() / total, 0.0, 1.0);
+  const double n = std::max(1, rows.row_count());
+  const double y0 = area.top() + area.height() * std::clamp(w.first_visible() / n, 0.0, 1.0);
+  const double y1 = area.top() + area.height() * std::clamp(w.last_visible() / n, 0.0, 1.0);
+  p.setPen(QPen(Qt::black, 2));
+  p.setBrush(Qt::NoBrush);
+  p.drawRect(QRectF(x0, y0, std::max(2.0, x1 - x0), std::max(2.0, y1 - y0)));
+}
+
+void TimelineMinimap::jump_to(QPoint pos) {
+  const int width = std::max(1, this->width() - TimelineCanvas::kGutterPx - 1);
+  const double f = std::clamp(static_cast<double>(pos.x() - TimelineCanvas::kGutterPx) / width, 0.0, 1.0);
+  canvas_->center_on(f * canvas_->rows().end_s());
+  const double g = std::clamp(static_cast<double>(pos.y()) / std::max(1, height()), 0.0, 1.0);
+  const RowWindow w = canvas_->visible_rows();
+  const int visible = w.last_visible() - w.first_visible();
+  canvas_->scroll_to_row(std::max(0, static_cast<int>(g * canvas_->rows().row_count()) - visible / 2));
+}
+
+void TimelineMinimap::mousePressEvent(QMouseEvent* e) { jump_to(e->position().toPoint()); }
+void TimelineMinimap::mouseMoveEvent(QMouseEvent* e) {
+  if (e->buttons() & Qt::LeftButton) jump_to(e->position().toPoint());
 }
 
 // ---------------- TimelineView ----------------
@@ -364,6 +493,8 @@ TimelineView::TimelineView(QWidget* parent) : QWidget(parent) {
   summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   layout->addWidget(summary_);
   canvas_ = new TimelineCanvas(this);
+  minimap_ = new TimelineMinimap(canvas_, this);
+  layout->addWidget(minimap_);
   layout->addWidget(canvas_, 1);
   connect(zin, &QToolButton::clicked, canvas_, &TimelineCanvas::zoom_in);
   connect(zout, &QToolButton::clicked, canvas_, &TimelineCanvas::zoom_out);
@@ -371,24 +502,47 @@ TimelineView::TimelineView(QWidget* parent) : QWidget(parent) {
   clear(QStringLiteral("No timeline yet: run a simulation of a plan."));
 }
 
-void TimelineView::show_result(const BackendResult& r, const QString& title) {
-  canvas_->set_spans(r.timeline);
+void TimelineView::show_result(const BackendResult& r, const QString& title, const BackendResult* measured,
+                               const QString& measured_title) {
+  std::vector<TimelineSpan> measured_rank;
+  if (measured && !measured->timeline.empty() && measured != &r) {
+    int32_t first = measured->timeline.front().rank;
+    for (const TimelineSpan& s : measured->timeline) first = std::min(first, s.rank);
+    for (const TimelineSpan& s : measured->timeline)
+      if (s.rank == first) measured_rank.push_back(s);
+  }
+  const bool with_measured = !measured_rank.empty();
+  canvas_->set_spans(r.timeline, r.plan, std::move(measured_rank));
+  minimap_->rebuild();
   if (r.timeline.empty()) {
     summary_->setText(QStringLiteral("%1: this result has no timeline (the analytical backend "
                                      "predicts totals only; run SimGrid for a timeline).")
                           .arg(title));
     return;
   }
-  summary_->setText(QStringLiteral("%1 — iteration %2, bubble %3, %4 spans on %5 rows. "
-                                   "Ctrl+wheel zooms, drag pans, F fits.")
+  const TimelineRows& rows = canvas_->rows();
+  const QString grouping =
+      rows.grouped() ? QStringLiteral(" grouped by %1 pipeline stage(s)%2").arg(rows.stages().size())
+                           .arg(rows.folded_ranks() > 0 ? QStringLiteral(", %1 rank(s) alike their stage's first DP replica folded (xN)").arg(rows.folded_ranks())
+                                                        : QString())
+                     : QString();
+  const QString measured_note =
+      with_measured ? QStringLiteral(" Top rows (meas): rank %1 of %2, measured iteration %3, on the same time axis.")
+                          .arg(rows.rows().front().rank)
+                          .arg(measured_title, format_seconds(measured->iteration_time_s))
+                    : QString();
+  summary_->setText(QStringLiteral("%1 — iteration %2, bubble %3, %4 spans on %5 rows%6. "
+                                   "Ctrl+wheel zooms, drag pans, F fits.%7")
                         .arg(title, format_seconds(r.iteration_time_s),
                              format_seconds(r.time_breakdown_s.bubble))
                         .arg(r.timeline.size())
-                        .arg(canvas_->rows().row_count()));
+                        .arg(rows.row_count())
+                        .arg(grouping, measured_note));
 }
 
 void TimelineView::clear(const QString& why) {
   canvas_->set_spans({});
+  minimap_->rebuild();
   summary_->setText(why);
 }
 

@@ -12,12 +12,16 @@
 #include <QImage>
 #include <QProcess>
 #include <QTableView>
+#include <QScatterSeries>
 #include <QTemporaryDir>
+#include <QTest>
 #include <unordered_map>
 
 #include "gui/app/backends.h"
 #include "gui/app/compare_view.h"
 #include "gui/app/main_window.h"
+#include "gui/app/plan_space_view.h"
+#include "gui/app/reliability_view.h"
 #include "gui/app/result_views.h"
 #include "gui/app/scenario_editor.h"
 #include "gui/app/timeline_view.h"
@@ -93,12 +97,22 @@ TEST(MainWindow, SearchThenEveryViewWithANonBlankScreenshot) {
   EXPECT_DOUBLE_EQ(w.whatif()->result()->iteration_time_s, plans->result(0).iteration_time_s);
 
   if (simgrid_built()) {
-    // The timeline of the best plan, simulated by SimGrid: one row per rank and stream.
+    // The timeline of the best plan, simulated by SimGrid: rows grouped by pipeline stage, one
+    // per rank and stream once alike DP replicas are folded, so the compute rows stand for
+    // every rank.
     ASSERT_TRUE(w.start_simulation());
     w.wait_for_work();
     const TimelineRows& rows = w.timeline()->canvas()->rows();
-    EXPECT_GE(rows.row_count(), static_cast<int>(plans->result(0).plan.world_size())) << w.message().toStdString();
+    EXPECT_TRUE(rows.grouped());
+    int64_t ranks_shown = 0;
+    for (const TimelineRows::Row& row : rows.rows()) ranks_shown += row.stream == "compute" ? row.ranks : 0;
+    EXPECT_EQ(ranks_shown, plans->result(0).plan.world_size()) << w.message().toStdString();
+    EXPECT_EQ(static_cast<int64_t>(rows.stages().size()), plans->result(0).plan.pp);
     EXPECT_GT(rows.end_s(), 0);
+    EXPECT_FALSE(w.timeline()->minimap()->overview().isNull());
+    // SimGrid's memory timeline: one curve per stage, its peak within the plan's capacity.
+    ASSERT_EQ(static_cast<int64_t>(w.memory()->curves().size()), plans->result(0).plan.pp);
+    for (const MemoryCurve& c : w.memory()->curves()) EXPECT_GT(c.peak_gib, 0);
   }
   for (const QString& name : MainWindow::view_names()) {
     ASSERT_TRUE(w.show_view(name));
@@ -108,6 +122,14 @@ TEST(MainWindow, SearchThenEveryViewWithANonBlankScreenshot) {
   w.show_view(QStringLiteral("compare"));
   EXPECT_GE(w.compare()->run_count(), plans->rowCount());
   EXPECT_GT(w.compare()->model()->rowCount(), 0);
+  EXPECT_FALSE(w.compare()->most_different().empty());
+  // The plan space holds every estimated plan, the ranked ones among them.
+  EXPECT_GT(w.plan_space()->points().size(), static_cast<size_t>(plans->rowCount()));
+  EXPECT_FALSE(w.plan_space()->geometry().front.empty());
+  ASSERT_TRUE(w.plan_space()->selected());
+  EXPECT_TRUE(same_plan_degrees(w.plan_space()->points()[*w.plan_space()->selected()].plan, plans->result(0).plan));
+  // The what-if curves of the selected plan are drawn.
+  EXPECT_FALSE(w.whatif()->curve_points().empty());
 
   QTemporaryDir dir;
   ASSERT_TRUE(w.save_screenshots(dir.path()).empty());
@@ -117,6 +139,90 @@ TEST(MainWindow, SearchThenEveryViewWithANonBlankScreenshot) {
     EXPECT_GT(shot.width(), 400) << name.toStdString();
     EXPECT_GT(non_background_fraction(shot), kMinContentFraction) << name.toStdString() << " looks blank";
   }
+}
+
+// Position in the chart view's viewport of a value point of a series.
+QPoint viewport_pos(QChartView* view, QAbstractSeries* series, QPointF value) {
+  QChart* chart = view->chart();
+  const QPointF in_chart = chart->mapToPosition(value, series);
+  return view->mapFromScene(chart->mapToScene(in_chart));
+}
+
+TEST(MainWindow, ClickingAPlanSpacePointSelectsThatPlanEverywhere) {
+  app();
+  MainWindow w;
+  w.resize(1400, 900);
+  w.show();
+  ASSERT_FALSE(w.open_scenario(kScenario));
+  ASSERT_TRUE(w.start_search());
+  w.wait_for_work();
+  ASSERT_GT(w.plans()->model()->rowCount(), 0);
+  ASSERT_TRUE(w.show_view(QStringLiteral("planspace")));
+  QCoreApplication::processEvents();
+  PlanSpaceView* ps = w.plan_space();
+  QChartView* view = ps->scatter_view();
+  const Plan best = w.plans()->model()->result(0).plan;
+  // A drawn fitting plan other than the selected best one, preferably one the table does not rank.
+  QScatterSeries* series = nullptr;
+  QPointF target;
+  for (QAbstractSeries* s : view->chart()->series()) {
+    auto* scatter = qobject_cast<QScatterSeries*>(s);
+    if (!scatter || scatter->name() == "selected" || scatter->name().startsWith("rejected")) continue;
+    for (int i = 0; i < scatter->count(); ++i) {
+      const auto hit = nearest_point(ps->points(), scatter->at(i).x(), scatter->at(i).y(),
+                                     PlotFrame{ps->geometry().memory_gib, ps->geometry().speed, 1000, 1000, ps->geometry().log_speed},
+                                     SpeedMetric::kIterationTime, 0.5);
+      if (hit && !same_plan_degrees(ps->points()[*hit].plan, best)) {
+        series = scatter;
+        target = scatter->at(i);
+      }
+    }
+  }
+  ASSERT_NE(series, nullptr);
+  (void)view->grab();  // lays the chart out and places its markers
+  QTest::qWait(50);
+  const QPoint at = viewport_pos(view, series, target);
+  QTest::mouseClick(view->viewport(), Qt::LeftButton, {}, at);
+  QCoreApplication::processEvents();
+  ASSERT_TRUE(ps->selected());
+  const Plan chosen = ps->points()[*ps->selected()].plan;
+  EXPECT_FALSE(same_plan_degrees(chosen, best));
+  // Memory, what-if and the selection marker follow the clicked plan.
+  EXPECT_EQ(w.memory()->model()->rowCount(), chosen.pp);
+  ASSERT_TRUE(w.whatif()->result());
+  EXPECT_TRUE(same_plan_degrees(w.whatif()->result()->plan, chosen));
+  // The table selects it too when it is ranked there.
+  const int row = w.plans()->selected_row();
+  if (row >= 0) EXPECT_TRUE(same_plan_degrees(w.plans()->model()->result(row).plan, chosen));
+  // A grid cell chooses the fastest fitting plan of the cell.
+  ASSERT_TRUE(ps->grid().best_cell);
+  const PlanGrid::Cell& cell = ps->grid().cells[*ps->grid().best_cell];
+  ASSERT_TRUE(ps->choose_cell(cell.x, cell.y));
+  EXPECT_TRUE(same_plan_degrees(w.whatif()->result()->plan, ps->points()[*cell.best].plan));
+  EXPECT_EQ(w.plans()->selected_row(), 0);  // the fastest plan is ranked first
+}
+
+TEST(MainWindow, ReliabilityViewOfAShippedGoodputScenario) {
+  app();
+  MainWindow w;
+  w.resize(1400, 900);
+  w.show();
+  ASSERT_FALSE(w.open_scenario(QStringLiteral(MONARCH_SOURCE_DIR "/scenarios/llama3-405b-16384-goodput.json")));
+  ASSERT_TRUE(w.editor()->scenario()) << w.message().toStdString();
+  ASSERT_TRUE(w.editor()->scenario()->reliability);
+  ASSERT_TRUE(w.start_search());
+  w.wait_for_work();
+  ASSERT_GT(w.plans()->model()->rowCount(), 0) << w.message().toStdString();
+  ASSERT_TRUE(w.reliability()->picture());
+  const ReliabilityPicture& p = *w.reliability()->picture();
+  EXPECT_GT(p.estimate.goodput, 0.5);
+  EXPECT_LT(p.estimate.goodput, 1.0);
+  // Table 5's 419 interruptions in 54 days on 16,384 GPUs: about 230 in a simulated month.
+  EXPECT_GT(p.month.size(), 150u);
+  EXPECT_LT(p.month.size(), 320u);
+  ASSERT_TRUE(w.show_view(QStringLiteral("reliability")));
+  QCoreApplication::processEvents();
+  EXPECT_GT(non_background_fraction(w.view(QStringLiteral("reliability"))->grab().toImage()), kMinContentFraction);
 }
 
 TEST(MainWindow, WhatIfReRunsTheAnalyticalModel) {

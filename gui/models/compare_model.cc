@@ -2,6 +2,9 @@
 
 #include <QBrush>
 #include <QColor>
+#include <QStringList>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <utility>
 
@@ -68,6 +71,34 @@ std::vector<CompareRow> compare_rows(const BackendResult& a, const BackendResult
     add(kComm, name + QStringLiteral(" bytes"), bv.first, bv.second);
   }
   return rows;
+}
+
+std::vector<CompareRow> differs_most(const std::vector<CompareRow>& rows, size_t count) {
+  std::vector<std::pair<double, const CompareRow*>> scored;
+  for (const CompareRow& r : rows) {
+    if (!r.a || !r.b || *r.a == *r.b) continue;
+    const std::optional<double> pct = r.percent();
+    scored.emplace_back(pct ? std::abs(*pct) : std::numeric_limits<double>::infinity(), &r);
+  }
+  std::stable_sort(scored.begin(), scored.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+  std::vector<CompareRow> out;
+  for (size_t i = 0; i < scored.size() && i < count; ++i) out.push_back(*scored[i].second);
+  return out;
+}
+
+namespace {
+QString number(double v);
+}  // namespace
+
+QString differs_most_text(const std::vector<CompareRow>& rows) {
+  QStringList lines;
+  for (const CompareRow& r : rows) {
+    const std::optional<double> pct = r.percent();
+    lines << QStringLiteral("%1: %2 -> %3 (%4)")
+                 .arg(r.metric, number(*r.a), number(*r.b),
+                      pct ? QString::asprintf("%+.1f%%", *pct) : QStringLiteral("was 0"));
+  }
+  return lines.join(QLatin1Char('\n'));
 }
 
 CompareModel::CompareModel(QObject* parent) : QAbstractTableModel(parent) {}

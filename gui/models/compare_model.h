@@ -22,6 +22,13 @@ struct CompareRow {
 
 std::vector<CompareRow> compare_rows(const BackendResult& a, const BackendResult& b);
 
+// The rows that differ most, at most `count`, largest |(B - A) / A| first: rows present on both
+// sides with a difference; a row that is 0 in A and not in B (nothing to divide by) comes
+// first. Rows equal on both sides are left out.
+std::vector<CompareRow> differs_most(const std::vector<CompareRow>& rows, size_t count);
+// One line per row: "dp comm (s): 0.12 -> 0.31 (+158.3%)".
+QString differs_most_text(const std::vector<CompareRow>& rows);
+
 class CompareModel : public QAbstractTableModel {
   Q_OBJECT
  public:

@@ -3,9 +3,47 @@
 #include <QBrush>
 #include <QColor>
 
+#include <algorithm>
+#include <map>
+
+#include "core/placement.h"
 #include "gui/models/plans_model.h"  // kSortRole
 
 namespace monarch::gui {
+
+namespace {
+constexpr double kBytesPerGib = 1024.0 * 1024.0 * 1024.0;
+}  // namespace
+
+std::vector<MemoryCurve> memory_curves(const std::vector<MemorySample>& samples, const Plan& plan) {
+  const int64_t world = plan.world_size();
+  std::map<int32_t, std::vector<const MemorySample*>> by_rank;
+  for (const MemorySample& m : samples)
+    if (m.rank >= 0 && m.rank < world) by_rank[m.rank].push_back(&m);
+  std::map<int64_t, MemoryCurve> by_stage;
+  for (auto& [rank, list] : by_rank) {
+    std::stable_sort(list.begin(), list.end(), [](const MemorySample* a, const MemorySample* b) { return a->time_s < b->time_s; });
+    MemoryCurve c;
+    c.stage = rank_to_coords(rank, plan).pp;
+    c.rank = rank;
+    double previous = 0;
+    for (const MemorySample* m : list) {
+      const double gib = m->allocated_bytes / kBytesPerGib;
+      if (!c.steps.empty()) c.steps.emplace_back(m->time_s, previous);
+      c.steps.emplace_back(m->time_s, gib);
+      previous = gib;
+      if (gib > c.peak_gib) {
+        c.peak_gib = gib;
+        c.peak_time_s = m->time_s;
+      }
+    }
+    auto it = by_stage.find(c.stage);
+    if (it == by_stage.end() || c.peak_gib > it->second.peak_gib) by_stage[c.stage] = std::move(c);
+  }
+  std::vector<MemoryCurve> out;
+  for (auto& [stage, c] : by_stage) out.push_back(std::move(c));
+  return out;
+}
 
 MemoryModel::MemoryModel(QObject* parent) : QAbstractTableModel(parent) {}
 

@@ -4,9 +4,25 @@
 
 #include <QAbstractTableModel>
 
+#include <utility>
+#include <vector>
+
 #include "core/result.h"
 
 namespace monarch::gui {
+
+// The memory timeline of a simulation, per pipeline stage: the allocated memory over the
+// iteration of the stage's rank with the highest peak, as steps (each sample holds until the
+// next), and where that peak is.
+struct MemoryCurve {
+  int64_t stage = 0;
+  int32_t rank = 0;
+  std::vector<std::pair<double, double>> steps;  // (time s, GiB), two points per change
+  double peak_gib = 0;
+  double peak_time_s = 0;
+};
+// One curve per stage holding samples, by stage; ranks outside the plan are ignored.
+std::vector<MemoryCurve> memory_curves(const std::vector<MemorySample>& samples, const Plan& plan);
 
 class MemoryModel : public QAbstractTableModel {
   Q_OBJECT

@@ -280,5 +280,58 @@ TEST(TimelineRows, VisibleWindowFindsExactlyTheIntersectingSpans) {
   EXPECT_LT(l3 - f3, 7600);  // does not return the whole row
 }
 
+// pp 2, dp 2 (tp 1): ranks 0, 1 are stage 0 (dp replicas 0 and 1), ranks 2, 3 stage 1.
+std::vector<TimelineSpan> two_stage_spans(double rank1_shift_s) {
+  std::vector<TimelineSpan> spans;
+  for (int32_t rank = 0; rank < 4; ++rank) {
+    const double stage_start = rank >= 2 ? 1.0 : 0.0;
+    const double shift = rank == 1 ? rank1_shift_s : 0.0;
+    spans.push_back({rank, "compute", "fwd L0 mb0", "compute", stage_start + shift, stage_start + 1 + shift});
+    spans.push_back({rank, "dp", "ncclAllReduce dp", "collective", 3.0 + shift, 3.5 + shift});
+  }
+  return spans;
+}
+
+TEST(TimelineRows, GroupedByStageWithAlikeReplicasFolded) {
+  Plan plan;
+  plan.pp = 2;
+  plan.dp = 2;
+  const TimelineRows rows(two_stage_spans(0), plan);
+  ASSERT_TRUE(rows.grouped());
+  EXPECT_EQ(rows.folded_ranks(), 2);  // ranks 1 and 3
+  ASSERT_EQ(rows.row_count(), 4);     // (rank 0, rank 2) x (compute, dp)
+  EXPECT_EQ(rows.rows()[0].rank, 0);
+  EXPECT_EQ(rows.rows()[0].stage, 0);
+  EXPECT_EQ(rows.rows()[0].ranks, 2);
+  EXPECT_EQ(rows.rows()[2].rank, 2);
+  EXPECT_EQ(rows.rows()[2].stage, 1);
+  ASSERT_EQ(rows.stages().size(), 2u);
+  EXPECT_EQ(rows.stages()[1].first_row, 2);
+  EXPECT_EQ(rows.stages()[1].end_row, 4);
+  // Replica 1 of stage 0 runs 0.1 s late: not alike, so it keeps its own rows.
+  const TimelineRows apart(two_stage_spans(0.1), plan);
+  EXPECT_EQ(apart.folded_ranks(), 1);  // only rank 3
+  ASSERT_EQ(apart.row_count(), 6);
+  EXPECT_EQ(apart.rows()[2].rank, 1);
+  EXPECT_EQ(apart.rows()[0].ranks, 1);
+  EXPECT_EQ(apart.stages()[0].end_row, 4);
+  // A measured rank's rows go on top, on the same time axis; the stages move down.
+  TimelineRows with_measured(two_stage_spans(0), plan);
+  with_measured.prepend_measured({{0, "compute", "kernel", "compute", 0.0, 1.2}, {0, "nccl", "ncclAllReduce", "collective", 3.0, 4.0}});
+  ASSERT_EQ(with_measured.row_count(), 6);
+  EXPECT_EQ(with_measured.measured_rows(), 2);
+  EXPECT_TRUE(with_measured.rows()[0].measured);
+  EXPECT_FALSE(with_measured.rows()[2].measured);
+  EXPECT_EQ(with_measured.stages()[0].first_row, 2);
+  EXPECT_DOUBLE_EQ(with_measured.end_s(), 4.0);
+  EXPECT_EQ(with_measured.spans()[static_cast<size_t>(with_measured.span_at(1, 3.5))].name, "ncclAllReduce");
+  EXPECT_EQ(with_measured.spans()[static_cast<size_t>(with_measured.span_at(2, 0.5))].name, "fwd L0 mb0");
+  // Spans of ranks the plan does not have: left as they are.
+  Plan small;
+  const TimelineRows ungrouped(two_stage_spans(0), small);
+  EXPECT_FALSE(ungrouped.grouped());
+  EXPECT_EQ(ungrouped.row_count(), 8);
+}
+
 }  // namespace
 }  // namespace monarch::gui
