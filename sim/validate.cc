@@ -13,10 +13,26 @@
 #include "core/scenario_io.h"
 #include "sim/analytical_backend.h"
 #include "strategies/dlrm_sharding.h"
+#include "strategies/plan_costs.h"
 
 namespace monarch {
 
 namespace {
+
+// The plan a case predicts: what the published run fixed is pinned in the scenario, the rest is
+// searched, and the best plan of the search is compared with the measurement. The layers stay
+// split as the run's framework splits them by default (Megatron-LM evenly, Megatron-DeepSpeed's
+// PipelineModule by transformer layers), not re-balanced as a planning search may propose.
+// Without a fitting plan, resolve_plan gives the pinned plan with Megatron's defaults (or the
+// reason it cannot be formed).
+Expected<Plan> case_plan(const Scenario& sc) {
+  SearchOptions options;
+  options.top_k = 1;
+  options.balance_pipeline = false;
+  const SearchResult found = search_plans_analytical(sc, options);
+  if (found.any_fits()) return found.ranked.front().plan;
+  return resolve_plan(sc);
+}
 
 bool known_metric(const std::string& m) {
   return m == "iteration_time_s" || m == "tokens_per_s" || m == "samples_per_s" || m == "mfu" ||
@@ -149,7 +165,7 @@ Expected<ValidationReport> validate_cases(const std::string& path, const Validat
       }
       r = dr.ranked.front().result;
     } else {
-      Expected<Plan> plan = resolve_plan(*sc);
+      Expected<Plan> plan = case_plan(*sc);
       if (!plan) {
         for (const Problem& p : plan.problems()) problems.push_back({at + "/scenario" + p.where, p.message});
         continue;

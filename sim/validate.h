@@ -7,9 +7,11 @@
 //                           "model_tflops_per_gpu", "value": <measured> }, ... }
 // `group` (optional) gathers cases of one family for the per-group figures. Other keys
 // (source, verification, notes) are carried for people and ignored here. The plan of each case
-// is resolve_plan(scenario) (sim/analytical_backend.h); a recommendation model (architecture
-// dlrm) takes the fastest embedding sharding of search_dlrm_sharding, and its samples per
-// second are "samples_per_s" (or "tokens_per_s").
+// is the best of the plan search over what its scenario leaves open (what the published run
+// fixed is pinned), with the layers split as the framework splits them by default; without a
+// fitting plan, resolve_plan(scenario) (sim/analytical_backend.h). A recommendation model
+// (architecture dlrm) takes the fastest embedding sharding of search_dlrm_sharding, and its
+// samples per second are "samples_per_s" (or "tokens_per_s").
 #pragma once
 
 #include <cstdint>
