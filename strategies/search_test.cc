@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/cost_model.h"
+#include "core/goodput.h"
 #include "core/model_math.h"
 #include "core/plan_warnings.h"
 #include "core/scenario_io.h"
@@ -274,6 +275,37 @@ TEST(Search, ThreadsGiveTheOneThreadResult) {
   SearchOptions many = options();
   many.jobs = 64;
   EXPECT_EQ(report_lines(search_plans(scenario(), options())), report_lines(search_plans(scenario(), many)));
+}
+
+// search.objective time_to_train ranks by the expected wall time with failures and
+// checkpoints: the list is in that order, and its best trains no slower than the plan with
+// the shortest iteration.
+TEST(Search, TimeToTrainRanksByExpectedWallTimeWithFailures) {
+  auto j = nlohmann::json::parse(R"({
+    "name": "llama3-8b-on-64-h100",
+    "model": { "preset": "llama3-8b" },
+    "cluster": { "gpu": "H100-SXM", "num_gpus": 64 },
+    "training": { "global_batch_size": 256, "precision": "bf16", "total_tokens": 1e12 },
+    "search": { "objective": "time_to_train", "top_k": 8 },
+    "reliability": { "preset": "llama3-405b", "storage": { "write_GBps": 20, "read_GBps": 20 },
+                     "reschedule_s": 600, "startup_s": 300 }
+  })");
+  auto sc = scenario_from_json(j);
+  ASSERT_TRUE(sc.ok()) << sc.problems()[0].to_string();
+  const SearchResult by_time = search_plans_analytical(*sc, SearchOptions{});
+  ASSERT_TRUE(by_time.any_fits());
+  for (size_t i = 0; i < by_time.ranked.size(); ++i) {
+    EXPECT_GT(by_time.ranked[i].estimate.time_to_train_s, 0);
+    if (i > 0) EXPECT_LE(by_time.ranked[i - 1].estimate.time_to_train_s, by_time.ranked[i].estimate.time_to_train_s);
+  }
+  Scenario fastest = *sc;
+  fastest.search.objective = Objective::kIterationTime;
+  const SearchResult by_iteration = search_plans_analytical(fastest, SearchOptions{});
+  ASSERT_TRUE(by_iteration.any_fits());
+  const RankedPlan& quick = by_iteration.ranked.front();
+  EXPECT_EQ(quick.estimate.time_to_train_s, 0);  // not computed for other objectives
+  EXPECT_LE(by_time.ranked.front().estimate.time_to_train_s,
+            expected_time_to_train_s(*sc, quick.plan, quick.estimate.iteration_time_s) * (1 + 1e-9));
 }
 
 }  // namespace
