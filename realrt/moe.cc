@@ -78,7 +78,7 @@ void MoeBlock<T>::exchange_to_tokens(const T* by_local, T* by_expert) {
 
 template <typename T>
 double MoeBlock<T>::forward(const MoeParams<T>& w, const T* x, T* out, MoeActs<T>& a, T aux_weight) {
-  const int64_t N = d_.tokens, C = d_.hidden, E = d_.experts, K = d_.top_k, F = d_.ffn, cap = d_.capacity;
+  const int64_t N = d_.tokens, C = d_.hidden, E = d_.experts, K = d_.top_k, cap = d_.capacity;
   const int64_t P = d_.ep_size, El = d_.local_experts(), rows = d_.expert_rows();
   const auto act = MemCategory::kActivations;
   // Router: probabilities [N, E].
@@ -191,7 +191,7 @@ double MoeBlock<T>::forward(const MoeParams<T>& w, const T* x, T* out, MoeActs<T
 
 template <typename T>
 void MoeBlock<T>::backward(const MoeParams<T>& w, const T* x, const T* dout, T* dx, MoeActs<T>& a) {
-  const int64_t N = d_.tokens, C = d_.hidden, E = d_.experts, K = d_.top_k, F = d_.ffn, cap = d_.capacity;
+  const int64_t N = d_.tokens, C = d_.hidden, E = d_.experts, K = d_.top_k, cap = d_.capacity;
   const int64_t P = d_.ep_size, El = d_.local_experts(), rows = d_.expert_rows();
   const auto buf = MemCategory::kBuffers;
   // Combine backward: d gate and d y (gate x dout) per slot.
