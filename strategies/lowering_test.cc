@@ -67,6 +67,17 @@ double makespan(const PlanGraph& g) {
 // Closed forms for uncontended pipelines with free communication: (m + p - 1)(tf + tb) for
 // GPipe and 1F1B, m (tf + tb) + (p - 1)(tf + tb) / v for interleaved 1F1B, where tf and tb
 // are one stage's forward and backward times (Narayanan et al. 2021, section 2.2).
+// Forward passes of each transformer layer over all ranks: tp x cp x dp x micro-batches when
+// every layer is lowered once per micro-batch.
+std::map<int32_t, int> forward_passes_per_layer(const PlanGraph& g) {
+  std::map<int32_t, int> out;
+  for (const RankProgram& r : g.ranks)
+    for (const Task& t : r.tasks)
+      if (t.kind == TaskKind::kCompute && t.op == OpKind::kLayer && t.phase == Phase::kForward)
+        for (int32_t l = t.layer; l < t.layer + t.num_layers; ++l) out[l] += 1;
+  return out;
+}
+
 TEST(Lowering, PipelineTimesMatchClosedForms) {
   const Scenario s = scenario(4, 8, 8);  // 4 stages of 2 layers, 8 micro-batches
   const double tf = 2 * kMs, tb = 4 * kMs;
@@ -102,11 +113,7 @@ TEST(Lowering, ComputeTasksFollowTheScheduleAndCoverEveryLayer) {
   Plan p = pipeline(Schedule::kInterleaved, 4, 2);
   p.layers_per_stage = {2, 3, 3, 2};  // uneven split, as Llama-3 405B used
   const PlanGraph g = lower_ok(s, p, pure_compute());
-  std::map<int32_t, int> fwd_per_layer;
-  for (const RankProgram& r : g.ranks)
-    for (const Task& t : r.tasks)
-      if (t.kind == TaskKind::kCompute && t.op == OpKind::kLayer && t.phase == Phase::kForward)
-        for (int32_t l = t.layer; l < t.layer + t.num_layers; ++l) fwd_per_layer[l] += 1;
+  const std::map<int32_t, int> fwd_per_layer = forward_passes_per_layer(g);
   ASSERT_EQ(fwd_per_layer.size(), 10u);
   for (auto [layer, n] : fwd_per_layer) EXPECT_EQ(n, 8) << "layer " << layer;
   // Stage 0 chunk 1 is virtual stage 4: after 2 + 3 + 3 + 2 = 10? no: chunk 0 of the four stages
@@ -124,11 +131,7 @@ TEST(Lowering, UnevenVirtualStagesLowerInEverySchedule) {
   const Scenario s = scenario(8, 126, 16);
   Plan p = pipeline(Schedule::kInterleaved, 8, 8);
   const PlanGraph g = lower_ok(s, p, pure_compute());
-  std::map<int32_t, int> fwd_per_layer;
-  for (const RankProgram& r : g.ranks)
-    for (const Task& t : r.tasks)
-      if (t.kind == TaskKind::kCompute && t.op == OpKind::kLayer && t.phase == Phase::kForward)
-        for (int32_t l = t.layer; l < t.layer + t.num_layers; ++l) fwd_per_layer[l] += 1;
+  const std::map<int32_t, int> fwd_per_layer = forward_passes_per_layer(g);
   ASSERT_EQ(fwd_per_layer.size(), 126u);
   for (auto [layer, n] : fwd_per_layer) EXPECT_EQ(n, 16) << "layer " << layer;
   auto layers = chunk_layers(p, 126);
@@ -164,11 +167,7 @@ TEST(Lowering, EmptyEndChunksLower) {
   ASSERT_EQ(p.layers_per_stage.front(), 0);
   ASSERT_EQ(p.layers_per_stage.back(), 0);
   const PlanGraph g = lower_ok(s, p, pure_compute());
-  std::map<int32_t, int> fwd_per_layer;
-  for (const RankProgram& r : g.ranks)
-    for (const Task& t : r.tasks)
-      if (t.kind == TaskKind::kCompute && t.op == OpKind::kLayer && t.phase == Phase::kForward)
-        for (int32_t l = t.layer; l < t.layer + t.num_layers; ++l) fwd_per_layer[l] += 1;
+  const std::map<int32_t, int> fwd_per_layer = forward_passes_per_layer(g);
   ASSERT_EQ(fwd_per_layer.size(), 30u);
   for (auto [layer, n] : fwd_per_layer) EXPECT_EQ(n, 8) << "layer " << layer;
 }
