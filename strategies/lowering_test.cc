@@ -64,9 +64,6 @@ double makespan(const PlanGraph& g) {
   return t.ok() ? t->makespan_s : -1;
 }
 
-// Closed forms for uncontended pipelines with free communication: (m + p - 1)(tf + tb) for
-// GPipe and 1F1B, m (tf + tb) + (p - 1)(tf + tb) / v for interleaved 1F1B, where tf and tb
-// are one stage's forward and backward times (Narayanan et al. 2021, section 2.2).
 // Forward passes of each transformer layer over all ranks: tp x cp x dp x micro-batches when
 // every layer is lowered once per micro-batch.
 std::map<int32_t, int> forward_passes_per_layer(const PlanGraph& g) {
@@ -78,6 +75,9 @@ std::map<int32_t, int> forward_passes_per_layer(const PlanGraph& g) {
   return out;
 }
 
+// Closed forms for uncontended pipelines with free communication: (m + p - 1)(tf + tb) for
+// GPipe and 1F1B, m (tf + tb) + (p - 1)(tf + tb) / v for interleaved 1F1B, where tf and tb
+// are one stage's forward and backward times (Narayanan et al. 2021, section 2.2).
 TEST(Lowering, PipelineTimesMatchClosedForms) {
   const Scenario s = scenario(4, 8, 8);  // 4 stages of 2 layers, 8 micro-batches
   const double tf = 2 * kMs, tb = 4 * kMs;
