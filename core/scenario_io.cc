@@ -1130,18 +1130,16 @@ void check_framework_pins(Ctx& ctx, const json* pj, const Scenario& s) {
   const std::string why = framework_problem(f, pinned_plan(true, true, true, true, true));
   if (why.empty()) return;
   // The key: the first whose release lifts the problem.
-  struct Key { const char* name; bool vpp, schedule, zero, pp, dp; };
-  const Key keys[] = {{"virtual_pipeline_degree", false, true, true, true, true},
-                      {"pipeline_schedule", true, false, true, true, true},
-                      {"zero_stage", true, true, false, true, true},
-                      {"pipeline_parallel_degree", true, true, true, false, true},
-                      {"data_parallel_degree", true, true, true, true, false}};
+  struct Key { const char* name; bool degree, vpp, schedule, zero, pp, dp; };  // degree: has aliases
+  const Key keys[] = {{"virtual_pipeline_degree", true, false, true, true, true, true},
+                      {"pipeline_schedule", false, true, false, true, true, true},
+                      {"zero_stage", false, true, true, false, true, true},
+                      {"pipeline_parallel_degree", true, true, true, true, false, true},
+                      {"data_parallel_degree", true, true, true, true, true, false}};
   std::string where = "/parallelism";
   for (const Key& k : keys)
     if (framework_problem(f, pinned_plan(k.vpp, k.schedule, k.zero, k.pp, k.dp)).empty()) {
-      where = k.name == std::string("pipeline_schedule") || k.name == std::string("zero_stage")
-                  ? "/parallelism/" + std::string(k.name)
-                  : degree_path(pj, k.name);
+      where = k.degree ? degree_path(pj, k.name) : "/parallelism/" + std::string(k.name);
       break;
     }
   ctx.add(where, why + " (training.framework is \"" + to_string(f) + "\")");
