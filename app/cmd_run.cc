@@ -171,6 +171,9 @@ void print_reliability(const run::RunReport& report) {
             << (cfg.preset.empty() ? std::to_string(cfg.causes.size()) + " failure causes" : "failure rates " + cfg.preset) << ": "
             << fixed(r.interruptions_per_day, 2) << " interruptions/day, job MTBF " << fixed(r.mtbf_s / 3600, 2) << " h; "
             << to_string(cfg.recovery) << ", " << (cfg.async_checkpoint ? "async" : "sync") << " checkpoints)\n";
+  if (cfg.spare_nodes)
+    std::cout << "  spares: " << *cfg.spare_nodes << " nodes, repair " << seconds_text(cfg.repair_s)
+              << "; expected wait for a repaired node " << seconds_text(r.spare_wait_s) << " per node failure\n";
   std::cout << "  checkpoint: " << gb(r.checkpoint_bytes_per_rank) << " per rank, " << gb(r.checkpoint_bytes_total)
             << " in all; blocks " << seconds_text(r.checkpoint.blocking_s) << ", write " << seconds_text(r.checkpoint.write_s)
             << ", restore " << seconds_text(r.checkpoint.restore_s) << "; every " << seconds_text(r.interval_s)

@@ -20,6 +20,7 @@ std::optional<ReliabilityReport> predict_reliability(const Scenario& sc, const P
   r.expected_interruptions = e.expected_interruptions;
   r.interruptions_per_day = e.interruptions_per_day;
   r.mtbf_s = e.mtbf_s;
+  r.spare_wait_s = e.spare_wait_s;
   r.interval_s = e.interval_s;
   r.optimal_interval_s = e.optimal_interval_s;
   r.young_daly_interval_s = e.young_daly_interval_s;

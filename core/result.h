@@ -79,6 +79,7 @@ struct ReliabilityReport {
   double expected_interruptions = 0;
   double interruptions_per_day = 0;
   double mtbf_s = 0;
+  double spare_wait_s = 0;        // expected wait for a repaired node per node failure (with spares)
   double interval_s = 0;          // checkpoint interval used
   double optimal_interval_s = 0;
   double young_daly_interval_s = 0;

@@ -251,6 +251,7 @@ const DoubleField kReliabilityFields[] = {
     {"expected_interruptions", &ReliabilityReport::expected_interruptions},
     {"interruptions_per_day", &ReliabilityReport::interruptions_per_day},
     {"mtbf_s", &ReliabilityReport::mtbf_s},
+    {"spare_wait_s", &ReliabilityReport::spare_wait_s},
 };
 using CheckpointField = std::pair<const char*, double*>;
 std::vector<CheckpointField> checkpoint_fields(ReliabilityReport& r) {

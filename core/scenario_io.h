@@ -47,6 +47,7 @@ inline constexpr double kMaxTotalTokens = 1e18;        // ~60x the largest publi
 inline constexpr double kMaxFailureRate = 1e6;         // interruptions per day per 1k GPUs
 inline constexpr double kMaxMtbfHours = 1e9;
 inline constexpr double kMaxIntervalS = 1e9;           // checkpoint interval, restart times (~30 years)
+inline constexpr int64_t kMaxSpareNodes = 10000000;    // spare nodes beside the job (far beyond any cluster)
 inline constexpr int64_t kMaxScenarioFileBytes = int64_t{64} << 20;  // 64 MiB
 // Nesting depth of JSON arrays/objects; a scenario needs 4. Deeper text is refused before
 // parsing, because building and copying the tree recurses once per level.

@@ -60,7 +60,8 @@ void read_failure_rates(Ctx& ctx, Obj& o, int64_t gpus_per_node, ReliabilityConf
 void read_reliability(Ctx& ctx, const json* rj, Scenario& s) {
   if (!rj) return;
   Obj o(ctx, rj, "/reliability",
-        {"preset", "failure_rates", "checkpoint", "storage", "detection_s", "reschedule_s", "startup_s", "recovery", "monte_carlo"});
+        {"preset", "failure_rates", "checkpoint", "storage", "detection_s", "reschedule_s", "startup_s", "recovery", "spares",
+         "monte_carlo"});
   ReliabilityConfig r;
   if (auto p = get_str(ctx, o, "preset")) {
     if (const FailurePreset* fp = find_failure_preset(*p)) {
@@ -110,6 +111,14 @@ void read_reliability(Ctx& ctx, const json* rj, Scenario& s) {
   if (const json* v = o.get("recovery")) {
     if (auto m = to_enum(ctx, *v, o.at("recovery"), kRecoveryModes)) r.recovery = *m;
   }
+  if (const json* pj = section(ctx, o.get("spares"), o.at("spares"))) {
+    Obj po(ctx, pj, o.at("spares"), {"nodes", "repair_s"});
+    if (auto n = get_int(ctx, po, "nodes", 0, kMaxSpareNodes)) r.spare_nodes = *n;
+    else if (!po.has("nodes")) ctx.add(po.at("nodes"), "missing, expected the number of healthy spare nodes beside the job's");
+    if (auto x = get_num(ctx, po, "repair_s", 0, kMaxIntervalS, true)) r.repair_s = *x;
+    else if (!po.has("repair_s")) ctx.add(po.at("repair_s"), "missing, expected the seconds a failed node is out for repair");
+    po.finish();
+  }
   const json* mj = section(ctx, o.get("monte_carlo"), o.at("monte_carlo"));
   Obj mo(ctx, mj, o.at("monte_carlo"), {"trials", "seed"});
   r.trials = kDefaultMonteCarloTrials;
@@ -134,7 +143,7 @@ json reliability_to_json(const ReliabilityConfig& r) {
   json st = {{"write_GBps", r.storage_write_GBps}, {"read_GBps", r.storage_read_GBps}};
   if (r.node_write_GBps > 0) st["node_write_GBps"] = r.node_write_GBps;
   if (r.node_read_GBps > 0) st["node_read_GBps"] = r.node_read_GBps;
-  return {{"failure_rates", causes},
+  json out = {{"failure_rates", causes},
           {"checkpoint", ck},
           {"storage", st},
           {"detection_s", r.detection_s},
@@ -142,6 +151,8 @@ json reliability_to_json(const ReliabilityConfig& r) {
           {"startup_s", r.startup_s},
           {"recovery", to_string(r.recovery)},
           {"monte_carlo", {{"trials", r.trials}, {"seed", r.seed}}}};
+  if (r.spare_nodes) out["spares"] = {{"nodes", *r.spare_nodes}, {"repair_s", r.repair_s}};
+  return out;
 }
 
 }  // namespace monarch::scenario_io_detail

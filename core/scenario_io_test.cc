@@ -613,7 +613,8 @@ TEST(ScenarioIo, ReliabilityBlockReadsWithDefaultsAndRoundTrips) {
     "failure_rates": [{"name": "psu", "component": "host", "mtbf_hours": 100000, "per": "node"}],
     "checkpoint": {"interval_s": 600, "async": true},
     "storage": {"write_GBps": 100, "read_GBps": 200, "node_write_GBps": 5},
-    "reschedule_s": 300, "startup_s": 120, "recovery": "replica"})");
+    "reschedule_s": 300, "startup_s": 120, "recovery": "replica",
+    "spares": {"nodes": 16, "repair_s": 172800}})");
   auto s = scenario_from_json(j);
   ASSERT_TRUE(s.ok()) << all_messages(s.problems());
   ASSERT_TRUE(s->reliability.has_value());
@@ -631,6 +632,8 @@ TEST(ScenarioIo, ReliabilityBlockReadsWithDefaultsAndRoundTrips) {
   EXPECT_NEAR(r.host_copy_GBps, 31.5 * 256 / 280, 1e-9);  // A100: PCIe 4.0 x16, TLP payload share
   EXPECT_EQ(r.recovery, RecoveryMode::kReplica);
   EXPECT_EQ(r.trials, kDefaultMonteCarloTrials);
+  EXPECT_EQ(r.spare_nodes, 16);
+  EXPECT_DOUBLE_EQ(r.repair_s, 172800);
   auto again = scenario_from_json(scenario_to_json(*s));
   ASSERT_TRUE(again.ok()) << all_messages(again.problems());
   EXPECT_EQ(scenario_to_json(*again), scenario_to_json(*s));

@@ -193,6 +193,7 @@ constexpr ReliabilityMetric kReliabilityMetrics[] = {
     {"reliability.useful_s", &ReliabilityReport::useful_s},
     {"reliability.expected_interruptions", &ReliabilityReport::expected_interruptions},
     {"reliability.interval_s", &ReliabilityReport::interval_s},
+    {"reliability.spare_wait_s", &ReliabilityReport::spare_wait_s},
 };
 struct BadputMetric {
   const char* name;
