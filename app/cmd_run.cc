@@ -152,7 +152,8 @@ void print_dlrm_table(const run::RunReport& report) {
 std::string seconds_text(double s) {
   char buf[32];
   if (s < 1) std::snprintf(buf, sizeof buf, "%.4g ms", 1e3 * s);
-  else std::snprintf(buf, sizeof buf, "%.4g s", s);
+  else if (s < 3600) std::snprintf(buf, sizeof buf, "%.4g s", s);
+  else std::snprintf(buf, sizeof buf, "%.4g h", s / 3600);
   return buf;
 }
 
