@@ -1,0 +1,120 @@
+// The scenario's `training`, `search`, `backends` and `whatif` sections.
+#include "core/scenario_io_detail.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "core/presets.h"
+#include "core/units.h"
+
+namespace monarch::scenario_io_detail {
+
+void read_training(Ctx& ctx, const json* tj, TrainingConfig& t, std::optional<double>& capacity_factor) {
+  if (!tj) {
+    ctx.add("/training", "missing, expected an object {global_batch_size, micro_batch_size, precision}");
+    return;
+  }
+  Obj o(ctx, tj, "/training",
+        {"global_batch_size", "micro_batch_size", "precision", "optimizer", "steps", "seed", "moe_capacity_factor", "framework",
+         "total_tokens"});
+  if (auto v = get_int(ctx, o, "global_batch_size", 1, kMaxGlobalBatchSize)) t.global_batch_size = *v;
+  else if (!o.has("global_batch_size")) ctx.add(o.at("global_batch_size"), "missing, expected a positive integer (samples per optimizer step)");
+  else t.global_batch_size = -1;
+  if (auto v = get_int(ctx, o, "micro_batch_size", 1, kMaxGlobalBatchSize)) t.micro_batch_size = *v;
+  else if (o.has("micro_batch_size")) t.micro_batch_size = -1;
+  if (auto v = get_enum(ctx, o, "precision", kPrecisions)) t.precision = *v;
+  if (auto v = get_enum(ctx, o, "optimizer", kOptimizers)) t.optimizer = *v;
+  if (auto v = get_enum(ctx, o, "framework", kFrameworks)) t.framework = *v;
+  if (auto v = get_int(ctx, o, "steps", 1, kMaxSteps)) t.steps = *v;
+  if (auto v = get_int(ctx, o, "seed", 0, std::numeric_limits<int64_t>::max(), "an integer >= 0")) t.seed = *v;
+  capacity_factor = get_num(ctx, o, "moe_capacity_factor", 0, kMaxCapacityFactor, true);
+  if (auto v = get_num(ctx, o, "total_tokens", 0, kMaxTotalTokens, true)) t.total_tokens = *v;
+  o.finish();
+  if (t.micro_batch_size && *t.micro_batch_size > 0 && t.global_batch_size > 0 && *t.micro_batch_size > t.global_batch_size)
+    ctx.add(o.at("micro_batch_size"), "found " + fmt_int(*t.micro_batch_size) + ", expected at most global_batch_size (" +
+                                          fmt_int(t.global_batch_size) + ")");
+}
+
+void read_search(Ctx& ctx, const json* sj, SearchConfig& s) {
+  if (!sj) return;
+  Obj o(ctx, sj, "/search", {"top_k", "objective"});
+  if (auto v = get_int(ctx, o, "top_k", 1, kMaxTopK)) s.top_k = *v;
+  if (auto v = get_enum(ctx, o, "objective", kObjectives)) s.objective = *v;
+  o.finish();
+}
+
+void read_backends(Ctx& ctx, const json* bj, std::vector<Backend>& out) {
+  if (!bj) return;
+  if (!bj->is_array() || bj->empty()) {
+    ctx.found("/backends", *bj, "a non-empty array of analytical, simgrid, real-cpu, real-gpu");
+    return;
+  }
+  for (size_t i = 0; i < bj->size(); ++i) {
+    const std::string where = "/backends/" + std::to_string(i);
+    if (auto b = to_enum(ctx, (*bj)[i], where, kBackends)) {
+      if (std::find(out.begin(), out.end(), *b) != out.end())
+        ctx.add(where, std::string("found \"") + to_string(*b) + "\" twice, expected each backend once");
+      else
+        out.push_back(*b);
+    }
+  }
+}
+
+void read_whatif(Ctx& ctx, const json* wj, const ClusterConfig& c, bool nodes_ok, WhatIf& w) {
+  if (!wj) return;
+  Obj o(ctx, wj, "/whatif", {"stragglers", "degraded_links"});
+  auto list = [&](const char* key) -> const json* {
+    const json* v = o.get(key);
+    if (!v) return nullptr;
+    if (!v->is_array() || static_cast<int64_t>(v->size()) > kMaxWhatIfEntries) {
+      ctx.found(o.at(key), *v, "an array of at most " + fmt_int(kMaxWhatIfEntries) + " objects");
+      return nullptr;
+    }
+    return v;
+  };
+  const int64_t nodes = nodes_ok ? c.num_nodes() : 0;
+  if (const json* s = list("stragglers")) {
+    for (size_t i = 0; i < s->size(); ++i) {
+      const std::string ip = o.at("stragglers") + "/" + std::to_string(i);
+      const json* e = section(ctx, &(*s)[i], ip);
+      if (!e) continue;
+      Obj so(ctx, e, ip, {"gpu", "node", "slowdown"});
+      WhatIf::Straggler st;
+      if (so.has("gpu") == so.has("node")) {
+        ctx.add(ip, "expected exactly one of \"gpu\" (a GPU index) or \"node\" (a node index)");
+      } else if (so.has("gpu")) {
+        if (auto g = get_int(ctx, so, "gpu", 0, c.num_gpus > 0 ? c.num_gpus - 1 : kMaxNumGpus,
+                             c.num_gpus > 0 ? "a GPU index in 0.." + fmt_int(c.num_gpus - 1) : ""))
+          st.gpu = *g;
+      } else {
+        if (auto n = get_int(ctx, so, "node", 0, nodes > 0 ? nodes - 1 : kMaxNumGpus,
+                             nodes > 0 ? "a node index in 0.." + fmt_int(nodes - 1) : ""))
+          st.node = *n;
+      }
+      if (auto f = get_num(ctx, so, "slowdown", 1, kMaxSlowdown, false)) st.slowdown = *f;
+      else if (!so.has("slowdown")) ctx.add(so.at("slowdown"), "missing, expected a number >= 1 (2 = twice as slow)");
+      so.finish();
+      w.stragglers.push_back(st);
+    }
+  }
+  if (const json* d = list("degraded_links")) {
+    for (size_t i = 0; i < d->size(); ++i) {
+      const std::string ip = o.at("degraded_links") + "/" + std::to_string(i);
+      const json* e = section(ctx, &(*d)[i], ip);
+      if (!e) continue;
+      Obj lo(ctx, e, ip, {"node", "bandwidth_factor"});
+      WhatIf::DegradedLink dl;
+      if (auto n = get_int(ctx, lo, "node", 0, nodes > 0 ? nodes - 1 : kMaxNumGpus,
+                           nodes > 0 ? "a node index in 0.." + fmt_int(nodes - 1) : ""))
+        dl.node = *n;
+      else if (!lo.has("node")) ctx.add(lo.at("node"), "missing, expected a node index");
+      if (auto f = get_num(ctx, lo, "bandwidth_factor", 0, 1, true)) dl.bandwidth_factor = *f;
+      else if (!lo.has("bandwidth_factor")) ctx.add(lo.at("bandwidth_factor"), "missing, expected a number in (0, 1] (0.5 = half bandwidth)");
+      lo.finish();
+      w.degraded_links.push_back(dl);
+    }
+  }
+  o.finish();
+}
+
+}  // namespace monarch::scenario_io_detail
