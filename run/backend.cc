@@ -10,6 +10,7 @@
 #include "strategies/plan_costs.h"
 #ifdef MONARCH_HAVE_SIMGRID
 #include "sim/simgrid_backend.h"
+#include "sim/simgrid_symmetry.h"
 #endif
 #ifdef MONARCH_HAVE_REAL_CPU
 #include "realrt/launch.h"
@@ -57,7 +58,7 @@ class SimgridBackend final : public ExecutionBackend {
   Expected<BackendResult> run(const Scenario& s, const Candidate& c, const RunControl& control) const override {
     std::optional<PlanGraph> lowered;
     if (!c.graph) {
-      auto g = lower_candidate(s, c);
+      auto g = lower_for_simgrid(s, c);
       if (!g) return g.problems();
       lowered = std::move(g).value();
     }
@@ -72,6 +73,23 @@ class SimgridBackend final : public ExecutionBackend {
   }
 
  private:
+  // Under data-parallel replica symmetry the simulation runs one replica's ranks only, so only
+  // those are lowered (sim/simgrid_symmetry.h); every rank when the replica is not closed (MoE
+  // expert groups across replicas) or the whole graph is small enough to simulate in full.
+  Expected<PlanGraph> lower_for_simgrid(const Scenario& s, const Candidate& c) const {
+    const std::vector<char> only = c.sharding ? std::vector<char>{} : simgrid_backend::replica_ranks_to_lower(s, c.plan, options_);
+    if (!only.empty()) {
+      auto g = lower_plan(s, c.plan, only);
+      if (!g) return g;
+      if (simgrid_backend::replica_graph_usable(*g, only, options_)) {
+        const Problems pr = check_graph(*g);
+        if (!pr.empty()) return pr;
+        return g;
+      }
+    }
+    return lower_candidate(s, c);
+  }
+
   SimgridOptions options_;
 };
 #endif

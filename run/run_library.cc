@@ -113,17 +113,15 @@ RunOutcome run_transformer(const Scenario& s, const RunRequest& request, const R
       const size_t n = want_simgrid ? std::min(kRerankTopPlans, analytical.size()) : 1;
       for (size_t i = 0; i < n; ++i) {
         control.report("simulating plan " + std::to_string(i + 1) + " of " + std::to_string(n) + " with SimGrid", 0, 0);
+        // The backend lowers the plan itself: one data-parallel replica when that is all it
+        // simulates (the chosen plan's whole graph, for --emit-plan, is lowered below).
         Candidate c{analytical[i].plan};
-        auto g = lower_candidate(s, c);
-        if (!g) return stop(std::move(out), RunEnd::kFailed, prefixed("lowering " + describe(c.plan), g.problems()));
-        c.graph = &*g;
         auto r = simgrid->run(s, c, control);
         if (control.is_cancelled()) return stop(std::move(out), RunEnd::kCancelled, {});
         if (!r) return stop(std::move(out), RunEnd::kInvalid, r.problems());
         attach_reliability(s, *r, i == 0);
         if (want_simgrid && events.entry) events.entry({static_cast<int64_t>(i + 1), *r, ""});
         simgrid_results.emplace(i, std::move(r).value());
-        if (i == 0 && request.lower_chosen_plan) report.chosen_graph = std::move(g).value();
       }
     }
   }

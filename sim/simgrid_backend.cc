@@ -2,6 +2,7 @@
 // runs the simulation (SimGrid allows one engine per process).
 #include "sim/simgrid_backend.h"
 
+#include "core/graph_replica.h"
 #include "core/plan_warnings.h"
 
 #include <poll.h>
@@ -127,10 +128,12 @@ void check_graph(const PlanGraph& g, const std::string& at, Problems& ps) {
       }
     }
   }
+  const std::vector<char> replica = lowered_replica(g);
   for (size_t k = 0; k < g.groups.size(); ++k) {
     const std::vector<int32_t>* first = nullptr;
     int32_t first_rank = -1;
     for (int32_t m : g.groups[k].ranks) {
+      if (!replica.empty() && !replica[static_cast<size_t>(m)]) continue;  // not lowered (one replica's graph)
       auto it = seqs[k].find(m);
       static const std::vector<int32_t> kNone;
       std::vector<int32_t> s = it == seqs[k].end() ? kNone : it->second;
@@ -279,11 +282,17 @@ Problems apply_simgrid_option(SimgridOptions& o, const std::string& key, const s
     else return {{where, "found \"" + value + "\", expected representative or all"}};
     return {};
   }
+  if (key == "intra_node") {
+    if (value == "coarse") o.intra_node = SimgridIntraNode::kCoarse;
+    else if (value == "flows") o.intra_node = SimgridIntraNode::kFlows;
+    else return {{where, "found \"" + value + "\", expected coarse or flows"}};
+    return {};
+  }
   if (key == "tree") return on_off(o.allow_tree);
   if (key == "timeline") return on_off(o.record_timeline);
   if (key == "per_step_max_flows") return positive(o.per_step_max_flows);
   if (key == "fat_tree_leaf_ports") return positive(o.fat_tree_leaf_ports);
-  return {{where, "unknown SimGrid option; known: fidelity, symmetry, replica_flows, tree, timeline, "
+  return {{where, "unknown SimGrid option; known: fidelity, symmetry, replica_flows, intra_node, tree, timeline, "
                   "per_step_max_flows, fat_tree_leaf_ports"}};
 }
 

@@ -39,6 +39,7 @@ struct SimgridStats {
   int64_t flows = 0;              // network transfers handed to SimGrid
   int64_t solver_steps = 0;       // times the simulated clock advanced (a max-min share solve each)
   int64_t per_step_jobs = 0;      // jobs run at per-step fidelity (the others aggregated)
+  int64_t coarse_collectives = 0; // collective calls inside one node run as one timed activity
 };
 
 // Under data-parallel replica symmetry, a DP collective's flows between members that are not
@@ -49,10 +50,18 @@ enum class SimgridReplicaFlows : uint8_t {
   kAll,             // every member's flows
 };
 
+// Collectives whose members all sit on one node (tensor and context parallelism inside the
+// NVLink domain; docs/simgrid_backend.md "Collectives inside a node").
+enum class SimgridIntraNode : uint8_t {
+  kCoarse,  // one timed activity per call: the time its flows take alone on the NVLink ports
+  kFlows,   // the flows on the NVLink ports, at the job's fidelity (they share the ports)
+};
+
 struct SimgridOptions {
   SimgridFidelity fidelity = SimgridFidelity::kAuto;
   SimgridSymmetry symmetry = SimgridSymmetry::kAuto;
   SimgridReplicaFlows replica_flows = SimgridReplicaFlows::kRepresentative;
+  SimgridIntraNode intra_node = SimgridIntraNode::kCoarse;
   // Auto fidelity: per-step when the iteration's per-step flows stay below this many.
   int64_t per_step_max_flows = 200000;
   // Auto symmetry: one DP replica is simulated when the graph has more tasks than this.
@@ -78,7 +87,7 @@ struct SimgridOptions {
 
 // Applies one `--set simgrid.KEY=VALUE` override (KEY without the "simgrid." prefix):
 // fidelity=auto|per-step|aggregated, symmetry=auto|off|dp-replica, tree=on|off,
-// replica_flows=representative|all,
+// replica_flows=representative|all, intra_node=coarse|flows,
 // per_step_max_flows=N, fat_tree_leaf_ports=N, timeline=on|off.
 // The problem names the option "--set simgrid.KEY".
 Problems apply_simgrid_option(SimgridOptions& options, const std::string& key, const std::string& value);

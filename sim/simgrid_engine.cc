@@ -17,9 +17,11 @@
 #include <unordered_map>
 
 #include "core/cost_model.h"
+#include "core/graph_replica.h"
 #include "core/model_math.h"
 #include "core/units.h"
 #include "sim/simgrid_collectives.h"
+#include "sim/simgrid_symmetry.h"
 
 namespace monarch::simgrid_backend {
 namespace sg = simgrid::s4u;
@@ -255,6 +257,32 @@ std::vector<FlowPhase> repeat_phases(std::vector<FlowPhase> one, int32_t count, 
   return one;
 }
 
+bool on_one_node(const std::vector<int64_t>& gpus, const FabricShape& shape) {
+  for (int64_t g : gpus)
+    if (shape.node_of(g) != shape.node_of(gpus.front())) return false;
+  return true;
+}
+
+// Time the phases take with nothing else on the links, every port of capacity `port_Bps` per
+// direction (NVLink inside a node): per phase, its latency plus the busiest port's bytes
+// (flows out of a port share it, as do flows into one), plus the phase's extra latency.
+double alone_time_s(const std::vector<FlowPhase>& phases, double port_Bps) {
+  double total = 0;
+  std::unordered_map<int64_t, double> out_bytes, in_bytes;
+  for (const FlowPhase& p : phases) {
+    out_bytes.clear();
+    in_bytes.clear();
+    double busiest = 0;
+    for (const Flow& f : p.flows) {
+      busiest = std::max(busiest, out_bytes[f.src.index] += f.bytes);
+      busiest = std::max(busiest, in_bytes[f.dst.index] += f.bytes);
+    }
+    if (!p.flows.empty()) total += p.latency_s + busiest / port_Bps;
+    total += p.extra_latency_s;
+  }
+  return total;
+}
+
 // Blocks until every member has reached the collective; the last one to arrive runs the flows.
 // Returns the instant the collective started (all members present).
 double run_collective(Sim& sim, RankRt& r, const Task& t) {
@@ -290,7 +318,15 @@ double run_collective(Sim& sim, RankRt& r, const Task& t) {
   if (sim.options.replica_flows == SimgridReplicaFlows::kRepresentative && algo != Algorithm::kDirect &&
       inst->expected < static_cast<int>(gpus.size()))
     keep_representative_flows(phases, sim.hot_node, sim.platform.shape);
-  run_phases(sim, repeat_phases(std::move(phases), std::max<int32_t>(t.count, 1), job.fidelity));
+  const int32_t calls = std::max<int32_t>(t.count, 1);
+  if (sim.options.intra_node == SimgridIntraNode::kCoarse && on_one_node(gpus, sim.platform.shape)) {
+    // Inside the NVLink domain: one timed activity, the time the flows take alone on the ports.
+    const double d = static_cast<double>(calls) * alone_time_s(phases, sim.platform.shape.intra_bandwidth_Bps);
+    if (d > 0) sg::this_actor::sleep_for(d);
+    ++sim.stats.coarse_collectives;
+  } else {
+    run_phases(sim, repeat_phases(std::move(phases), calls, job.fidelity));
+  }
   for (int i = 1; i < inst->expected; ++i) inst->sem->release();
   return inst->start_s;
 }
@@ -421,58 +457,6 @@ void run_stream(Sim* sim, RankRt* r, std::vector<int32_t> task_ids) {
     if (r->waiters > 0) r->cv->notify_all();
     progress(*sim);
   }
-}
-
-// --------------------------------------------------------------------------------- symmetry
-
-struct SymmetryChoice {
-  std::vector<char> simulated;
-  int64_t replicas = 1;
-};
-
-// One data-parallel replica stands for all: ranks at one position of their DP group. Valid when
-// every non-DP collective and every point-to-point message of those ranks stays among them.
-std::optional<SymmetryChoice> dp_replica(const PlanGraph& g, const std::vector<double>& rank_weight) {
-  for (GroupKind kind : {GroupKind::kDp, GroupKind::kDpCp}) {
-    std::vector<int64_t> pos(static_cast<size_t>(g.world_size), -1);
-    int64_t size = 0;
-    bool ok = true;
-    for (const auto& grp : g.groups) {
-      if (grp.kind != kind) continue;
-      if (size == 0) size = static_cast<int64_t>(grp.ranks.size());
-      if (static_cast<int64_t>(grp.ranks.size()) != size) ok = false;
-      for (size_t i = 0; i < grp.ranks.size() && ok; ++i) {
-        auto& p = pos[static_cast<size_t>(grp.ranks[i])];
-        if (p != -1) ok = false;
-        p = static_cast<int64_t>(i);
-      }
-    }
-    if (!ok || size < 2 || std::find(pos.begin(), pos.end(), -1) != pos.end()) continue;
-    // The replica holding the most affected rank (straggler, degraded NIC) is the one simulated.
-    size_t worst = 0;
-    for (size_t r = 1; r < rank_weight.size(); ++r)
-      if (rank_weight[r] > rank_weight[worst]) worst = r;
-    const int64_t p = pos[worst];
-    SymmetryChoice c;
-    c.replicas = size;
-    c.simulated.resize(static_cast<size_t>(g.world_size));
-    for (size_t r = 0; r < pos.size(); ++r) c.simulated[r] = pos[r] == p;
-    for (const auto& prog : g.ranks) {
-      if (!c.simulated[static_cast<size_t>(prog.rank)]) continue;
-      for (const auto& t : prog.tasks) {
-        if (t.kind == TaskKind::kCollective) {
-          const auto& grp = g.groups[static_cast<size_t>(t.group)];
-          if (grp.kind == kind) continue;
-          for (int32_t m : grp.ranks)
-            if (!c.simulated[static_cast<size_t>(m)]) ok = false;
-        } else if (t.kind == TaskKind::kSend || t.kind == TaskKind::kRecv) {
-          if (!c.simulated[static_cast<size_t>(t.peer)]) ok = false;
-        }
-      }
-    }
-    if (ok) return c;
-  }
-  return std::nullopt;
 }
 
 // ----------------------------------------------------------------------------------- results
@@ -715,7 +699,7 @@ Expected<std::vector<BackendResult>> simulate(const ClusterConfig& cluster, cons
   sim->platform = build_platform(cluster, whatif, options);
   sim->show_progress = isatty(STDERR_FILENO) != 0;
 
-  // Slowdown per GPU, NIC factor per GPU (weights for choosing the simulated replica).
+  // Straggler slowdown per GPU.
   std::vector<double> gpu_slowdown(static_cast<size_t>(cluster.num_gpus), 1.0);
   for (const auto& s : whatif.stragglers) {
     if (s.gpu >= 0) gpu_slowdown[static_cast<size_t>(s.gpu)] *= s.slowdown;
@@ -723,10 +707,6 @@ Expected<std::vector<BackendResult>> simulate(const ClusterConfig& cluster, cons
       for (int64_t g = s.node * cluster.gpus_per_node; g < std::min((s.node + 1) * cluster.gpus_per_node, cluster.num_gpus); ++g)
         gpu_slowdown[static_cast<size_t>(g)] *= s.slowdown;
   }
-  std::vector<double> gpu_degraded(static_cast<size_t>(cluster.num_gpus), 0.0);
-  for (const auto& d : whatif.degraded_links)
-    for (int64_t g = d.node * cluster.gpus_per_node; g < std::min((d.node + 1) * cluster.gpus_per_node, cluster.num_gpus); ++g)
-      gpu_degraded[static_cast<size_t>(g)] += 1.0 - d.bandwidth_factor;
 
   for (size_t j = 0; j < jobs.size(); ++j) {
     const PlanGraph& g = *jobs[j].graph;
@@ -739,22 +719,23 @@ Expected<std::vector<BackendResult>> simulate(const ClusterConfig& cluster, cons
 
     int64_t total_tasks = 0;
     for (const auto& prog : g.ranks) total_tasks += static_cast<int64_t>(prog.tasks.size());
+    const bool replica_only = !lowered_replica(g).empty();  // the other replicas' programs are empty
     std::vector<char> simulated(static_cast<size_t>(g.world_size), 1);
-    const bool want_symmetry = options.symmetry == SimgridSymmetry::kDpReplica ||
+    const bool want_symmetry = replica_only || options.symmetry == SimgridSymmetry::kDpReplica ||
                                (options.symmetry == SimgridSymmetry::kAuto && total_tasks > options.symmetry_min_tasks);
+    if (replica_only && options.symmetry == SimgridSymmetry::kOff)
+      return Expected<std::vector<BackendResult>>::fail(
+          "--set simgrid.symmetry", "off needs every rank's program; the graph of job " + std::to_string(j) +
+                                        " was lowered for one data-parallel replica");
     if (want_symmetry) {
-      std::vector<double> weight(static_cast<size_t>(g.world_size));
-      for (int64_t r = 0; r < g.world_size; ++r) {
-        const auto gpu = static_cast<size_t>(job.gpus[static_cast<size_t>(r)]);
-        weight[static_cast<size_t>(r)] = (gpu_slowdown[gpu] - 1.0) * 1e3 + gpu_degraded[gpu];
-      }
-      if (auto c = dp_replica(g, weight)) {
+      if (auto c = dp_replica(g, rank_weights(cluster, whatif, g.world_size, job.gpus))) {
         simulated = c->simulated;
         job.replicas = c->replicas;
-      } else if (options.symmetry == SimgridSymmetry::kDpReplica) {
+      } else if (options.symmetry == SimgridSymmetry::kDpReplica || replica_only) {
         return Expected<std::vector<BackendResult>>::fail(
-            "--set simgrid.symmetry", "dp-replica needs data-parallel groups that partition the ranks and no "
-                                      "other collective or message between replicas (job " + std::to_string(j) + ")");
+            "--set simgrid.symmetry", std::string(replica_only ? "the ranks lowered are not one data-parallel replica"
+                                                               : "dp-replica needs data-parallel groups that partition the ranks") +
+                                          " with no other collective or message between replicas (job " + std::to_string(j) + ")");
       }
     }
 

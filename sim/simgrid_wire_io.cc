@@ -111,7 +111,8 @@ BackendResult result_from(const json& j) {
 
 std::string encode_results(const Expected<std::vector<BackendResult>>& results, const SimgridStats& stats) {
   json j;
-  j["stats"] = {stats.ranks_simulated, stats.tasks_run, stats.collectives_run, stats.flows, stats.solver_steps, stats.per_step_jobs};
+  j["stats"] = {stats.ranks_simulated, stats.tasks_run, stats.collectives_run, stats.flows, stats.solver_steps, stats.per_step_jobs,
+                stats.coarse_collectives};
   if (!results) {
     j["problems"] = json::array();
     for (const auto& p : results.problems()) j["problems"].push_back({p.where, p.message});
@@ -127,7 +128,7 @@ Expected<std::vector<BackendResult>> decode_results(const std::string& text, Sim
     const json j = json::parse(text);
     if (stats) {
       const json& c = j.at("stats");
-      *stats = SimgridStats{c.at(0), c.at(1), c.at(2), c.at(3), c.at(4), c.at(5)};
+      *stats = SimgridStats{c.at(0), c.at(1), c.at(2), c.at(3), c.at(4), c.at(5), c.at(6)};
     }
     if (j.contains("problems")) {
       Problems ps;

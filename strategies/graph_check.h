@@ -8,6 +8,9 @@
 //     live buffer again, and a free names the size that was allocated;
 //   - the graph runs to completion (no cycle through streams, dependencies, messages and
 //     collectives), checked with core/graph_time.
+// A graph lowered for one data-parallel replica (strategies/lowering.h `only`, core/graph_replica.h;
+// the others' programs are empty) passes when its collectives have every member that has a
+// program; the completion check is then skipped (it needs every rank).
 #pragma once
 
 #include "core/plan_ir.h"

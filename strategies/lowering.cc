@@ -211,7 +211,7 @@ Expected<PlanGraph> fail(std::string where, std::string what) { return Expected<
 
 }  // namespace
 
-Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan, const LoweringCosts& costs) {
+Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan, const LoweringCosts& costs, const std::vector<char>& only) {
   for (auto [name, v] : {std::pair{"tp", plan.tp}, {"pp", plan.pp}, {"dp", plan.dp}, {"cp", plan.cp}, {"ep", plan.ep},
                          {"vpp", plan.vpp}, {"micro_batch_size", plan.micro_batch_size}})
     if (v < 1) return fail(std::string("/parallelism/") + name, "found " + std::to_string(v) + ", expected a positive integer");
@@ -230,6 +230,9 @@ Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan, const Lower
   if (gbs <= 0 || gbs % (plan.micro_batch_size * plan.dp) != 0)
     return fail("/training/global_batch_size", "global batch " + std::to_string(gbs) + " is not a multiple of micro-batch " +
                                                    std::to_string(plan.micro_batch_size) + " x dp " + std::to_string(plan.dp));
+  if (!only.empty() && static_cast<int64_t>(only.size()) != plan.world_size())
+    return fail("/parallelism", "the rank filter has " + std::to_string(only.size()) + " entries for " +
+                                    std::to_string(plan.world_size()) + " ranks");
   const int64_t m = num_micro_batches(sc, plan);
   if (std::string why = schedule_problem(plan.schedule, plan.pp, m, plan.vpp); !why.empty())
     return fail("/parallelism/pipeline_schedule", why);
@@ -258,6 +261,7 @@ Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan, const Lower
     const RankCoords rc = rank_to_coords(r, plan);
     const int64_t s = rc.pp;
     prog.stage = static_cast<int32_t>(s);
+    if (!only.empty() && !only[static_cast<size_t>(r)]) continue;  // left empty: not simulated
     RankBuilder b(prog, groups);
     RankCoords prev_c = rc, next_c = rc;
     prev_c.pp = (s + P - 1) % P;

@@ -137,6 +137,12 @@ Expected<std::vector<std::vector<ChunkLayers>>> chunk_layers(const Plan& plan, i
 // Lower `plan` for `scenario`. Problems (with the plan key as `where`) when the plan cannot
 // be lowered: degrees that do not multiply to the GPU count, a batch that does not split
 // into micro-batches, a schedule that cannot run them.
-Expected<PlanGraph> lower_plan(const Scenario& scenario, const Plan& plan, const LoweringCosts& costs);
+// `only` (empty: every rank) marks the ranks to lower (only[r] != 0, one entry per rank); the
+// others keep an empty program (rank and stage set, no task), which no lowered rank has (each
+// has at least its optimizer step). The SimGrid backend lowers one data-parallel replica this
+// way; the graph's groups still list every member, and check_graph accepts the members left
+// empty when the ranks lowered are one replica (core/graph_replica.h).
+Expected<PlanGraph> lower_plan(const Scenario& scenario, const Plan& plan, const LoweringCosts& costs,
+                               const std::vector<char>& only = {});
 
 }  // namespace monarch

@@ -6,6 +6,7 @@
 
 #include "core/graph_time.h"
 #include "core/model_math.h"
+#include "core/placement.h"
 #include "core/plan_io.h"
 
 #include <cstdio>
@@ -382,6 +383,48 @@ TEST(GraphCheck, FindsACollectiveMissingAMember) {
   const size_t i = find_task(r, TaskKind::kCollective);
   r.tasks[i].kind = TaskKind::kCompute;
   EXPECT_TRUE(mentions(check_graph(g), "missing ranks 1"));
+}
+
+// Lowering some ranks only (one data-parallel replica, as the SimGrid backend does): those
+// ranks get the programs the full lowering gives them, the others none, and the check accepts
+// collectives whose missing members were not lowered, but not one a lowered member skips.
+TEST(LowerPlan, OnlyTheRanksAskedForGetAProgram) {
+  const PlanGraph full = small_graph();
+  const Scenario s = scenario(8, 8, 8);
+  Plan p = pipeline(Schedule::kOneFOneB, 2, 1);
+  p.tp = 2;
+  p.dp = 2;
+  LoweringCosts c = pure_compute();
+  c.layer_fwd_comm = {{GroupKind::kTp, CollectiveKind::kAllReduce, 8 << 20, 2, 0.1 * kMs}};
+  c.layer_grad_reduce = {{GroupKind::kDp, CollectiveKind::kAllReduce, 64 << 20, 1, 1 * kMs}};
+  std::vector<char> only(8, 0);
+  for (int r = 0; r < 8; ++r) only[static_cast<size_t>(r)] = rank_to_coords(r, p).dp == 1;
+  auto g = lower_plan(s, p, c, only);
+  ASSERT_TRUE(g.ok()) << g.problems().front().to_string();
+  ASSERT_EQ(g->ranks.size(), 8u);
+  for (int r = 0; r < 8; ++r) {
+    const RankProgram& prog = g->ranks[static_cast<size_t>(r)];
+    EXPECT_EQ(prog.rank, r);
+    EXPECT_EQ(prog.stage, full.ranks[static_cast<size_t>(r)].stage);
+    if (!only[static_cast<size_t>(r)]) {
+      EXPECT_TRUE(prog.tasks.empty()) << r;
+      continue;
+    }
+    ASSERT_EQ(prog.tasks.size(), full.ranks[static_cast<size_t>(r)].tasks.size()) << r;
+    for (size_t i = 0; i < prog.tasks.size(); ++i) {
+      EXPECT_EQ(prog.tasks[i].kind, full.ranks[static_cast<size_t>(r)].tasks[i].kind);
+      EXPECT_EQ(prog.tasks[i].deps, full.ranks[static_cast<size_t>(r)].tasks[i].deps);
+    }
+  }
+  EXPECT_TRUE(check_graph(*g).empty());
+  PlanGraph broken = *g;
+  for (RankProgram& prog : broken.ranks) {
+    if (prog.tasks.empty()) continue;
+    prog.tasks[find_task(prog, TaskKind::kCollective)].kind = TaskKind::kCompute;  // a lowered member skips a call
+    break;
+  }
+  EXPECT_TRUE(mentions(check_graph(broken), "missing ranks"));
+  EXPECT_FALSE(lower_plan(s, p, c, std::vector<char>(3, 1)).ok());  // one entry per rank
 }
 
 TEST(GraphCheck, FindsAFreeOfWhatWasNotAllocated) {

@@ -196,10 +196,10 @@ LoweringCosts lowering_costs(const Scenario& sc, const Plan& p) {
   return c;
 }
 
-Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan) {
+Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan, const std::vector<char>& only) {
   Plan p = plan;
   if (p.layers_per_stage.empty() && p.pp >= 1) p.layers_per_stage = virtual_stage_layers(sc.model.num_layers, p);
-  return lower_plan(sc, p, lowering_costs(sc, p));
+  return lower_plan(sc, p, lowering_costs(sc, p), only);
 }
 
 PlanEvaluator analytical_evaluator() {

@@ -19,8 +19,8 @@ LoweringCosts lowering_costs(const Scenario& scenario, const Plan& plan);
 
 // Lower `plan` with the cost model's costs. When plan.layers_per_stage is empty it is filled
 // with the cost model's split (core/model_math virtual_stage_layers) so both see the same
-// model chunks.
-Expected<PlanGraph> lower_plan(const Scenario& scenario, const Plan& plan);
+// model chunks. `only`: the ranks to lower (strategies/lowering.h), empty for every rank.
+Expected<PlanGraph> lower_plan(const Scenario& scenario, const Plan& plan, const std::vector<char>& only = {});
 
 // quick_estimate as a search evaluator.
 PlanEvaluator analytical_evaluator();
