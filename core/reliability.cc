@@ -63,6 +63,23 @@ double job_rate_per_s(const GoodputInputs& in, const ReliabilityConfig& cfg) {
   return cfg.total_rate_per_day_per_1k_gpus() * static_cast<double>(in.num_gpus) / 1000.0 / kDay_s;
 }
 
+// The share of the job's failures that take a node.
+double node_failure_share(const ReliabilityConfig& cfg) {
+  double node = 0, all = 0;
+  for (const FailureCause& c : cfg.causes) {
+    all += c.per_day_per_1k_gpus;
+    if (takes_node(c.component)) node += c.per_day_per_1k_gpus;
+  }
+  return all > 0 ? node / all : 0;
+}
+
+// Seconds a failure costs waiting for a repaired node, averaged over every failure of the job.
+// The wait is a stall without running nodes, so no failure interrupts it (unlike the
+// detection and restart, which Daly's model lets failures restart).
+double spare_stall_s(const GoodputInputs& in, const ReliabilityConfig& cfg) {
+  return node_failure_share(cfg) * expected_spare_wait_s(in, cfg);
+}
+
 // Blocking seconds per checkpoint with the wait for the previous asynchronous write (DCP and
 // torchtitan keep one save in flight: a save that finds the previous one still writing waits).
 double effective_blocking_s(const CheckpointTimes& ct, const ReliabilityConfig& cfg, double interval_s) {
@@ -84,7 +101,8 @@ struct Segment {
   double wall_s = 0;
   Badput badput;
 };
-Segment full_restart_segment(double lambda, double tau, const CheckpointTimes& ct, const ReliabilityConfig& cfg) {
+Segment full_restart_segment(double lambda, double tau, const CheckpointTimes& ct, const ReliabilityConfig& cfg,
+                             double stall_s) {
   Segment s;
   const double c = effective_blocking_s(ct, cfg, tau);
   const double p = tau + c;
@@ -110,15 +128,17 @@ Segment full_restart_segment(double lambda, double tau, const CheckpointTimes& c
     s.badput.startup_s = recovery * cfg.startup_s / r;
     s.badput.checkpoint_restore_s = recovery * ct.restore_s / r;
   }
+  s.badput.infrastructure_recovery_s += failures * stall_s;
   s.wall_s = tau + s.badput.total_s();
   return s;
 }
 
 // Replica recovery, first order in lambda: capacity-seconds lost per failure.
-Badput replica_cost_per_failure(const GoodputInputs& in, const CheckpointTimes& ct, const ReliabilityConfig& cfg) {
+Badput replica_cost_per_failure(const GoodputInputs& in, const CheckpointTimes& ct, const ReliabilityConfig& cfg,
+                                double stall_s) {
   const double g = static_cast<double>(in.replica_groups);
   Badput b;
-  b.infrastructure_recovery_s = cfg.detection_s + cfg.reschedule_s / g;  // every group waits for the detection
+  b.infrastructure_recovery_s = cfg.detection_s + (cfg.reschedule_s + stall_s) / g;  // every group waits for the detection
   b.startup_s = cfg.startup_s / g;
   b.checkpoint_restore_s = ct.heal_s / g;
   b.wasted_progress_s = in.iteration_time_s / 2;  // the step in flight is discarded by every group
@@ -149,12 +169,13 @@ struct Rates {
 };
 Rates rates_at(const GoodputInputs& in, const ReliabilityConfig& cfg, const CheckpointTimes& ct, double tau) {
   const double lambda = job_rate_per_s(in, cfg);
+  const double stall = spare_stall_s(in, cfg);
   Rates r;
   if (replica_mode(in, cfg)) {
     const double c = effective_blocking_s(ct, cfg, tau);
-    const double absence = cfg.detection_s + cfg.reschedule_s + cfg.startup_s + ct.heal_s;
+    const double absence = cfg.detection_s + cfg.reschedule_s + stall + cfg.startup_s + ct.heal_s;
     const double fatal = replica_fatal_share(lambda, absence, in.replica_groups);
-    const Badput healed = replica_cost_per_failure(in, ct, cfg);
+    const Badput healed = replica_cost_per_failure(in, ct, cfg, stall);
     // Per second of the job being up: failures at lambda, the healed ones cost capacity, a fatal
     // one loses the progress since the checkpoint (half a period) and adds a full recovery,
     // itself restarted by failures during it (Daly's e^{lambda R}).
@@ -184,7 +205,7 @@ Rates rates_at(const GoodputInputs& in, const ReliabilityConfig& cfg, const Chec
     r.per_useful.checkpoint_restore_s = (up.checkpoint_restore_s + (r_full > 0 ? recovery * ct.restore_s / r_full : 0)) / working;
     return r;
   }
-  const Segment s = full_restart_segment(lambda, tau, ct, cfg);
+  const Segment s = full_restart_segment(lambda, tau, ct, cfg, stall);
   r.wall_per_useful = s.wall_s / tau;
   r.per_useful.checkpoint_save_s = s.badput.checkpoint_save_s / tau;
   r.per_useful.checkpoint_restore_s = s.badput.checkpoint_restore_s / tau;
@@ -320,8 +341,50 @@ double daly_interval_s(double checkpoint_s, double mtbf_s) {
   return std::sqrt(2 * checkpoint_s * mtbf_s) * (1 + std::sqrt(x) / 3 + x / 9) - checkpoint_s;
 }
 
+bool takes_node(std::string_view component) {
+  return component == "gpu" || component == "hbm" || component == "host" || component == "nic";
+}
+
+namespace {
+
+// E[wait] for a mean of `a` nodes in repair (see expected_spare_wait_s).
+double spare_wait_at_s(double a, int64_t spares, double repair_s) {
+  if (a <= 0) return 0;
+  // P(N = n) in logs (a may be large: exp(-a) underflows past ~745), over n up to well beyond
+  // both the spares and the mean (40 standard deviations).
+  const int64_t last = std::max<int64_t>(spares, static_cast<int64_t>(a)) + static_cast<int64_t>(40 * std::sqrt(a)) + 50;
+  double wait = 0;
+  for (int64_t n = spares; n <= last; ++n) {
+    const double dn = static_cast<double>(n);
+    const double p = std::exp(-a + dn * std::log(a) - std::lgamma(dn + 1));
+    wait += p * static_cast<double>(n + 1 - spares) / (dn + 1) * repair_s;
+  }
+  return wait;
+}
+
+}  // namespace
+
+double expected_spare_wait_s(const GoodputInputs& in, const ReliabilityConfig& cfg) {
+  if (!cfg.spare_nodes || cfg.repair_s <= 0) return 0;
+  const double lambda = job_rate_per_s(in, cfg);
+  const double share = node_failure_share(cfg);
+  // Nodes fail only while the job holds them: a job that stalls for nodes a fraction of its
+  // time sends fewer to repair. The share of time not stalled, u = 1 / (1 + lambda share W),
+  // and the wait W at a = lambda share repair_s u, are solved together (a fixed point; W falls
+  // as u falls, so the iteration converges).
+  double u = 1, wait = 0;
+  for (int i = 0; i < 100; ++i) {
+    wait = spare_wait_at_s(lambda * share * cfg.repair_s * u, *cfg.spare_nodes, cfg.repair_s);
+    const double next = 1 / (1 + lambda * share * wait);
+    if (std::abs(next - u) < 1e-12) break;
+    u = 0.5 * (u + next);
+  }
+  return wait;
+}
+
 GoodputEstimate estimate_goodput(const GoodputInputs& in, const ReliabilityConfig& cfg, double horizon_s) {
   GoodputEstimate e;
+  e.spare_wait_s = expected_spare_wait_s(in, cfg);
   e.checkpoint = checkpoint_times(in, cfg);
   const double lambda = job_rate_per_s(in, cfg);
   e.interruptions_per_day = lambda * kDay_s;
@@ -434,6 +497,7 @@ class Trial {
   struct Step {
     double seconds;
     double* category;
+    bool no_failures = false;  // the job holds no running nodes: nothing can fail
   };
   struct DownGroup {
     std::vector<Step> steps;
@@ -506,6 +570,8 @@ class Trial {
       case Phase::kRecover:
         if (++recovery_at_ < recovery_.size()) {
           recovery_done_ = 0;
+          // Exponential failures are memoryless: a stretch with nothing running pushes the next one back.
+          if (recovery_[recovery_at_].no_failures) next_fail_ += recovery_[recovery_at_].seconds;
           return;
         }
         if (!events_.empty() && events_.back().downtime_s < 0) events_.back().downtime_s = t_ - events_.back().time_s;
@@ -562,9 +628,23 @@ class Trial {
     events_.push_back(std::move(ev));
   }
 
+  // A failure that takes a node sends it to repair; the seconds the job then waits for a
+  // healthy node (0 while a spare is free).
+  double node_wait(size_t cause) {
+    if (!cfg_.spare_nodes || cfg_.repair_s <= 0 || !takes_node(cfg_.causes[cause].component)) return 0;
+    std::erase_if(in_repair_, [&](double back_at) { return back_at <= t_; });
+    in_repair_.push_back(t_ + cfg_.repair_s);
+    const size_t spares = static_cast<size_t>(*cfg_.spare_nodes);
+    if (in_repair_.size() <= spares) return 0;
+    // The job is short of (in repair - spares) nodes: it runs again when that many are back.
+    std::sort(in_repair_.begin(), in_repair_.end());
+    return in_repair_[in_repair_.size() - spares - 1] - t_;
+  }
+
   void fail() {
     ++interruptions_;
     const size_t cause = draw_cause();
+    const double wait_s = node_wait(cause);
     const bool job_down = phase_ == Phase::kRecover;
     if (replica_ && !job_down && static_cast<int64_t>(down_.size()) + 1 < groups_) {
       // One group is lost; the others wait for the detection, drop the step in flight, go on.
@@ -573,11 +653,11 @@ class Trial {
       badput_.wasted_progress_s += lost;
       record(cause, lost, false);
       DownGroup g;
-      g.steps = {{cfg_.reschedule_s, &badput_.infrastructure_recovery_s},
+      g.steps = {{cfg_.reschedule_s + wait_s, &badput_.infrastructure_recovery_s},
                  {cfg_.startup_s, &badput_.startup_s},
                  {ct_.heal_s, &badput_.checkpoint_restore_s}};
       g.ends_at = t_ + cfg_.detection_s + g.steps[0].seconds;
-      if (record_) events_.back().downtime_s = cfg_.detection_s + cfg_.reschedule_s + cfg_.startup_s + ct_.heal_s;
+      if (record_) events_.back().downtime_s = cfg_.detection_s + cfg_.reschedule_s + wait_s + cfg_.startup_s + ct_.heal_s;
       down_.push_back(std::move(g));
       if (phase_ == Phase::kCheckpoint) next_checkpoint_ = work_;  // the interrupted save starts again
       phase_ = Phase::kStall;
@@ -594,6 +674,7 @@ class Trial {
     record(cause, lost, true);
     begin_recovery({{cfg_.detection_s, &badput_.infrastructure_recovery_s},
                     {cfg_.reschedule_s, &badput_.infrastructure_recovery_s},
+                    {wait_s, &badput_.infrastructure_recovery_s, true},
                     {cfg_.startup_s, &badput_.startup_s},
                     {ct_.restore_s, &badput_.checkpoint_restore_s}});
   }
@@ -619,6 +700,7 @@ class Trial {
   bool pending_ = false;
   double pending_work_ = 0, pending_durable_at_ = 0;
   std::vector<DownGroup> down_;
+  std::vector<double> in_repair_;  // when each node in repair is back
   int64_t interruptions_ = 0;
   Badput badput_;
   std::vector<FailureEvent> events_;

@@ -47,6 +47,10 @@ struct FailurePreset {
 const std::vector<FailurePreset>& failure_presets();
 const FailurePreset* find_failure_preset(std::string_view name);
 
+// Whether a failure of `component` takes its node out for repair (a GPU, its HBM, the host, its
+// NIC); a switch, storage, software or other failure leaves the nodes healthy.
+bool takes_node(std::string_view component);
+
 // Rate of a component given as a mean time between failures of one unit (a GPU or a node),
 // converted to interruptions per day per 1,000 GPUs.
 double rate_from_mtbf_per_day_per_1k_gpus(double mtbf_hours, int64_t gpus_per_unit);
@@ -84,6 +88,13 @@ struct ReliabilityConfig {
   double reschedule_s = 0;        // detection to replacement nodes allocated
   double startup_s = 0;           // program start to first step (imports, NCCL init, compile)
   RecoveryMode recovery = RecoveryMode::kFullRestart;
+  // Spare nodes and repair. A failure of a node's own part (components gpu, hbm, host, nic;
+  // takes_node) sends the node to repair for repair_s; its replacement comes from the
+  // spare_nodes healthy spares beside the job's nodes, or, when every spare is itself in
+  // repair, the job waits for the first repaired node. The wait follows the rescheduling.
+  // Absent: the scheduler always finds a replacement (reschedule_s only).
+  std::optional<int64_t> spare_nodes;
+  double repair_s = 0;
   int64_t trials = 200;           // Monte-Carlo trials
   uint64_t seed = 1;
 
@@ -142,6 +153,7 @@ struct GoodputEstimate {
   double interval_s = 0;              // checkpoint interval used
   double optimal_interval_s = 0;      // maximises goodput (numerically, this model)
   double young_daly_interval_s = 0;   // Daly's higher-order closed form, the cross-check
+  double spare_wait_s = 0;            // expected wait for a repaired node per node failure
   CheckpointTimes checkpoint;
   std::vector<std::string> warnings;
 };
@@ -149,6 +161,14 @@ struct GoodputEstimate {
 // Closed form. horizon_s > 0: a run of that wall time (goodput, interruptions over it);
 // else the run that trains in.total_tokens.
 GoodputEstimate estimate_goodput(const GoodputInputs& in, const ReliabilityConfig& cfg, double horizon_s = 0);
+
+// Expected wait for a repaired node per failure that takes a node, seconds (0 without spare
+// nodes or repair). Nodes in repair form an M/G/infinity queue: at a failure the others in
+// repair number N ~ Poisson(a), a = (node failure rate of the job) x repair_s, with residual
+// repair times uniform on (0, repair_s) (PASTA, and the ages of an M/D/infinity queue). With
+// S spares, N >= S means waiting for the (N + 1 - S)-th of N uniform residuals:
+// E[wait] = sum over n >= S of P(N = n) (n + 1 - S) repair_s / (n + 1).
+double expected_spare_wait_s(const GoodputInputs& in, const ReliabilityConfig& cfg);
 
 // Young (1974): sqrt(2 C M). Daly (2006) eq. 37: sqrt(2 C M) (1 + sqrt(C / 2M) / 3 + C / 18M) - C
 // for C < 2M, else M. C: blocking checkpoint seconds, M: mean time between interruptions.

@@ -1,0 +1,70 @@
+// Shared by the files of the cost model (cost_model.cc: GPU presets, calibration profiles and
+// compute; collective_cost.cc; layer_cost.cc; iteration_cost.cc). Not a public header.
+#pragma once
+
+#include "core/cost_model.h"
+#include "core/profile.h"
+
+namespace monarch::cost_detail {
+
+// Gap between dependent kernels on one stream without CUDA graphs (launch + tail),
+// ~2-4 us in Nsight Systems traces of Megatron-LM layers.
+inline constexpr double kKernelGap_s = 2.5e-6;
+// Communication overlapped with compute slows both down (SMs and HBM shared): hidden up to
+// this fraction of the compute window (NCCL uses 8-32 SMs of 108-132; Megatron reports
+// ~5-10% compute slowdown with overlapped DP communication).
+inline constexpr double kOverlapEfficiency = 0.9;
+
+// The calibration profile the GPU names, or nullptr when it names none (or it cannot be read).
+const CalibrationProfile* profile_of(const GpuSpec& gpu);
+// Measured matrix-product throughput for the shape, FLOP/s, or 0 when the profile has none.
+double profile_flops_per_s(const CalibrationProfile* prof, const GpuProfile& gp, Precision p, double m, double n,
+                           double k);
+// fp8 falls back to bf16 on GPUs without fp8 tensor cores.
+Precision effective_precision(const GpuSpec& gpu, Precision p);
+// HBM bytes the optimizer step moves per parameter of its shard.
+double optimizer_bytes_per_param(Precision p, Optimizer o);
+// GEMM efficiency of the preset for an m x n x k product (batch of them), tile waves included.
+double gemm_eff(const GpuProfile& prof, Precision p, double m, double n, double k, double batch);
+// Achievable HBM bandwidth, bytes/s: measured when the profile has it, else the preset.
+double hbm_bytes_per_s(const GpuSpec& gpu, const GpuProfile& prof);
+
+// One kernel or a sum of kernels: time, FLOPs and HBM bytes.
+struct Op {
+  double s = 0, flops = 0, bytes = 0;
+  Op& operator+=(const Op& o) {
+    s += o.s;
+    flops += o.flops;
+    bytes += o.bytes;
+    return *this;
+  }
+};
+
+struct Ctx {
+  const GpuSpec* gpu;
+  const GpuProfile* prof;
+  Precision prec;       // training precision (fp8 GEMMs where TE runs them)
+  Precision prec16;     // precision of non-fp8 kernels (attention, output layer)
+  double e;             // activation element bytes
+  double peak_gemm, peak16;
+  double hbm;
+  const CalibrationProfile* cal;  // measured throughput, or nullptr
+};
+
+Ctx make_ctx(const Scenario& s);
+
+// Per-layer compute of the plan's micro-batch: forward, backward and recompute passes.
+struct LayerCompute {
+  Op fwd, bwd, recompute;
+  double host_fwd_s = 0, host_bwd_s = 0, host_recompute_s = 0;  // host dispatch time per pass
+  Op attn_fwd;  // attention core forward (for CP overlap and selective recompute)
+  Op moe_fwd, moe_bwd;  // of fwd / bwd: the MoE block (router, expert GEMMs, activation, permutation)
+  double gemm_fwd_s = 0, gemm_bwd_s = 0;  // GEMM time (for TP overlap windows)
+};
+
+LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p);
+// The per-layer costs (compute, collectives, host) from the layer's compute.
+LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape& m, const Ctx& c,
+                            const LayerCompute& lc);
+
+}  // namespace monarch::cost_detail

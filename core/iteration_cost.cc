@@ -1,0 +1,393 @@
+// One training iteration of a plan: pipeline schedule, overlap, memory, the analytical result.
+#include "core/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "core/collectives.h"
+#include "core/framework_rules.h"
+#include "core/plan_warnings.h"
+#include "core/profile.h"
+#include "core/units.h"
+#include "core/cost_model_internal.h"
+
+namespace monarch {
+
+using namespace cost_detail;
+
+// ============================================================================ iteration
+
+namespace {
+
+// Reason the plan cannot run at all, or empty.
+std::string plan_problem(const Scenario& sc, const Plan& p, const ModelShape& m) {
+  char buf[200];
+  if (sc.model.architecture == Architecture::kDlrm)
+    return "the analytical model covers transformer models (gpt, llama); dlrm is not modelled";
+  if (p.tp < 1 || p.pp < 1 || p.dp < 1 || p.cp < 1 || p.ep < 1 || p.vpp < 1 || p.micro_batch_size < 1)
+    return "every parallel degree and the micro-batch size must be at least 1";
+  if (sc.cluster.num_gpus > 0 && p.world_size() != sc.cluster.num_gpus) {
+    std::snprintf(buf, sizeof buf, "tp x pp x dp x cp = %lld, the cluster has %lld GPUs",
+                  static_cast<long long>(p.world_size()), static_cast<long long>(sc.cluster.num_gpus));
+    return buf;
+  }
+  if (m.heads % p.tp != 0 || m.kv_heads % p.tp != 0) return "tensor parallel degree must divide the attention and key/value heads";
+  if (p.layers_per_stage.empty()) {
+    if (m.layers < p.pp * p.vpp) return "fewer layers than pipeline stages x virtual stages";
+  } else {
+    const auto n = static_cast<int64_t>(p.layers_per_stage.size());
+    if (n != p.pp && n != p.pp * p.vpp) return "layers_per_stage needs one entry per pipeline stage or per model chunk";
+    int64_t sum = 0;
+    for (int64_t l : p.layers_per_stage) {
+      if (l < 0) return "layers_per_stage has a negative entry";
+      sum += l;
+    }
+    if (sum != m.layers) return "layers_per_stage does not sum to the model's layers";
+  }
+  if (m.seq % p.cp != 0) return "context parallel degree must divide the sequence length";
+  if (p.etp < 0) return "expert tensor parallel degree must be at least 1";
+  if ((p.tp * p.dp * p.cp) % (p.expert_tp() * p.ep) != 0) {
+    std::snprintf(buf, sizeof buf, "etp x ep = %lld x %lld must divide the ranks of a pipeline stage (tp x cp x dp = %lld)",
+                  static_cast<long long>(p.expert_tp()), static_cast<long long>(p.ep),
+                  static_cast<long long>(p.tp * p.cp * p.dp));
+    return buf;
+  }
+  if (!m.moe() && p.expert_tp() != p.tp) return "expert tensor parallelism needs a mixture-of-experts model";
+  if (m.moe() && m.expert_ffn % p.expert_tp() != 0) {
+    std::snprintf(buf, sizeof buf, "expert tensor parallel degree %lld must divide the expert FFN size %lld",
+                  static_cast<long long>(p.expert_tp()), static_cast<long long>(m.expert_ffn));
+    return buf;
+  }
+  if (m.moe() && p.tp > 1 && !p.sequence_parallel)
+    return "MoE with tensor parallelism needs sequence parallelism (Megatron's MoELayer: \"During training, performance may "
+           "degrade if MoE and tensor parallelism are enabled without also enabling sequence parallelism\")";
+  if (m.moe() && m.experts % p.ep != 0) return "expert parallel degree must divide the number of experts";
+  if (!m.moe() && p.ep > 1) return "expert parallelism needs a mixture-of-experts model";
+  if (sc.training.global_batch_size % (p.micro_batch_size * p.dp) != 0)
+    return "global batch size is not a multiple of micro_batch_size x dp";
+  if (p.vpp > 1 && p.schedule != Schedule::kInterleaved) return "virtual stages need the interleaved schedule";
+  if (p.zero_stage < 0 || p.zero_stage > 3) return "zero stage must be 0..3";
+  return framework_problem(sc.training.framework, p);
+}
+
+struct IterationModel {
+  TimeBreakdown breakdown;
+  double iteration_s = 0;
+  std::vector<CommEntry> comm;  // only filled when `detail`
+  int64_t critical_stage = 0;
+};
+
+void add_comm(std::vector<CommEntry>& v, const char* kind, const char* group, double bytes, int64_t count, double time_s) {
+  if (count <= 0 || bytes <= 0) return;
+  for (CommEntry& c : v) {
+    if (c.kind == kind && c.group == group) {
+      c.bytes += static_cast<int64_t>(bytes);
+      c.count += count;
+      c.time_s += time_s;
+      return;
+    }
+  }
+  v.push_back(CommEntry{kind, group, static_cast<int64_t>(bytes), count, time_s});
+}
+
+IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m, const Ctx& c,
+                         const LayerCompute& lc, const LayerCosts& L, const std::vector<int64_t>& layers,
+                         bool detail) {
+  IterationModel it;
+  const int64_t nmb = std::max<int64_t>(num_micro_batches(sc, p), 1);
+  const double mb = static_cast<double>(nmb);
+  const int64_t pp = p.pp;
+  const double v = p.schedule == Schedule::kInterleaved ? static_cast<double>(std::max<int64_t>(p.vpp, 1)) : 1.0;
+  const ClusterConfig& cl = sc.cluster;
+  const int64_t gpn = cl.gpus_per_node;
+
+  const double layer_compute_s = lc.fwd.s + lc.bwd.s + lc.recompute.s;
+  const double layer_host_s = L.host_forward_s + L.host_backward_s + L.host_recompute_s;
+  const double layer_exposed_s = L.tp_exposed_s + L.cp_exposed_s + L.ep_exposed_s;
+  const double pp_per_mb = pp > 1 ? 2.0 * v * L.pp_message_s : 0.0;
+
+  // Slowest stage per micro-batch.
+  double worst = -1, worst_compute = 0, worst_exposed = 0, worst_host = 0;
+  int64_t worst_stage = 0;
+  for (int64_t st = 0; st < pp; ++st) {
+    const double nl = static_cast<double>(layers[static_cast<size_t>(st)]);
+    double comp = nl * layer_compute_s;
+    const double host = nl * layer_host_s;
+    if (st == 0) comp += L.embedding_forward_s + L.embedding_backward_s;
+    if (st == pp - 1) comp += L.output_forward_s + L.output_backward_s;
+    double exp = nl * layer_exposed_s;
+    if (st == 0) exp += L.embedding_tp_exposed_s;
+    if (st == pp - 1) exp += L.output_tp_exposed_s;
+    if (comp + exp + host > worst) {
+      worst = comp + exp + host;
+      worst_compute = comp;
+      worst_exposed = exp;
+      worst_host = host;
+      worst_stage = st;
+    }
+  }
+  it.critical_stage = worst_stage;
+  const double nl_w = static_cast<double>(layers[static_cast<size_t>(worst_stage)]);
+
+  TimeBreakdown& b = it.breakdown;
+  b.compute = mb * worst_compute;
+  b.host = mb * worst_host;
+  b.tp_comm = mb * (nl_w * L.tp_total_s + (worst_stage == 0 ? L.embedding_tp_total_s : 0.0) +
+                    (worst_stage == pp - 1 ? L.output_tp_total_s : 0.0));
+  b.cp_comm = mb * nl_w * L.cp_total_s;
+  b.ep_comm = mb * nl_w * L.ep_total_s;
+  b.pp_comm = mb * pp_per_mb;
+  double exposed = mb * (worst_exposed + pp_per_mb);
+  // Sequence parallelism: the replicated parameters' gradient all-reduce after the backward,
+  // once per step on every rank (the stage with the most of them paces it).
+  if (p.tp > 1 && p.sequence_parallel) {
+    const GroupSpan tspan = group_span(GroupKind::kTp, p, gpn);
+    int64_t most_bytes = 0;
+    for (int64_t st = 0; st < pp; ++st)
+      most_bytes = std::max(most_bytes, sp_grad_reduce_bytes(L, layers[static_cast<size_t>(st)], st == 0, st == pp - 1));
+    const double sp_ar = collective_time_s(CollectiveKind::kAllReduce, most_bytes, tspan, cl);
+    b.tp_comm += sp_ar;
+    exposed += sp_ar;
+  }
+  b.bubble = pp > 1 ? (static_cast<double>(pp) - 1.0) / v * (worst + pp_per_mb) : 0.0;
+
+  // --- data parallel gradient reduction and parameter gathers
+  const int64_t dense_group = p.dp * p.cp;
+  double dp_total = 0, dp_exposed = 0;
+  // DeepSpeed reduces the gradients after the backward, not beside it, without ZeRO (the
+  // engine's allreduce_gradients at the accumulation boundary, deepspeed/runtime/engine.py;
+  // overlap_comm applies to ZeRO stages 1-2 only) and under its pipeline engine (the
+  // ReduceGrads instruction after the last micro-batch, deepspeed/runtime/pipe/schedule.py).
+  const bool ds_after_backward = sc.training.framework == Framework::kDeepspeed && (p.zero_stage == 0 || pp > 1);
+  const bool overlap_grads = p.overlap_grad_reduce && !ds_after_backward;
+  double opt_params = 0, grad_params = 0;
+  {
+    // The rank with the most parameters (first or last stage) paces the reduction.
+    StageParameters most{};
+    for (int64_t st : {int64_t{0}, pp - 1, worst_stage}) {
+      const StageParameters sp = stage_parameters(m, p, st, layers[static_cast<size_t>(st)]);
+      if (sp.total() > most.total()) most = sp;
+    }
+    const GroupSpan dspan = group_span(GroupKind::kDpCp, p, gpn);
+    const GroupSpan espan = group_span(GroupKind::kExpertDp, p, gpn);
+    const double w_bytes = c.e;  // weights are gathered in the compute precision (16-bit; fp32 training 4)
+    const double bwd_window = nl_w * (lc.bwd.s + lc.recompute.s + L.host_backward_s + L.host_recompute_s);
+    const double fwd_window = nl_w * (lc.fwd.s + L.host_forward_s);
+    // Fp8 primary weights (see stage_memory): the linear layers' weights are gathered in fp8.
+    const bool fp8_params = sc.training.precision == Precision::kFp8;
+    auto group_cost = [&](double params, double gemm_params, const GroupSpan& span, const char* name) {
+      if (span.size <= 1 || params <= 0) return;
+      const int64_t g_bytes = static_cast<int64_t>(kGradReduceBytes * params);
+      const int64_t w_all = static_cast<int64_t>(w_bytes * params - (fp8_params ? (w_bytes - kFp8WeightBytes) * gemm_params : 0.0));
+      if (p.zero_stage == 0) {
+        const double ar = collective_time_s(CollectiveKind::kAllReduce, g_bytes, span, cl);
+        dp_total += ar;
+        dp_exposed += overlap_grads ? std::max(0.0, ar - kOverlapEfficiency * bwd_window) : ar;
+        if (detail) add_comm(it.comm, "all-reduce", name, collective_wire_bytes(CollectiveKind::kAllReduce, g_bytes, span.size), 1, ar);
+      } else if (p.zero_stage <= 2) {
+        // ZeRO-1 (Megatron's distributed optimizer): one reduce-scatter per step, after the
+        // last micro-batch. ZeRO-2 (DeepSpeed stage 2) keeps only the gradient shard, so it
+        // reduce-scatters every micro-batch's gradients as its backward produces them
+        // (deepspeed/runtime/zero/stage_1_and_2.py: with partition_gradients the backward hooks
+        // call reduce_independent_p_g_buckets_and_remove_grads on every backward, gradient
+        // accumulation does not defer them): m reduce-scatters per step.
+        const double rs = collective_time_s(CollectiveKind::kReduceScatter, g_bytes, span, cl);
+        const double ag = collective_time_s(CollectiveKind::kAllGather, w_all, span, cl);
+        const int64_t n_rs = p.zero_stage == 2 ? nmb : 1;
+        const double rs_n = static_cast<double>(n_rs);
+        dp_total += rs_n * rs + ag;
+        dp_exposed += rs_n * (overlap_grads ? std::max(0.0, rs - kOverlapEfficiency * bwd_window) : rs);
+        dp_exposed += p.overlap_param_gather ? std::max(0.0, ag - kOverlapEfficiency * fwd_window) : ag;
+        if (detail) {
+          add_comm(it.comm, "reduce-scatter", name,
+                   rs_n * collective_wire_bytes(CollectiveKind::kReduceScatter, g_bytes, span.size), n_rs, rs_n * rs);
+          add_comm(it.comm, "all-gather", name, collective_wire_bytes(CollectiveKind::kAllGather, w_all, span.size), 1, ag);
+        }
+      } else {
+        // ZeRO-3 / FSDP: gather the weights before each micro-batch's forward and backward and
+        // reduce-scatter its gradients, layer by layer, prefetching the next layer.
+        const double rs = collective_time_s(CollectiveKind::kReduceScatter, g_bytes, span, cl);
+        const double ag = collective_time_s(CollectiveKind::kAllGather, w_all, span, cl);
+        const double per_mb = 2.0 * ag + rs;
+        const double window = p.overlap_param_gather || p.overlap_grad_reduce ? kOverlapEfficiency * (fwd_window + bwd_window) : 0.0;
+        dp_total += mb * per_mb;
+        dp_exposed += mb * std::max(0.0, per_mb - window) + (nl_w > 0 ? ag / nl_w : ag);
+        if (detail) {
+          add_comm(it.comm, "reduce-scatter", name, mb * collective_wire_bytes(CollectiveKind::kReduceScatter, g_bytes, span.size), nmb, mb * rs);
+          add_comm(it.comm, "all-gather", name, 2.0 * mb * collective_wire_bytes(CollectiveKind::kAllGather, w_all, span.size), 2 * nmb, 2.0 * mb * ag);
+        }
+      }
+    };
+    group_cost(most.dense, most.gemm_dense, dspan, "dp");
+    group_cost(most.expert, most.gemm_expert, espan, "edp");
+    // Tied embeddings over a pipeline: the first and last stage all-reduce the word
+    // embedding gradient after the backward (Megatron's embedding group).
+    if (m.tied_embeddings && pp > 1) {
+      const GroupSpan two = group_span(GroupKind::kEmbedding, p, gpn);
+      const int64_t bytes = static_cast<int64_t>(kGradReduceBytes * static_cast<double>(m.vocab * m.hidden) / static_cast<double>(p.tp));
+      const double ar = collective_time_s(CollectiveKind::kAllReduce, bytes, two, cl);
+      dp_total += ar;
+      dp_exposed += ar;
+      if (detail) add_comm(it.comm, "all-reduce", "embedding", collective_wire_bytes(CollectiveKind::kAllReduce, bytes, 2), 1, ar);
+    }
+    const double shards_dense = p.zero_stage >= 1 ? static_cast<double>(dense_group) : 1.0;
+    const double shards_expert = p.zero_stage >= 1 ? static_cast<double>(group_size(GroupKind::kExpertDp, p)) : 1.0;
+    opt_params = most.dense / shards_dense + most.expert / shards_expert;
+    grad_params = p.zero_stage >= 2 ? opt_params : most.total();
+  }
+  b.dp_comm = dp_total;
+  exposed += dp_exposed;
+
+  // --- optimizer step (memory bound)
+  b.optimizer = optimizer_step_time_s(sc, opt_params, grad_params);
+
+  b.exposed_comm = exposed;
+  it.iteration_s = b.compute + b.host + b.bubble + b.optimizer + b.exposed_comm;
+
+  if (detail) {
+    const double nl_mb = mb * nl_w;
+    // TP and EP collectives: per (kind, group) the busiest stage's figures, as a measurement
+    // reports the busiest rank.
+    std::vector<CommEntry> busiest;
+    for (int64_t st = 0; st < pp; ++st) {
+      std::vector<CommEntry> mine;
+      auto add = [&](const LayerCosts::Collective& col, int64_t count) {
+        if (count <= 0) return;
+        const GroupSpan span = group_span(col.group, p, gpn);
+        add_comm(mine, to_string(col.kind), to_string(col.group),
+                 static_cast<double>(count) * collective_wire_bytes(col.kind, col.bytes, span.size), count,
+                 static_cast<double>(count) * col.time_s);
+      };
+      const int64_t layers_mb = nmb * layers[static_cast<size_t>(st)];
+      for (const LayerCosts::Collective& col : L.collectives)
+        add(col, layers_mb * (col.forward_count + col.backward_count + col.recompute_count));
+      if (st == 0)
+        for (const LayerCosts::Collective& col : L.embedding_collectives) add(col, nmb * (col.forward_count + col.backward_count));
+      if (st == pp - 1)
+        for (const LayerCosts::Collective& col : L.output_collectives) add(col, nmb * (col.forward_count + col.backward_count));
+      if (p.tp > 1 && p.sequence_parallel) {
+        const int64_t bytes = sp_grad_reduce_bytes(L, layers[static_cast<size_t>(st)], st == 0, st == pp - 1);
+        add_comm(mine, "all-reduce", "tp", collective_wire_bytes(CollectiveKind::kAllReduce, bytes, p.tp), 1,
+                 collective_time_s(CollectiveKind::kAllReduce, bytes, group_span(GroupKind::kTp, p, gpn), cl));
+      }
+      for (const CommEntry& e : mine) {
+        auto it_b = std::find_if(busiest.begin(), busiest.end(),
+                                 [&](const CommEntry& x) { return x.kind == e.kind && x.group == e.group; });
+        if (it_b == busiest.end()) busiest.push_back(e);
+        else if (e.bytes > it_b->bytes) *it_b = e;
+      }
+    }
+    for (const CommEntry& e : busiest) add_comm(it.comm, e.kind.c_str(), e.group.c_str(), static_cast<double>(e.bytes), e.count, e.time_s);
+    if (p.cp > 1) {
+      const double fwd_mult = p.recompute == Recompute::kFull ? 2.0 : 1.0;
+      const int64_t count = static_cast<int64_t>(nl_mb * (fwd_mult + 2.0) * static_cast<double>(p.cp - 1));
+      add_comm(it.comm, "send-recv", "cp",
+               nl_mb * (fwd_mult * static_cast<double>(L.cp_send_bytes_forward) + static_cast<double>(L.cp_send_bytes_backward)),
+               count, b.cp_comm);
+    }
+    if (pp > 1) {
+      const int64_t count = static_cast<int64_t>(2.0 * v * mb);
+      add_comm(it.comm, "send-recv", "pp", static_cast<double>(count) * static_cast<double>(L.pp_message_bytes), count, b.pp_comm);
+    }
+  }
+  return it;
+}
+
+std::string gib_text(double gib) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", gib);
+  return buf;
+}
+
+}  // namespace
+
+QuickEstimate quick_estimate(const Scenario& sc, const Plan& p) {
+  QuickEstimate q;
+  const ModelShape m = model_shape(sc.model);
+  q.reject_reason = plan_problem(sc, p, m);
+  if (!q.reject_reason.empty()) return q;
+  const Ctx c = make_ctx(sc);
+  const LayerCompute lc = layer_compute(c, m, p);
+  const LayerCosts L = layer_costs_impl(sc, p, m, c, lc);
+  const std::vector<int64_t> layers = stage_layers(m, p);
+  const IterationModel it = iteration(sc, p, m, c, lc, L, layers, false);
+  q.iteration_time_s = it.iteration_s;
+
+  // Peak memory: the first stage (most activations in flight, embedding), the last (output
+  // and logits) and the stage with the most layers.
+  int64_t most = 0;
+  for (size_t i = 0; i < layers.size(); ++i)
+    if (layers[i] > layers[static_cast<size_t>(most)]) most = static_cast<int64_t>(i);
+  double peak = 0;
+  for (int64_t st : {int64_t{0}, p.pp - 1, most}) {
+    const MemoryBreakdown mem = stage_memory(m, sc, p, st, layers[static_cast<size_t>(st)]);
+    peak = std::max(peak, bytes_to_gib(mem.total_bytes()));
+  }
+  q.peak_memory_gib = peak;
+  const double usable = usable_memory_gib(sc.cluster.gpu);
+  q.fits = peak <= usable;
+  if (!q.fits) {
+    q.reject_reason = "needs " + gib_text(peak) + " GiB per GPU, " + sc.cluster.gpu.name + " has " +
+                      gib_text(usable) + " GiB usable (" + gib_text(sc.cluster.gpu.memory_gib) +
+                      " minus the framework reserve)";
+  }
+  return q;
+}
+
+BackendResult estimate_plan(const Scenario& sc, const Plan& p) {
+  BackendResult r;
+  r.backend = "analytical";
+  r.plan = p;
+  r.warnings = plan_warnings(sc, p);
+  const ModelShape m = model_shape(sc.model);
+  const std::string problem = plan_problem(sc, p, m);
+  const double usable = usable_memory_gib(sc.cluster.gpu);
+  r.memory.capacity_gib = usable;
+  if (!problem.empty()) {
+    r.memory.fits = false;
+    return r;
+  }
+  const std::vector<int64_t> layers = stage_layers(m, p);
+  const Ctx c = make_ctx(sc);
+  const LayerCompute lc = layer_compute(c, m, p);
+  const LayerCosts L = layer_costs_impl(sc, p, m, c, lc);
+  const IterationModel it = iteration(sc, p, m, c, lc, L, layers, true);
+
+  r.iteration_time_s = it.iteration_s;
+  r.time_breakdown_s = it.breakdown;
+  r.communication = it.comm;
+  const double tokens = static_cast<double>(sc.training.global_batch_size) * static_cast<double>(m.seq);
+  r.tokens_per_s = tokens / it.iteration_s;
+  const FlopsPerIteration f = flops_per_iteration(m, sc.training, p.recompute);
+  r.model_flops_per_iteration = f.model;
+  r.hardware_flops_per_iteration = f.hardware;
+  const double gpus = static_cast<double>(p.world_size());
+  r.model_tflops_per_gpu = f.model / it.iteration_s / gpus / kTera;
+  r.hardware_tflops_per_gpu = f.hardware / it.iteration_s / gpus / kTera;
+  const double peak = peak_tflops(sc.cluster.gpu, sc.training.precision);
+  r.mfu = peak > 0 ? r.model_tflops_per_gpu / peak : 0;
+  r.hfu = peak > 0 ? r.hardware_tflops_per_gpu / peak : 0;
+
+  double peak_gib = 0;
+  for (int64_t st = 0; st < p.pp; ++st) {
+    const MemoryBreakdown mem = stage_memory(m, sc, p, st, layers[static_cast<size_t>(st)]);
+    StageMemory sm;
+    sm.stage = st;
+    sm.layers = layers[static_cast<size_t>(st)];
+    sm.weights_gib = bytes_to_gib(mem.weights_bytes);
+    sm.gradients_gib = bytes_to_gib(mem.gradients_bytes);
+    sm.optimizer_gib = bytes_to_gib(mem.optimizer_bytes);
+    sm.activations_gib = bytes_to_gib(mem.activations_bytes);
+    sm.buffers_gib = bytes_to_gib(mem.buffers_bytes);
+    sm.total_gib = bytes_to_gib(mem.total_bytes());
+    peak_gib = std::max(peak_gib, sm.total_gib);
+    r.memory.stages.push_back(sm);
+  }
+  r.memory.peak_gib = peak_gib;
+  r.memory.fits = peak_gib <= usable;
+  return r;
+}
+
+}  // namespace monarch

@@ -1,0 +1,598 @@
+// Per-layer forward/backward compute and communication of a transformer (dense and MoE) under a plan.
+#include "core/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "core/collectives.h"
+#include "core/framework_rules.h"
+#include "core/plan_warnings.h"
+#include "core/profile.h"
+#include "core/units.h"
+#include "core/cost_model_internal.h"
+
+namespace monarch {
+
+using namespace cost_detail;
+
+// ============================================================================ layer costs
+
+namespace {
+
+// Host floor of eager PyTorch: every op a layer runs costs the host its Python call, the ATen
+// dispatcher, autograd recording and cudaLaunchKernel before its kernel reaches the stream,
+// ~5-25 us per op (PyTorch dispatch chain: ~1 us Python, ~1 us pybind11, 1-3 us autograd, 1-2 us
+// dispatcher, 1-5 us backend selection, 1-3 us cudaLaunchKernel; Kineto traces of Megatron-LM
+// layers show 10-20 us CPU per aten op on A100 hosts). When a layer's kernels run faster than
+// that, the GPU idles between them: a pass takes max(GPU time, host time) (the host runs ahead
+// while long kernels queue, so only the excess shows).
+constexpr double kEagerHostPerOp_s = 15e-6;
+// PyTorch ops one transformer layer dispatches, counted in Megatron-LM's ParallelTransformerLayer
+// (megatron/model/transformer.py, the Megatron-DeepSpeed fork alike) with the fused LayerNorm,
+// scale-mask-softmax, bias-GeLU and bias-dropout-add kernels: forward, LayerNorm; QKV linear,
+// view, split; attention: 2 views, empty buffer, baddbmm, view, fused softmax, RNG-tracker fork,
+// dropout, 2 views, bmm, view, permute, contiguous, view; projection linear; TP all-reduce;
+// bias-dropout-add (bias add, dropout, residual add); LayerNorm; fc1 linear, bias-GeLU, fc2
+// linear, TP all-reduce, bias-dropout-add; module calls (8 nn.Module __call__ with hooks) -> 36.
+constexpr double kLayerForwardHostOps = 36.0;
+// Backward: about two ops per forward op. Megatron's linear layers, fused LayerNorm, fused
+// softmax, bias-GeLU, the TP region copies and the checkpointed block are Python
+// torch.autograd.Functions, so their backward runs Python again, and each linear layer's backward
+// issues an input-gradient GEMM, a weight-gradient GEMM (accumulating into main_grad) and a bias
+// gradient reduction; the views get view-backward nodes; 12 parameter tensors (4 weights,
+// 4 biases, 2 LayerNorms x 2) get gradient-accumulation ops -> 72.
+constexpr double kLayerBackwardHostOps = 72.0;
+// FlashAttention efficiency falls for short sequences: s / (s + kFlashSeqHalf). FA2 on A100
+// runs causal hdim-128 forward at ~130 TFLOP/s at 512 tokens vs ~195 at 8k (Dao 2023).
+constexpr double kFlashSeqHalf_tokens = 256.0;
+// FlashAttention backward does 5 matmuls (recomputing the scores) for the forward's 2.
+constexpr double kFlashBackwardFlopsRatio = 2.5;
+// Context-parallel ring attention (Transformer Engine): per ring step the partial results
+// are merged in fp32, one read and one write of 4 bytes per element.
+constexpr double kCpMergeBytesPerElement = 8.0;
+// Causal attention: flash kernels skip the tiles above the diagonal (half the work).
+constexpr double kCausalWorkFraction = 0.5;
+// Elementwise backward kernels read the saved input and the incoming gradient and write the
+// outgoing gradient: about twice the forward traffic.
+constexpr double kBackwardElementwiseFactor = 2.0;
+// Fused vocab-parallel cross entropy per logit element: forward reads the 16-bit logits and
+// makes fp32 max/exp/sum passes (2 + 3 x 4 bytes); backward reads fp32 softmax and writes the
+// gradient (4 + 2 + 4 bytes). Megatron-LM cross_entropy.py.
+constexpr double kLossForwardBytesPerLogit = 14.0;
+constexpr double kLossBackwardBytesPerLogit = 10.0;
+// Fp8 (Transformer Engine): each fp8 GEMM operand is cast (read 16-bit, write fp8) and, for
+// the wgrad/dgrad GEMMs on Hopper, transposed (write fp8 again): 2 + 1 + 1 bytes per element.
+constexpr double kFp8CastBytesPerElement = 4.0;
+// Vocabulary-parallel cross-entropy reduces in fp32: Megatron-LM's _VocabParallelCrossEntropy
+// casts the logits to float before its all-reduces of the max logit, the target logit and the
+// sum of exponentials (megatron/core/tensor_parallel/cross_entropy.py).
+constexpr double kLossReduceBytesPerToken = 4.0;
+// Zeroing the fp32 gradient buffer each iteration (write 4 bytes per parameter held).
+constexpr double kGradZeroBytesPerParam = 4.0;
+// TP communication overlap (Transformer Engine userbuffers, Megatron --tp-comm-overlap, NeMo
+// tp_comm_overlap): the overlapped collectives run as kernels that hold SMs while the GEMM they
+// hide behind runs on the rest. SMs per overlapped GEMM in NeMo's / Megatron-Bridge's H100
+// configs (comm_overlap.py, userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192): pipelined
+// reduce-scatter after the projection and fc2 24 and 16, bulk overlaps in the backward 4, 24, 2
+// and 4, ring-exchange all-gathers on the copy engines (0-1): 7.4 on average over a layer's ten
+// overlapped GEMMs (fp8 and GPT-3 175B configs 3.6-3.9).
+constexpr double kTpOverlapCommSms = 8.0;
+
+// --- Mixture-of-experts layers (Megatron-Core MoELayer: TopKRouter, MoEAlltoAllTokenDispatcher,
+// TEGroupedMLP; megatron/core/transformer/moe/).
+//
+// Dropless load imbalance: tokens routed to the busiest expert / the mean per expert, within
+// one micro-batch, once the auxiliary load-balancing loss (coefficient 1e-2, Megatron's
+// recommendation) has settled. Measured: Mixtral 8x7B routes ~10-16% of a domain's tokens to
+// each of its 8 experts against the uniform 12.5% (Jiang et al. 2024, Mixtral of Experts,
+// arXiv:2401.04088, Fig. 7: max / mean ~1.3 per layer and domain); aux-loss-balanced 64-expert
+// models keep the busiest expert at ~1.5-1.7x the mean over whole validation sets (Wang et al.
+// 2024, Auxiliary-Loss-Free Load Balancing, arXiv:2408.15664, MaxVio ~0.5-0.7). Megatron-Core's
+// MoE README warns of worse imbalance in the first few hundred steps. 1.3: converged
+// coarse-grained routing, the regime of published throughput runs.
+constexpr double kMoeExpertLoadImbalance = 1.3;
+// Small kernels of one MoE layer's router and dispatcher per forward (and again per backward),
+// with --moe-permute-fusion and without router fusion, counted from router.py and
+// token_dispatcher.py (Megatron-Core 0.9-0.12): router logits cast to fp32, softmax, top-k,
+// probability gather, aux loss (token counts, mean probabilities, product, sum, scale), z-loss;
+// dispatcher: tokens per expert, split sizes, fused permute, chunk sort, fused unpermute,
+// probability scaling. Each costs at least one kernel gap (kKernelGap_s).
+constexpr double kMoeRouterDispatchKernels = 20.0;
+// Dropless dispatch sizes its all-to-all and the grouped GEMM's m_splits on the host:
+// MoEAlltoAllTokenDispatcher copies the per-expert token counts to the CPU and synchronizes the
+// stream once per forward. The GPU queue drains, and idles until the host has dispatched the
+// next kernels (PyTorch eager dispatch and launch of the all-to-all and the permutation,
+// ~30-50 us between the sync and the next kernel in Nsight Systems traces of MoE layers).
+constexpr double kMoeHostSync_s = 40e-6;
+
+// How much longer the busiest rank of the expert-parallel group works than the mean, for one
+// MoE layer. Drop-and-pad routing gives every expert exactly its capacity (1). Dropless routing
+// lets the busiest expert's rank pace the all-to-all and the expert GEMMs; a rank holds E/ep
+// experts whose excess loads add up like independent deviations, so its relative excess falls
+// as 1/sqrt(E/ep). With ep == 1 no rank waits for another.
+double moe_rank_imbalance(const ModelShape& m, const Plan& p) {
+  if (!m.moe() || !m.dropless || p.ep <= 1) return 1.0;
+  const double local_experts = static_cast<double>(m.experts) / static_cast<double>(p.ep);
+  return 1.0 + (kMoeExpertLoadImbalance - 1.0) / std::sqrt(local_experts);
+}
+
+}  // namespace
+
+namespace cost_detail {
+
+Ctx make_ctx(const Scenario& s) {
+  Ctx c;
+  c.gpu = &s.cluster.gpu;
+  c.prof = &gpu_profile(s.cluster.gpu);
+  c.prec = effective_precision(s.cluster.gpu, s.training.precision);
+  c.prec16 = c.prec == Precision::kFp8 ? Precision::kBf16 : c.prec;
+  c.e = bytes_per_element(s.training.precision);
+  c.peak_gemm = peak_tflops(s.cluster.gpu, c.prec) * kTera;
+  c.peak16 = peak_tflops(s.cluster.gpu, c.prec16) * kTera;
+  c.hbm = hbm_bytes_per_s(s.cluster.gpu, *c.prof);
+  c.cal = profile_of(s.cluster.gpu);
+  return c;
+}
+
+}  // namespace cost_detail
+
+namespace {
+
+// One GEMM (m x k) . (k x n), `batch` times, in precision p. Operand bytes per element `ein`,
+// output `eout`; `c_extra_bytes` adds accumulation traffic (fp32 main_grad read + write).
+Op gemm(const Ctx& c, Precision p, double m, double n, double k, double batch, double ein, double eout,
+        double c_extra_bytes = 0) {
+  Op o;
+  o.flops = 2.0 * m * n * k * batch;
+  o.bytes = batch * (ein * (m * k + k * n) + eout * m * n) + c_extra_bytes;
+  double rate = profile_flops_per_s(c.cal, *c.prof, p, m * batch, n, k);  // batched: as one taller GEMM
+  if (!(rate > 0)) rate = (p == c.prec ? c.peak_gemm : c.peak16) * gemm_eff(*c.prof, p, m, n, k, batch);
+  o.s = std::max(o.flops / rate, o.bytes / c.hbm) + kKernelGap_s;
+  return o;
+}
+
+Op elementwise(const Ctx& c, double bytes) {
+  Op o;
+  o.bytes = bytes;
+  o.s = bytes / c.hbm + kKernelGap_s;
+  return o;
+}
+
+// Forward GEMM and its backward pair (dgrad + wgrad accumulating into fp32 main_grad).
+struct GemmCost {
+  Op fwd, bwd;
+};
+GemmCost linear(const Ctx& c, double m, double n, double k, bool fp8_ok, double batch = 1.0) {
+  const Precision p = fp8_ok ? c.prec : c.prec16;
+  const double ein = p == Precision::kFp8 ? 1.0 : c.e;
+  GemmCost g;
+  g.fwd = gemm(c, p, m, n, k, batch, ein, c.e);
+  g.bwd = gemm(c, p, m, k, n, batch, ein, c.e);                         // dgrad: dX = dY W^T
+  g.bwd += gemm(c, p, k, n, m, batch, ein, 4.0, batch * 4.0 * k * n);  // wgrad into fp32 main_grad
+  if (p == Precision::kFp8) {
+    g.fwd += elementwise(c, kFp8CastBytesPerElement * m * k * batch);
+    g.bwd += elementwise(c, kFp8CastBytesPerElement * m * n * batch);
+  }
+  return g;
+}
+
+}  // namespace
+
+namespace cost_detail {
+
+LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
+  LayerCompute lc;
+  const double t = static_cast<double>(p.tp);
+  const double b = static_cast<double>(p.micro_batch_size);
+  const double s = static_cast<double>(m.seq);
+  const double s_local = s / static_cast<double>(p.cp);
+  const double T = b * s_local;
+  const double h = static_cast<double>(m.hidden);
+  const double q = static_cast<double>(m.heads * m.head_dim);
+  const double kv = static_cast<double>(m.kv_heads * m.head_dim);
+  const double d = static_cast<double>(m.head_dim);
+  const double heads_local = static_cast<double>(m.heads) / t;
+  const double T_rep = p.sequence_parallel ? T / t : T;  // tokens of the replicated region
+  const double e = c.e;
+
+  // --- GEMMs
+  GemmCost gemms[5];
+  int n_gemms = 0;
+  int first_moe_gemm = 5;  // gemms from here on belong to the MoE block
+  gemms[n_gemms++] = linear(c, T, (q + 2.0 * kv) / t, h, true);  // QKV
+  gemms[n_gemms++] = linear(c, T, h, q / t, true);               // attention projection
+  if (m.moe()) {
+    // Token flow (model_math.h MoeTokenFlow): the router sees the T / tp tokens of this rank's
+    // sequence shard; each of the E / ep local experts computes on its capacity slots from every
+    // rank of the EP group and of the ETP group (ep x etp x cap rows), 1/etp of its columns:
+    // the FLOPs per rank are the same for every etp.
+    const MoeTokenFlow f = moe_token_flow(m, p);
+    const double E = static_cast<double>(m.experts);
+    first_moe_gemm = n_gemms;
+    gemms[n_gemms++] = linear(c, f.routed_tokens, E, h, false);  // router
+    gemms[n_gemms++] = linear(c, f.rows_per_expert, (m.gated_mlp ? 2.0 : 1.0) * f.expert_ffn_local, h, true, f.local_experts);
+    gemms[n_gemms++] = linear(c, f.rows_per_expert, h, f.expert_ffn_local, true, f.local_experts);  // row-parallel partial sums
+  } else {
+    const double f = static_cast<double>(m.ffn);
+    gemms[n_gemms++] = linear(c, T, (m.gated_mlp ? 2.0 : 1.0) * f / t, h, true);  // fc1 (gate+up)
+    gemms[n_gemms++] = linear(c, T, h, f / t, true);                               // fc2
+  }
+  // TP communication overlap with sequence parallelism splits each forward GEMM that an
+  // all-gather feeds (QKV, fc1) or a reduce-scatter drains (projection, fc2) into tp chunks of
+  // T / tp rows, one per ring step (Transformer Engine userbuffers split_overlap_ag /
+  // split_overlap_rs; the pipelined reduce-scatter uses num_splits = 4 in NeMo's configs): tp
+  // smaller GEMMs, each with its own wave quantization and kernel launch.
+  if (p.tp_comm_overlap && p.tp > 1 && p.sequence_parallel && !m.moe()) {
+    const double dims[4][2] = {{(q + 2.0 * kv) / t, h}, {h, q / t},
+                               {(m.gated_mlp ? 2.0 : 1.0) * static_cast<double>(m.ffn) / t, h},
+                               {h, static_cast<double>(m.ffn) / t}};
+    for (int i = 0; i < 4; ++i) {
+      const Op one = linear(c, T / t, dims[i][0], dims[i][1], true).fwd;
+      gemms[i].fwd = Op{t * one.s, t * one.flops, t * one.bytes};
+    }
+  }
+  for (int i = 0; i < n_gemms; ++i) {
+    const GemmCost& g = gemms[i];
+    lc.fwd += g.fwd;
+    lc.bwd += g.bwd;
+    lc.gemm_fwd_s += g.fwd.s;
+    lc.gemm_bwd_s += g.bwd.s;
+    if (i >= first_moe_gemm) {
+      lc.moe_fwd += g.fwd;
+      lc.moe_bwd += g.bwd;
+    }
+  }
+
+  // --- attention core
+  Op attn_fwd, attn_bwd;
+  if (m.attention == AttentionKernel::kFlash) {
+    // Local queries against the causal half of all keys (ring attention balances the halves).
+    const double work = 4.0 * T * s * kCausalWorkFraction * q / t;
+    const double seq_eff = s_local / (s_local + kFlashSeqHalf_tokens);
+    attn_fwd.flops = work;
+    const double clock = c.prof->sustained_clock_fraction;
+    attn_fwd.s = work / (c.peak16 * clock * c.prof->flash_forward_efficiency * seq_eff) + kKernelGap_s;
+    attn_fwd.bytes = e * T * (2.0 * q + 2.0 * kv) / t;
+    attn_bwd.flops = kFlashBackwardFlopsRatio * work;
+    attn_bwd.s = attn_bwd.flops / (c.peak16 * clock * c.prof->flash_backward_efficiency * seq_eff) + kKernelGap_s;
+    attn_bwd.bytes = 2.0 * attn_fwd.bytes;
+  } else {
+    // Materialized scores: batched GEMMs over b x a/t heads, full s x s (masking does not
+    // skip work), fused scale-mask-softmax, dropout.
+    const double batch = b * heads_local;
+    const double scores = batch * s_local * s;  // elements
+    attn_fwd += gemm(c, c.prec16, s_local, s, d, batch, e, e);  // Q K^T
+    attn_fwd += elementwise(c, 2.0 * e * scores);               // softmax: read, write
+    if (m.attention_dropout) attn_fwd += elementwise(c, (2.0 * e + 1.0) * scores);  // dropout + mask
+    attn_fwd += gemm(c, c.prec16, s_local, d, s, batch, e, e);  // P V
+    attn_bwd += gemm(c, c.prec16, s_local, s, d, batch, e, e);  // dP = dO V^T
+    attn_bwd += gemm(c, c.prec16, s, d, s_local, batch, e, e);  // dV = P^T dO
+    if (m.attention_dropout) attn_bwd += elementwise(c, (2.0 * e + 1.0) * scores);
+    attn_bwd += elementwise(c, 3.0 * e * scores);               // softmax backward
+    attn_bwd += gemm(c, c.prec16, s_local, d, s, batch, e, e);  // dQ = dS K
+    attn_bwd += gemm(c, c.prec16, s, d, s_local, batch, e, e);  // dK = dS^T Q
+  }
+  if (p.cp > 1 && m.attention == AttentionKernel::kFlash) {
+    // Ring attention merges each step's partial output into an fp32 accumulator rescaled by
+    // the log-sum-exp (forward), and accumulates dQ, dK, dV in fp32 across steps (backward).
+    const double steps = static_cast<double>(p.cp);
+    attn_fwd += elementwise(c, steps * kCpMergeBytesPerElement * T * q / t);
+    attn_bwd += elementwise(c, steps * kCpMergeBytesPerElement * T * (q + 2.0 * kv) / t);
+  }
+  lc.attn_fwd = attn_fwd;
+  lc.fwd += attn_fwd;
+  lc.bwd += attn_bwd;
+
+  // --- elementwise (forward bytes; backward kBackwardElementwiseFactor x)
+  double ew = 0;
+  double moe_expert_ew_bytes = 0;  // of ew: the experts' activation and the permutations
+  const double norm_rw = 2.0 * e * h * T_rep;  // read input, write output
+  ew += 2.0 * norm_rw;                         // two norms
+  const double mask = m.dropout ? 1.0 : 0.0;
+  ew += 2.0 * (3.0 * e + mask) * h * T_rep;    // two (bias-dropout-)residual adds
+  if (m.moe()) {
+    const MoeTokenFlow f = moe_token_flow(m, p);
+    const double moe_ew = (m.gated_mlp ? 3.0 : 2.0) * e * f.expert_ffn_local * f.expert_rows  // activation
+                          + 4.0 * e * h * f.dispatch_rows;  // permute and unpermute (this rank's routed copies)
+    ew += moe_ew;
+    moe_expert_ew_bytes = moe_ew;
+    // The block's share of the one fused elementwise pass below (no extra kernel gap).
+    lc.moe_fwd.bytes += moe_ew;
+    lc.moe_fwd.s += moe_ew / c.hbm;
+    lc.moe_bwd.bytes += kBackwardElementwiseFactor * moe_ew;
+    lc.moe_bwd.s += kBackwardElementwiseFactor * moe_ew / c.hbm;
+  } else {
+    const double f = static_cast<double>(m.ffn) / t;
+    ew += (m.gated_mlp ? 3.0 : 2.0) * e * f * T;  // SwiGLU (read 2, write 1) or bias-GeLU
+  }
+  if (!m.learned_positions) ew += 2.0 * e * (q + kv) / t * T;  // rotary embedding on q and k
+  lc.fwd += elementwise(c, ew);
+  lc.bwd += elementwise(c, kBackwardElementwiseFactor * ew);
+
+  // --- MoE router and dispatcher kernels, host sync, and the busiest rank's extra work
+  if (m.moe()) {
+    const double ep = static_cast<double>(std::max<int64_t>(p.ep, 1));
+    const double local_experts = static_cast<double>(m.experts) / ep;
+    // Rows the rank's experts see: E x cap received, times etp after the expert-TP all-gather.
+    const double routed = moe_token_flow(m, p).expert_rows;
+    Op dispatch_fwd, dispatch_bwd;
+    // With ep > 1 and several experts per rank the received tokens arrive grouped by source
+    // rank: the dispatcher sorts them into per-expert chunks after the dispatch all-to-all (and
+    // the expert-TP all-gather) and back before the combine (sort_chunks_by_idxs), reading and
+    // writing every row each time; the backward applies the inverse sorts.
+    if (p.ep > 1 && local_experts > 1.0) dispatch_fwd.bytes = dispatch_bwd.bytes = 2.0 * 2.0 * e * h * routed;
+    dispatch_fwd.s = dispatch_fwd.bytes / c.hbm + kMoeRouterDispatchKernels * kKernelGap_s + (m.dropless ? kMoeHostSync_s : 0.0);
+    dispatch_bwd.s = dispatch_bwd.bytes / c.hbm + kMoeRouterDispatchKernels * kKernelGap_s;
+    // Dropless: the busiest rank of the EP group keeps the others waiting at the combine
+    // all-to-all for (imbalance - 1) x its expert GEMMs and expert elementwise passes.
+    const double r = moe_rank_imbalance(m, p);
+    Op wait_fwd, wait_bwd;
+    if (r > 1.0) {
+      double expert_fwd_s = moe_expert_ew_bytes / c.hbm, expert_bwd_s = kBackwardElementwiseFactor * moe_expert_ew_bytes / c.hbm;
+      for (int i = first_moe_gemm + 1; i < n_gemms; ++i) {  // the expert GEMMs (after the router)
+        expert_fwd_s += gemms[i].fwd.s;
+        expert_bwd_s += gemms[i].bwd.s;
+      }
+      wait_fwd.s = (r - 1.0) * expert_fwd_s;
+      wait_bwd.s = (r - 1.0) * expert_bwd_s;
+    }
+    for (const Op& o : {dispatch_fwd, wait_fwd}) {
+      lc.fwd += o;
+      lc.moe_fwd += o;
+    }
+    for (const Op& o : {dispatch_bwd, wait_bwd}) {
+      lc.bwd += o;
+      lc.moe_bwd += o;
+    }
+  }
+
+  if (p.recompute == Recompute::kFull) lc.recompute = lc.fwd;
+  if (p.recompute == Recompute::kSelective) lc.recompute = attn_fwd;
+  // The floor is PyTorch's: a device measured by monarch-calibrate as a CPU runs the project's
+  // own runtime (C++ calling BLAS, no Python dispatch), so none there.
+  const bool eager = c.cal == nullptr || c.cal->device_kind == DeviceKind::kGpu;
+  lc.host_fwd_s = eager ? kLayerForwardHostOps * kEagerHostPerOp_s : 0.0;
+  lc.host_bwd_s = eager ? kLayerBackwardHostOps * kEagerHostPerOp_s : 0.0;
+  // Full recompute runs the layer's forward again inside the backward (a checkpointed block:
+  // the same ops from Python again); selective recompute only the attention core's few ops.
+  if (p.recompute == Recompute::kFull) lc.host_recompute_s = lc.host_fwd_s;
+  return lc;
+}
+
+LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape& m, const Ctx& c,
+                            const LayerCompute& lc) {
+  LayerCosts out;
+  out.forward_s = lc.fwd.s;
+  out.backward_s = lc.bwd.s;
+  out.recompute_s = lc.recompute.s;
+  out.host_forward_s = std::max(0.0, lc.host_fwd_s - lc.fwd.s);
+  out.host_backward_s = std::max(0.0, lc.host_bwd_s - lc.bwd.s);
+  out.host_recompute_s = std::max(0.0, lc.host_recompute_s - lc.recompute.s);
+  out.forward_flops = lc.fwd.flops;
+  out.backward_flops = lc.bwd.flops;
+  out.recompute_flops = lc.recompute.flops;
+  out.forward_mem_bytes = lc.fwd.bytes;
+  out.backward_mem_bytes = lc.bwd.bytes;
+  out.recompute_mem_bytes = lc.recompute.bytes;
+  out.moe_forward_s = lc.moe_fwd.s;
+  out.moe_backward_s = lc.moe_bwd.s;
+  out.moe_forward_flops = lc.moe_fwd.flops;
+  out.moe_backward_flops = lc.moe_bwd.flops;
+  out.moe_forward_mem_bytes = lc.moe_fwd.bytes;
+  out.moe_backward_mem_bytes = lc.moe_bwd.bytes;
+
+  const ClusterConfig& cl = sc.cluster;
+  const int64_t gpn = cl.gpus_per_node;
+  const double t = static_cast<double>(p.tp);
+  const double T = static_cast<double>(p.micro_batch_size) * static_cast<double>(m.seq) / static_cast<double>(p.cp);
+  const double h = static_cast<double>(m.hidden);
+  const double e = c.e;
+  const bool full = p.recompute == Recompute::kFull;
+
+  // --- tensor parallel
+  if (p.tp > 1) {
+    const GroupSpan span = group_span(GroupKind::kTp, p, gpn);
+    const int64_t S = static_cast<int64_t>(e * T * h);
+    double hidden_window_s = 0;  // collectives hidden behind GEMMs
+    double total = 0, exposed = 0;
+    if (p.sequence_parallel) {
+      const double ag = collective_time_s(CollectiveKind::kAllGather, S, span, cl);
+      const double rs = collective_time_s(CollectiveKind::kReduceScatter, S, span, cl);
+      // Blocks with a TP (sequence-parallel) gather / scatter pair: attention and the dense MLP.
+      // An MoE layer's MLP block takes the sequence shard as it is (Megatron-Core MoELayer: the
+      // router sees the T / tp local tokens; its only TP-like traffic is the expert-TP
+      // all-gather / reduce-scatter on kExpertTp), so only attention has the pair there.
+      // The CPU runtime measures exactly this (realrt_measure_tests).
+      const int32_t blocks = m.moe() ? 1 : 2;
+      const int32_t fwd_n = blocks, bwd_n = blocks + (full ? blocks : 0);
+      // Backward: reduce-scatter of the input gradients (1 per block), all-gather of the output
+      // gradients (1 per block), and the all-gather of the saved (sharded) inputs again for the
+      // weight gradients, which Megatron overlaps with the dgrad GEMM (1 per block).
+      const int32_t rec_n = full ? blocks : 0;
+      out.collectives.push_back({CollectiveKind::kAllGather, GroupKind::kTp, S, fwd_n, 2 * blocks, rec_n, ag});
+      out.collectives.push_back({CollectiveKind::kReduceScatter, GroupKind::kTp, S, fwd_n, blocks, rec_n, rs});
+      total = (fwd_n + bwd_n + blocks) * ag + (fwd_n + bwd_n) * rs;
+      const double redo = static_cast<double>(blocks) * ag;
+      const double redo_exposed = std::max(0.0, redo - kOverlapEfficiency * 0.5 * lc.gemm_bwd_s);
+      exposed = (fwd_n + bwd_n) * (ag + rs) + redo_exposed;
+      hidden_window_s = lc.gemm_fwd_s * (full ? 2.0 : 1.0) + lc.gemm_bwd_s;
+    } else {
+      const double ar = collective_time_s(CollectiveKind::kAllReduce, S, span, cl);
+      const int32_t fwd_n = 2, bwd_n = 2 + (full ? 2 : 0);
+      out.collectives.push_back({CollectiveKind::kAllReduce, GroupKind::kTp, S, fwd_n, 2, full ? 2 : 0, ar});
+      total = (fwd_n + bwd_n) * ar;
+      exposed = total;
+      hidden_window_s = lc.gemm_fwd_s * (full ? 2.0 : 1.0) + lc.gemm_bwd_s;
+    }
+    if (p.tp_comm_overlap) {
+      exposed = std::max(0.0, total - kOverlapEfficiency * hidden_window_s);
+      // While hidden, the communication kernels hold kTpOverlapCommSms of the SMs the GEMMs
+      // would use.
+      exposed += (total - exposed) * kTpOverlapCommSms / static_cast<double>(c.prof->sm_count);
+    }
+    out.tp_total_s = total;
+    out.tp_exposed_s = exposed;
+  }
+
+  // --- context parallel: ring exchange of K and V (Megatron/TE P2P ring attention), hidden
+  // behind the attention steps.
+  if (p.cp > 1) {
+    const GroupSpan span = group_span(GroupKind::kCp, p, gpn);
+    const double kv = static_cast<double>(m.kv_heads * m.head_dim);
+    const int64_t kv_bytes = static_cast<int64_t>(e * T * 2.0 * kv / t);
+    const double hops = static_cast<double>(p.cp - 1);
+    const double hop_s = p2p_time_s(kv_bytes, span.crosses_nodes(), cl);
+    out.cp_send_bytes_forward = static_cast<int64_t>(hops) * kv_bytes;
+    out.cp_send_bytes_backward = 2 * out.cp_send_bytes_forward;  // K, V again and dK, dV
+    out.cp_time_forward_s = hops * hop_s;
+    out.cp_time_backward_s = 2.0 * hops * hop_s;
+    out.cp_total_s = out.cp_time_forward_s * (full ? 2.0 : 1.0) + out.cp_time_backward_s;
+    const double attn_s = lc.attn_fwd.s;
+    const double fwd_exposed = std::max(0.0, out.cp_time_forward_s - kOverlapEfficiency * attn_s);
+    const double bwd_exposed = std::max(0.0, out.cp_time_backward_s - kOverlapEfficiency * kFlashBackwardFlopsRatio * attn_s);
+    out.cp_exposed_s = fwd_exposed * (full ? 2.0 : 1.0) + bwd_exposed;
+  }
+
+  // --- expert parallel: token dispatch and combine, and the expert-TP gather / scatter
+  // (docs/analytical_model.md, "Mixture of experts"). Both sit on the critical path between attention and the experts (the
+  // experts need the tokens), so they are exposed, not overlapped. Their time is the layer's
+  // EP communication (TimeBreakdown::ep_comm holds the expert block's all-to-all and ETP time).
+  const MoeTokenFlow flow = moe_token_flow(m, p);
+  if (m.moe() && p.ep > 1) {
+    const GroupSpan span = group_span(GroupKind::kEp, p, gpn);
+    // NCCL size of one all-to-all: every rank sends capacity slots of every expert for the
+    // T / tp tokens it routes, padded (Megatron's drop-and-pad dispatch,
+    // moe_pad_expert_input_to_capacity), so the send buffer is E x cap x h; 1/ep of it to each
+    // EP peer (itself included).
+    const int64_t S = static_cast<int64_t>(e * flow.dispatch_rows * h);
+    double a2a = collective_time_s(CollectiveKind::kAllToAll, S, span, cl);
+    a2a *= moe_rank_imbalance(m, p);  // dropless: the busiest rank's receive paces the exchange
+    const int32_t fwd_n = 2, bwd_n = 2 + (full ? 2 : 0);
+    out.collectives.push_back({CollectiveKind::kAllToAll, GroupKind::kEp, S, fwd_n, 2, full ? 2 : 0, a2a});
+    out.ep_total_s += (fwd_n + bwd_n) * a2a;
+    out.ep_exposed_s += (fwd_n + bwd_n) * a2a;
+  }
+  if (m.moe() && p.expert_tp() > 1) {
+    // Expert tensor parallel: after the dispatch every expert-TP rank all-gathers the rows of
+    // its etp peers (NCCL size: the gathered etp x E x cap x h tensor, as the TP sequence-parallel
+    // all-gather); after the experts the row-parallel fc2 partial sums are reduce-scattered back
+    // (same size). Backward: all-gather of the output gradients, reduce-scatter of the input
+    // gradients. Full recompute repeats the forward pair.
+    const GroupSpan span = group_span(GroupKind::kExpertTp, p, gpn);
+    const int64_t S = static_cast<int64_t>(e * flow.expert_rows * h);
+    const double ag = collective_time_s(CollectiveKind::kAllGather, S, span, cl);
+    const double rs = collective_time_s(CollectiveKind::kReduceScatter, S, span, cl);
+    const int32_t rec_n = full ? 1 : 0;
+    out.collectives.push_back({CollectiveKind::kAllGather, GroupKind::kExpertTp, S, 1, 1, rec_n, ag});
+    out.collectives.push_back({CollectiveKind::kReduceScatter, GroupKind::kExpertTp, S, 1, 1, rec_n, rs});
+    const double total = (2 + rec_n) * (ag + rs);
+    out.ep_total_s += total;
+    out.ep_exposed_s += total;
+  }
+
+  // --- embedding (first stage) and output layer + loss (last stage)
+  const double V = static_cast<double>(m.vocab);
+  {
+    Op fwd = elementwise(c, 2.0 * e * T * h);  // gather rows, write
+    // Backward: dense embedding gradient (V/t x h, 16-bit) accumulated into fp32 main_grad.
+    Op bwd = elementwise(c, V / t * h * (e + 8.0) + e * T * h);
+    out.embedding_forward_s = fwd.s;
+    out.embedding_backward_s = bwd.s;
+    out.embedding_forward_mem_bytes = fwd.bytes;
+    out.embedding_backward_mem_bytes = bwd.bytes;
+  }
+  double output_dgrad_s = 0;  // the output layer's input-gradient GEMM
+  {
+    const double T_out = T;  // the output GEMM sees all local tokens (sequence gathered)
+    GemmCost g = linear(c, T_out, V / t, h, false);
+    output_dgrad_s = gemm(c, c.prec16, T_out, h, V / t, 1.0, c.e, c.e).s;
+    Op norm = elementwise(c, 2.0 * e * h * (p.sequence_parallel ? T / t : T));
+    Op loss_f = elementwise(c, kLossForwardBytesPerLogit * T_out * V / t);
+    Op loss_b = elementwise(c, kLossBackwardBytesPerLogit * T_out * V / t);
+    out.output_forward_s = g.fwd.s + norm.s + loss_f.s;
+    out.output_backward_s = g.bwd.s + kBackwardElementwiseFactor * norm.s + loss_b.s;
+    out.output_forward_flops = g.fwd.flops;
+    out.output_backward_flops = g.bwd.flops;
+    out.output_forward_mem_bytes = g.fwd.bytes + norm.bytes + loss_f.bytes;
+    out.output_backward_mem_bytes = g.bwd.bytes + kBackwardElementwiseFactor * norm.bytes + loss_b.bytes;
+  }
+
+  // --- tensor-parallel collectives outside the layers, per micro-batch (see cost_model.h).
+  // Megatron-LM: VocabParallelEmbedding (reduce_from_tensor_model_parallel_region, or
+  // reduce_scatter_to_sequence_parallel_region with sequence parallelism), the output layer's
+  // ColumnParallelLinear (copy_to_tensor_model_parallel_region: all-reduce of the input
+  // gradient; sequence parallel: all-gather in, reduce-scatter of the input gradient) and
+  // vocab_parallel_cross_entropy. With learned positions and sequence parallelism Megatron-Core
+  // all-reduces the embedding and splits it instead (LanguageModelEmbedding); this model takes
+  // the reduce-scatter for every model (the reduce_scatter_embeddings path), as the CPU runtime
+  // does, and the position embedding's gradient joins the replicated parameters' all-reduce.
+  if (p.tp > 1) {
+    const GroupSpan span = group_span(GroupKind::kTp, p, gpn);
+    const int64_t S = static_cast<int64_t>(e * T * h);                       // one [T, h] activation
+    const int64_t ce = static_cast<int64_t>(kLossReduceBytesPerToken * T);  // one fp32 value per token
+    auto col = [&](CollectiveKind k, int64_t bytes, int32_t fwd, int32_t bwd, bool fp32 = false) {
+      return LayerCosts::Collective{k, GroupKind::kTp, bytes, fwd, bwd, 0, collective_time_s(k, bytes, span, cl), fp32};
+    };
+    using CK = CollectiveKind;
+    double hidden_s = 0;  // the backward re-gather beside the input-gradient GEMM
+    if (p.sequence_parallel) {
+      out.embedding_collectives = {col(CK::kReduceScatter, S, 1, 0), col(CK::kAllGather, S, 0, 1)};
+      out.output_collectives = {col(CK::kAllGather, S, 1, 1), col(CK::kAllReduce, ce, 3, 0, true),
+                                col(CK::kReduceScatter, S, 0, 1)};
+      hidden_s = std::min(out.output_collectives[0].time_s, kOverlapEfficiency * output_dgrad_s);
+    } else {
+      out.embedding_collectives = {col(CK::kAllReduce, S, 1, 0)};
+      out.output_collectives = {col(CK::kAllReduce, ce, 3, 0, true), col(CK::kAllReduce, S, 0, 1)};
+    }
+    for (const auto& x : out.embedding_collectives) out.embedding_tp_total_s += (x.forward_count + x.backward_count) * x.time_s;
+    for (const auto& x : out.output_collectives) out.output_tp_total_s += (x.forward_count + x.backward_count) * x.time_s;
+    out.embedding_tp_exposed_s = out.embedding_tp_total_s;
+    out.output_tp_exposed_s = out.output_tp_total_s - hidden_s;
+    if (p.sequence_parallel) {
+      const double norm = static_cast<double>(parameter_counts(m).final_norm);
+      const double hd = static_cast<double>(m.hidden);
+      out.sp_grad_params_per_layer = 2.0 * norm + (m.biases ? hd : 0.0) +  // two norms, projection bias
+                                     (m.moe() ? hd * static_cast<double>(m.experts) : (m.biases ? hd : 0.0));  // router / fc2 bias
+      out.sp_grad_params_first = m.learned_positions ? static_cast<double>(m.seq) * hd : 0.0;
+      out.sp_grad_params_last = norm;
+    }
+  }
+
+  // --- pipeline message: 1/t of the activation per rank. With sequence parallelism the
+  // tensor is already sharded; without it Megatron sends 1/t from each TP rank and
+  // all-gathers it over NVLink on arrival (scatter/gather optimization, Narayanan et al. 2021
+  // section 4.1), which costs little next to the inter-node send and is not counted.
+  // DeepSpeed's PipelineEngine sends the whole activation from every TP rank
+  // (deepspeed/runtime/pipe/engine.py _exec_send_activations -> p2p.send: no scatter/gather).
+  if (p.pp > 1) {
+    const bool whole = sc.training.framework == Framework::kDeepspeed;
+    out.pp_message_bytes = static_cast<int64_t>(e * T * h / (whole ? 1.0 : t));
+    out.pp_message_s = p2p_time_s(out.pp_message_bytes, pp_hop_crosses_nodes(p, gpn), cl);
+  }
+  return out;
+}
+
+}  // namespace cost_detail
+
+int64_t sp_grad_reduce_bytes(const LayerCosts& L, int64_t layers, bool first, bool last) {
+  const double params = static_cast<double>(layers) * L.sp_grad_params_per_layer + (first ? L.sp_grad_params_first : 0.0) +
+                        (last ? L.sp_grad_params_last : 0.0);
+  return static_cast<int64_t>(kGradReduceBytes * params);
+}
+
+double optimizer_step_time_s(const Scenario& sc, double sharded_params, double grad_params) {
+  const GpuProfile& prof = gpu_profile(sc.cluster.gpu);
+  return (optimizer_bytes_per_param(sc.training.precision, sc.training.optimizer) * sharded_params +
+          kGradZeroBytesPerParam * grad_params) / hbm_bytes_per_s(sc.cluster.gpu, prof);
+}
+
+LayerCosts layer_costs(const Scenario& sc, const Plan& p) {
+  const ModelShape m = model_shape(sc.model);
+  const Ctx c = make_ctx(sc);
+  const LayerCompute lc = layer_compute(c, m, p);
+  return layer_costs_impl(sc, p, m, c, lc);
+}
+
+}  // namespace monarch
