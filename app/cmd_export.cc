@@ -12,6 +12,7 @@
 #include "core/plan_io.h"
 #include "core/result_io.h"
 #include "core/scenario_io.h"
+#include "strategies/plan_check.h"
 
 namespace monarch::app {
 namespace {
@@ -73,6 +74,10 @@ Expected<Chosen> read_chosen(const std::string& path, int64_t rank) {
       for (auto& x : p) x.where = path + ": " + x.where;
       return p;
     }
+    // A hand-edited plan that cannot run the scenario: the plan's place, then the rule it
+    // breaks at the scenario key it reads.
+    if (scenario->model.architecture != Architecture::kDlrm)
+      if (const Problems bad = check_plan(*scenario, *plan); !bad.empty()) return Expected<Chosen>::fail(where, bad.front().to_string());
     return Chosen{*scenario, *plan};
   }
   return Expected<Chosen>::fail("--rank", "found " + std::to_string(rank) + ", but " + path + " ranks " +

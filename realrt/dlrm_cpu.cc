@@ -147,174 +147,222 @@ DlrmCpuRun train_dlrm_cpu(const DlrmCpuConfig& c, EmbeddingSharding sharding, Dl
   return run;
 }
 
-DlrmCpuRun train_dlrm_cpu(const DlrmCpuConfig& c, const std::vector<CpuTablePlacement>& pl, DlrmComm& comm) {
-  const int n = comm.size(), r = comm.rank();
-  assert(check_dlrm_cpu_placements(c, pl, n).empty());
-  const int64_t T = static_cast<int64_t>(c.table_rows.size());
-  const int64_t D = c.dim, B = c.global_batch, b = B / n, s0 = r * b;
-  const int64_t npairs = (T + 1) * T / 2;
-  const int64_t inter = D + npairs;
-  std::vector<int64_t> P(T, c.pooling);
-  if (!c.table_pooling.empty()) P = c.table_pooling;
-  const int64_t Pmax = *std::max_element(P.begin(), P.end());
+namespace {
 
-  // Tables by kind. tw_owned: table-wise tables this rank owns, ascending; rw: row-wise tables.
-  auto is = [&](int64_t t, CpuTableSharding k) { return pl[t].kind == k; };
-  std::vector<int64_t> tw_owned, rw, dp;
-  for (int64_t t = 0; t < T; ++t) {
-    if (is(t, CpuTableSharding::kTableWise) && pl[t].owner == r) tw_owned.push_back(t);
-    if (is(t, CpuTableSharding::kRowWise)) rw.push_back(t);
-    if (is(t, CpuTableSharding::kDataParallel)) dp.push_back(t);
+// One rank's part of the DLRM: its shards of the embedding tables (with row-wise Adagrad
+// state), the replicated MLPs, and one training step split into its phases. Every rank makes
+// the whole global batch's ids and its own samples' dense features, so every layout sees the
+// same data.
+class DlrmTrainer {
+ public:
+  DlrmTrainer(const DlrmCpuConfig& c, const std::vector<CpuTablePlacement>& pl, DlrmComm& comm)
+      : c_(c), pl_(pl), comm_(comm), n_(comm.size()), r_(comm.rank()), T_(static_cast<int64_t>(c.table_rows.size())),
+        D_(c.dim), B_(c.global_batch), b_(B_ / n_), s0_(r_ * b_), inter_(D_ + (T_ + 1) * T_ / 2),
+        P_(c.table_pooling.empty() ? std::vector<int64_t>(T_, c.pooling) : c.table_pooling),
+        Pmax_(*std::max_element(P_.begin(), P_.end())) {
+    // Tables by kind. tw_owned: table-wise tables this rank owns, ascending; rw: row-wise tables.
+    for (int64_t t = 0; t < T_; ++t) {
+      if (is(t, CpuTableSharding::kTableWise) && pl_[t].owner == r_) tw_owned_.push_back(t);
+      if (is(t, CpuTableSharding::kRowWise)) rw_.push_back(t);
+      if (is(t, CpuTableSharding::kDataParallel)) dp_.push_back(t);
+    }
+    R_ = static_cast<int64_t>(rw_.size());
+    any_tw_ = std::any_of(pl_.begin(), pl_.end(), [](const CpuTablePlacement& p) { return p.kind == CpuTableSharding::kTableWise; });
+    init_shards();
+    bottom_ = make_mlp(c.dense_features, c.bottom_mlp, true, c.seed, 1);
+    top_ = make_mlp(inter_, c.top_mlp, false, c.seed, 2);
+    scount_.assign(n_, 0);
+    rcount_.assign(n_, 0);
   }
-  const int64_t R = static_cast<int64_t>(rw.size());
-  auto owned_by = [&](int q) {
+
+  void step(int64_t step, DlrmCpuRun& run) {
+    const auto t_start = std::chrono::steady_clock::now();
+    step_ = step;
+    a2a_calls_ = 0;
+    make_batch();
+    embedding_forward(run);
+    const std::vector<float> logit = dense_forward();
+    const std::vector<float> dlogit = loss(logit, run);
+    dense_backward(dlogit);
+    embedding_backward(run);
+    run.a2a_calls_per_step = a2a_calls_;
+    update(run);
+    run.step_time_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count());
+  }
+
+ private:
+  bool is(int64_t t, CpuTableSharding k) const { return pl_[t].kind == k; }
+  int64_t owned_by(int q) const {
     int64_t k = 0;
-    for (int64_t t = 0; t < T; ++t) k += is(t, CpuTableSharding::kTableWise) && pl[t].owner == q;
+    for (int64_t t = 0; t < T_; ++t) k += is(t, CpuTableSharding::kTableWise) && pl_[t].owner == q;
     return k;
-  };
-  const bool any_tw = std::any_of(pl.begin(), pl.end(), [](const CpuTablePlacement& p) { return p.kind == CpuTableSharding::kTableWise; });
+  }
+  int64_t wire(const std::vector<int>& counts) const {  // bytes to other ranks
+    int64_t w = 0;
+    for (int q = 0; q < n_; ++q)
+      if (q != r_) w += static_cast<int64_t>(counts[q]) * static_cast<int64_t>(sizeof(float));
+    return w;
+  }
+  // The k-th id of sample s (global order) into table t, this step.
+  int64_t id_of(int64_t s, int64_t t, int64_t k) const {
+    return static_cast<int64_t>(hash(c_.seed, kIds, step_, (s * T_ + t) * Pmax_ + k) % static_cast<uint64_t>(c_.table_rows[t]));
+  }
 
   // Embedding shards, initialised from the global (table, row, column) so every layout holds
   // the same values.
-  std::vector<Shard> shards(T);
-  for (int64_t t = 0; t < T; ++t) {
-    Shard& s = shards[t];
-    const int64_t rows = c.table_rows[t];
-    if (is(t, CpuTableSharding::kDataParallel)) {
-      s.lo = 0, s.hi = rows;
-    } else if (is(t, CpuTableSharding::kTableWise)) {
-      s.lo = 0, s.hi = pl[t].owner == r ? rows : 0;
-    } else {
-      const int64_t per = (rows + n - 1) / n;
-      s.lo = std::min(rows, r * per), s.hi = std::min(rows, (r + 1) * per);
+  void init_shards() {
+    const int64_t D = D_;
+    shards_.resize(T_);
+    for (int64_t t = 0; t < T_; ++t) {
+      Shard& s = shards_[t];
+      const int64_t rows = c_.table_rows[t];
+      if (is(t, CpuTableSharding::kDataParallel)) {
+        s.lo = 0, s.hi = rows;
+      } else if (is(t, CpuTableSharding::kTableWise)) {
+        s.lo = 0, s.hi = pl_[t].owner == r_ ? rows : 0;
+      } else {
+        const int64_t per = (rows + n_ - 1) / n_;
+        s.lo = std::min(rows, r_ * per), s.hi = std::min(rows, (r_ + 1) * per);
+      }
+      s.w.resize((s.hi - s.lo) * D);
+      for (int64_t row = s.lo; row < s.hi; ++row)
+        for (int64_t j = 0; j < D; ++j)
+          s.w[(row - s.lo) * D + j] = 0.1f * (2.0f * uniform01(hash(c_.seed, kEmbInit, t, row, j)) - 1.0f);
+      s.state.assign(s.hi - s.lo, 0.0f);
     }
-    s.w.resize((s.hi - s.lo) * D);
-    for (int64_t row = s.lo; row < s.hi; ++row)
-      for (int64_t j = 0; j < D; ++j)
-        s.w[(row - s.lo) * D + j] = 0.1f * (2.0f * uniform01(hash(c.seed, kEmbInit, t, row, j)) - 1.0f);
-    s.state.assign(s.hi - s.lo, 0.0f);
   }
-  std::vector<Linear> bottom = make_mlp(c.dense_features, c.bottom_mlp, true, c.seed, 1);
-  std::vector<Linear> top = make_mlp(inter, c.top_mlp, false, c.seed, 2);
 
-  DlrmCpuRun run;
-  auto wire = [&](const std::vector<int>& counts) {  // bytes to other ranks
-    int64_t w = 0;
-    for (int q = 0; q < n; ++q)
-      if (q != r) w += static_cast<int64_t>(counts[q]) * static_cast<int64_t>(sizeof(float));
-    return w;
-  };
-  for (int64_t step = 0; step < c.steps; ++step) {
-    const auto t_start = std::chrono::steady_clock::now();
-    // ---- data of the global batch (every rank makes all of it).
-    auto id_of = [&](int64_t s, int64_t t, int64_t k) {
-      return static_cast<int64_t>(hash(c.seed, kIds, step, (s * T + t) * Pmax + k) % static_cast<uint64_t>(c.table_rows[t]));
-    };
-    std::vector<float> x(b * c.dense_features), label(b);
+  // This rank's samples: dense features and labels.
+  void make_batch() {
+    const int64_t b = b_, s0 = s0_, F = c_.dense_features;
+    x_.assign(b * F, 0.0f);
+    label_.assign(b, 0.0f);
     for (int64_t i = 0; i < b; ++i) {
-      for (int64_t f = 0; f < c.dense_features; ++f)
-        x[i * c.dense_features + f] = uniform01(hash(c.seed, kDenseX, step, (s0 + i) * c.dense_features + f));
+      for (int64_t f = 0; f < F; ++f) x_[i * F + f] = uniform01(hash(c_.seed, kDenseX, step_, (s0 + i) * F + f));
       // Learnable from both sides: two dense features and the parity of table 0's first id.
       const float odd = id_of(s0 + i, 0, 0) % 2 == 1 ? 0.5f : 0.0f;
-      label[i] = x[i * c.dense_features] + x[i * c.dense_features + 1] + odd > 1.25f ? 1.0f : 0.0f;
+      label_[i] = x_[i * F] + x_[i * F + 1] + odd > 1.25f ? 1.0f : 0.0f;
     }
+  }
 
-    // ---- embedding forward: emb [b, T, D] pooled sums for the local samples.
-    auto pool = [&](int64_t t, int64_t s, float* out) {  // adds rows in [lo, hi) of sample s
-      const Shard& sh = shards[t];
-      for (int64_t k = 0; k < P[t]; ++k) {
-        const int64_t id = id_of(s, t, k);
-        if (id < sh.lo || id >= sh.hi) continue;
-        for (int64_t j = 0; j < D; ++j) out[j] += sh.w[(id - sh.lo) * D + j];
-      }
-    };
-    std::vector<float> emb(b * T * D, 0.0f);
-    std::vector<int> scount(n), rcount(n);
-    std::vector<float> send, recv;
-    int64_t a2a_calls = 0;
-    // data-parallel tables: local.
-    for (int64_t t : dp)
-      for (int64_t i = 0; i < b; ++i) pool(t, s0 + i, &emb[(i * T + t) * D]);
-    if (any_tw) {
-      // send to q: [owned table][q's samples][D]
-      send.assign(tw_owned.size() * B * D, 0.0f);
-      for (int q = 0; q < n; ++q) {
-        scount[q] = static_cast<int>(tw_owned.size() * b * D);
-        rcount[q] = static_cast<int>(owned_by(q) * b * D);
-        for (size_t o = 0; o < tw_owned.size(); ++o)
-          for (int64_t i = 0; i < b; ++i) pool(tw_owned[o], q * b + i, &send[((q * tw_owned.size() + o) * b + i) * D]);
-      }
-      recv.assign(owned_by_total(pl) * b * D, 0.0f);
-      comm.alltoallv(send, scount, recv, rcount);
-      ++a2a_calls;
-      if (step == 0) {
-        run.pooled_forward_send_bytes = static_cast<int64_t>(send.size() * sizeof(float));
-        run.pooled_forward_wire_bytes = wire(scount);
-      }
-      int64_t off = 0;
-      for (int q = 0; q < n; ++q)
-        for (int64_t t = 0; t < T; ++t) {
-          if (!is(t, CpuTableSharding::kTableWise) || pl[t].owner != q) continue;
-          for (int64_t i = 0; i < b; ++i, off += D)
-            for (int64_t j = 0; j < D; ++j) emb[(i * T + t) * D + j] = recv[off + j];
-        }
+  // Adds the rows of sample s's ids this rank holds of table t (pooled sum).
+  void pool(int64_t t, int64_t s, float* out) const {
+    const Shard& sh = shards_[t];
+    for (int64_t k = 0; k < P_[t]; ++k) {
+      const int64_t id = id_of(s, t, k);
+      if (id < sh.lo || id >= sh.hi) continue;
+      for (int64_t j = 0; j < D_; ++j) out[j] += sh.w[(id - sh.lo) * D_ + j];
     }
-    if (R > 0) {
-      // send to q: partial sums [T_rw][q's samples][D]; received chunks are summed (reduce-scatter).
-      send.assign(static_cast<size_t>(n) * R * b * D, 0.0f);
-      for (int q = 0; q < n; ++q) {
-        scount[q] = rcount[q] = static_cast<int>(R * b * D);
-        for (int64_t k = 0; k < R; ++k)
-          for (int64_t i = 0; i < b; ++i) pool(rw[k], q * b + i, &send[((q * R + k) * b + i) * D]);
-      }
-      recv.assign(static_cast<size_t>(n) * R * b * D, 0.0f);
-      comm.alltoallv(send, scount, recv, rcount);
-      ++a2a_calls;
-      if (step == 0) {
-        run.rw_forward_send_bytes = static_cast<int64_t>(send.size() * sizeof(float));
-        run.rw_forward_wire_bytes = wire(scount);
-      }
-      for (int q = 0; q < n; ++q)
-        for (int64_t k = 0; k < R; ++k)
-          for (int64_t i = 0; i < b; ++i)
-            for (int64_t j = 0; j < D; ++j) emb[(i * T + rw[k]) * D + j] += recv[((q * R + k) * b + i) * D + j];
+  }
+
+  // emb_ [b, T, D]: the pooled sums of this rank's samples, whatever rank holds the rows.
+  void embedding_forward(DlrmCpuRun& run) {
+    const int64_t T = T_, D = D_, b = b_;
+    emb_.assign(b * T * D, 0.0f);
+    for (int64_t t : dp_)  // data-parallel tables: local
+      for (int64_t i = 0; i < b; ++i) pool(t, s0_ + i, &emb_[(i * T + t) * D]);
+    if (any_tw_) forward_table_wise(run);
+    if (R_ > 0) forward_row_wise(run);
+  }
+
+  void forward_table_wise(DlrmCpuRun& run) {
+    const int64_t T = T_, D = D_, B = B_, b = b_;
+    const int n = n_;
+    // send to q: [owned table][q's samples][D]
+    send_.assign(tw_owned_.size() * B * D, 0.0f);
+    for (int q = 0; q < n; ++q) {
+      scount_[q] = static_cast<int>(tw_owned_.size() * b * D);
+      rcount_[q] = static_cast<int>(owned_by(q) * b * D);
+      for (size_t o = 0; o < tw_owned_.size(); ++o)
+        for (int64_t i = 0; i < b; ++i) pool(tw_owned_[o], q * b + i, &send_[((q * tw_owned_.size() + o) * b + i) * D]);
     }
-    // ---- dense forward.
-    std::vector<float> z0 = mlp_forward(bottom, x, b);  // [b, D]
-    auto vec = [&](int64_t i, int64_t v) -> const float* { return v == 0 ? &z0[i * D] : &emb[(i * T + v - 1) * D]; };
-    std::vector<float> inter_out(b * inter);  // [b, D + pairs]
+    recv_.assign(owned_by_total(pl_) * b * D, 0.0f);
+    comm_.alltoallv(send_, scount_, recv_, rcount_);
+    ++a2a_calls_;
+    if (step_ == 0) {
+      run.pooled_forward_send_bytes = static_cast<int64_t>(send_.size() * sizeof(float));
+      run.pooled_forward_wire_bytes = wire(scount_);
+    }
+    int64_t off = 0;
+    for (int q = 0; q < n; ++q)
+      for (int64_t t = 0; t < T; ++t) {
+        if (!is(t, CpuTableSharding::kTableWise) || pl_[t].owner != q) continue;
+        for (int64_t i = 0; i < b; ++i, off += D)
+          for (int64_t j = 0; j < D; ++j) emb_[(i * T + t) * D + j] = recv_[off + j];
+      }
+  }
+
+  void forward_row_wise(DlrmCpuRun& run) {
+    const int64_t T = T_, D = D_, b = b_, R = R_;
+    const int n = n_;
+    // send to q: partial sums [T_rw][q's samples][D]; received chunks are summed (reduce-scatter).
+    send_.assign(static_cast<size_t>(n) * R * b * D, 0.0f);
+    for (int q = 0; q < n; ++q) {
+      scount_[q] = rcount_[q] = static_cast<int>(R * b * D);
+      for (int64_t k = 0; k < R; ++k)
+        for (int64_t i = 0; i < b; ++i) pool(rw_[k], q * b + i, &send_[((q * R + k) * b + i) * D]);
+    }
+    recv_.assign(static_cast<size_t>(n) * R * b * D, 0.0f);
+    comm_.alltoallv(send_, scount_, recv_, rcount_);
+    ++a2a_calls_;
+    if (step_ == 0) {
+      run.rw_forward_send_bytes = static_cast<int64_t>(send_.size() * sizeof(float));
+      run.rw_forward_wire_bytes = wire(scount_);
+    }
+    for (int q = 0; q < n; ++q)
+      for (int64_t k = 0; k < R; ++k)
+        for (int64_t i = 0; i < b; ++i)
+          for (int64_t j = 0; j < D; ++j) emb_[(i * T + rw_[k]) * D + j] += recv_[((q * R + k) * b + i) * D + j];
+  }
+
+  // Vector v of sample i's interaction: 0 the bottom MLP's output, t + 1 table t's pooled sum.
+  const float* vec(int64_t i, int64_t v) const { return v == 0 ? &z0_[i * D_] : &emb_[(i * T_ + v - 1) * D_]; }
+
+  // Bottom MLP, dot interaction, top MLP: the logits [b, 1].
+  std::vector<float> dense_forward() {
+    const int64_t T = T_, D = D_, b = b_, inter = inter_;
+    z0_ = mlp_forward(bottom_, x_, b);  // [b, D]
+    inter_out_.assign(b * inter, 0.0f);  // [b, D + pairs]
     for (int64_t i = 0; i < b; ++i) {
-      for (int64_t j = 0; j < D; ++j) inter_out[i * inter + j] = z0[i * D + j];
+      for (int64_t j = 0; j < D; ++j) inter_out_[i * inter + j] = z0_[i * D + j];
       int64_t p = D;
       for (int64_t u = 0; u <= T; ++u)
         for (int64_t v = u + 1; v <= T; ++v, ++p) {
           float dot = 0;
           for (int64_t j = 0; j < D; ++j) dot += vec(i, u)[j] * vec(i, v)[j];
-          inter_out[i * inter + p] = dot;
+          inter_out_[i * inter + p] = dot;
         }
     }
-    std::vector<float> logit = mlp_forward(top, inter_out, b);  // [b, 1]
+    return mlp_forward(top_, inter_out_, b);
+  }
 
-    // ---- loss: BCE with logits, mean over the global batch; dlogit = (sigmoid - y) / B.
+  // BCE with logits, mean over the global batch (all-reduced); returns dlogit = (sigmoid - y) / B.
+  std::vector<float> loss(const std::vector<float>& logit, DlrmCpuRun& run) {
+    const int64_t B = B_, b = b_;
     std::vector<float> loss_sum = {0.0f};
     std::vector<float> dlogit(b);
     for (int64_t i = 0; i < b; ++i) {
-      const float z = logit[i], y = label[i];
+      const float z = logit[i], y = label_[i];
       loss_sum[0] += std::max(z, 0.0f) - z * y + std::log1p(std::exp(-std::fabs(z)));
       dlogit[i] = (1.0f / (1.0f + std::exp(-z)) - y) / static_cast<float>(B);
     }
-    comm.allreduce_sum(loss_sum);
+    comm_.allreduce_sum(loss_sum);
     run.losses.push_back(static_cast<double>(loss_sum[0]) / static_cast<double>(B));
+    return dlogit;
+  }
 
-    // ---- dense backward.
-    for (auto* m : {&bottom, &top})
+  // Top MLP, interaction and bottom MLP backward: the MLP gradients, and demb_ [b, T, D].
+  void dense_backward(const std::vector<float>& dlogit) {
+    const int64_t T = T_, D = D_, b = b_, inter = inter_;
+    for (auto* m : {&bottom_, &top_})
       for (Linear& L : *m) {
         std::fill(L.dw.begin(), L.dw.end(), 0.0f);
         std::fill(L.db.begin(), L.db.end(), 0.0f);
       }
-    std::vector<float> dinter = mlp_backward(top, dlogit, b);  // [b, inter]
-    std::vector<float> dz0(b * D, 0.0f), demb(b * T * D, 0.0f);
-    auto dvec = [&](int64_t i, int64_t v) -> float* { return v == 0 ? &dz0[i * D] : &demb[(i * T + v - 1) * D]; };
+    std::vector<float> dinter = mlp_backward(top_, dlogit, b);  // [b, inter]
+    std::vector<float> dz0(b * D, 0.0f);
+    demb_.assign(b * T * D, 0.0f);
+    auto dvec = [&](int64_t i, int64_t v) -> float* { return v == 0 ? &dz0[i * D] : &demb_[(i * T + v - 1) * D]; };
     for (int64_t i = 0; i < b; ++i) {
       for (int64_t j = 0; j < D; ++j) dz0[i * D + j] += dinter[i * inter + j];
       int64_t p = D;
@@ -327,128 +375,168 @@ DlrmCpuRun train_dlrm_cpu(const DlrmCpuConfig& c, const std::vector<CpuTablePlac
           }
         }
     }
-    mlp_backward(bottom, dz0, b);
+    mlp_backward(bottom_, dz0, b);
+  }
 
-    // ---- embedding backward: G [T][B][D] gradients of the global batch where needed
-    // (data-parallel tables: this rank's samples only; their row sums are all-reduced below).
-    std::vector<float> G(T * B * D, 0.0f);
-    auto g_at = [&](int64_t t, int64_t s) { return &G[(t * B + s) * D]; };
-    for (int64_t t : dp)
+  float* g_at(int64_t t, int64_t s) { return &G_[(t * B_ + s) * D_]; }
+
+  // G_ [T][B][D]: the gradients of the global batch's pooled sums where this rank needs them
+  // (data-parallel tables: this rank's samples only; their row sums are all-reduced later).
+  void embedding_backward(DlrmCpuRun& run) {
+    const int64_t T = T_, D = D_, B = B_, b = b_;
+    G_.assign(T * B * D, 0.0f);
+    for (int64_t t : dp_)
       for (int64_t i = 0; i < b; ++i)
-        for (int64_t j = 0; j < D; ++j) g_at(t, s0 + i)[j] = demb[(i * T + t) * D + j];
-    if (any_tw) {
-      // send to owner q: [q's tables][my samples][D]; receive [my tables][q's samples][D].
-      send.clear();
-      for (int q = 0; q < n; ++q) {
-        scount[q] = static_cast<int>(owned_by(q) * b * D);
-        rcount[q] = static_cast<int>(tw_owned.size() * b * D);
-        for (int64_t t = 0; t < T; ++t) {
-          if (!is(t, CpuTableSharding::kTableWise) || pl[t].owner != q) continue;
-          for (int64_t i = 0; i < b; ++i)
-            send.insert(send.end(), &demb[(i * T + t) * D], &demb[(i * T + t) * D] + D);
-        }
-      }
-      recv.assign(tw_owned.size() * B * D, 0.0f);
-      comm.alltoallv(send, scount, recv, rcount);
-      ++a2a_calls;
-      if (step == 0) {
-        run.pooled_backward_send_bytes = static_cast<int64_t>(send.size() * sizeof(float));
-        run.pooled_backward_wire_bytes = wire(scount);
-      }
-      for (int q = 0; q < n; ++q)
-        for (size_t o = 0; o < tw_owned.size(); ++o)
-          for (int64_t i = 0; i < b; ++i)
-            for (int64_t j = 0; j < D; ++j) g_at(tw_owned[o], q * b + i)[j] = recv[((q * tw_owned.size() + o) * b + i) * D + j];
-    }
-    if (R > 0) {
-      // every rank gets every sample's gradients (all-gather): send my [T_rw][b][D] to each.
-      send.clear();
-      for (int q = 0; q < n; ++q) {
-        scount[q] = rcount[q] = static_cast<int>(R * b * D);
-        for (int64_t k = 0; k < R; ++k)
-          for (int64_t i = 0; i < b; ++i) send.insert(send.end(), &demb[(i * T + rw[k]) * D], &demb[(i * T + rw[k]) * D] + D);
-      }
-      recv.assign(static_cast<size_t>(n) * R * b * D, 0.0f);
-      comm.alltoallv(send, scount, recv, rcount);
-      ++a2a_calls;
-      if (step == 0) {
-        run.rw_backward_send_bytes = static_cast<int64_t>(send.size() * sizeof(float));
-        run.rw_backward_wire_bytes = wire(scount);
-      }
-      for (int q = 0; q < n; ++q)
-        for (int64_t k = 0; k < R; ++k)
-          for (int64_t i = 0; i < b; ++i)
-            for (int64_t j = 0; j < D; ++j) g_at(rw[k], q * b + i)[j] = recv[((q * R + k) * b + i) * D + j];
-    }
-    run.a2a_calls_per_step = a2a_calls;
+        for (int64_t j = 0; j < D; ++j) g_at(t, s0_ + i)[j] = demb_[(i * T + t) * D + j];
+    if (any_tw_) backward_table_wise(run);
+    if (R_ > 0) backward_row_wise(run);
+  }
 
-    // Row gradients of a table's shard from the samples [s_lo, s_hi) (global sample order).
-    auto row_grads = [&](int64_t t, int64_t s_lo, int64_t s_hi, std::vector<float>& rg, std::vector<char>& touched) {
-      const Shard& sh = shards[t];
-      rg.assign((sh.hi - sh.lo) * D, 0.0f);
-      touched.assign(sh.hi - sh.lo, 0);
-      for (int64_t s = 0; s < B; ++s)
-        for (int64_t k = 0; k < P[t]; ++k) {
-          const int64_t id = id_of(s, t, k);
-          if (id < sh.lo || id >= sh.hi) continue;
-          touched[id - sh.lo] = 1;  // the global batch touched it
-          if (s < s_lo || s >= s_hi) continue;
-          for (int64_t j = 0; j < D; ++j) rg[(id - sh.lo) * D + j] += g_at(t, s)[j];
-        }
-    };
+  void backward_table_wise(DlrmCpuRun& run) {
+    const int64_t T = T_, D = D_, B = B_, b = b_;
+    const int n = n_;
+    // send to owner q: [q's tables][my samples][D]; receive [my tables][q's samples][D].
+    send_.clear();
+    for (int q = 0; q < n; ++q) {
+      scount_[q] = static_cast<int>(owned_by(q) * b * D);
+      rcount_[q] = static_cast<int>(tw_owned_.size() * b * D);
+      for (int64_t t = 0; t < T; ++t) {
+        if (!is(t, CpuTableSharding::kTableWise) || pl_[t].owner != q) continue;
+        for (int64_t i = 0; i < b; ++i) send_.insert(send_.end(), &demb_[(i * T + t) * D], &demb_[(i * T + t) * D] + D);
+      }
+    }
+    recv_.assign(tw_owned_.size() * B * D, 0.0f);
+    comm_.alltoallv(send_, scount_, recv_, rcount_);
+    ++a2a_calls_;
+    if (step_ == 0) {
+      run.pooled_backward_send_bytes = static_cast<int64_t>(send_.size() * sizeof(float));
+      run.pooled_backward_wire_bytes = wire(scount_);
+    }
+    for (int q = 0; q < n; ++q)
+      for (size_t o = 0; o < tw_owned_.size(); ++o)
+        for (int64_t i = 0; i < b; ++i)
+          for (int64_t j = 0; j < D; ++j) g_at(tw_owned_[o], q * b + i)[j] = recv_[((q * tw_owned_.size() + o) * b + i) * D + j];
+  }
 
-    // ---- data-parallel all-reduce of the MLP gradients and the data-parallel tables' dense
-    // gradients (sums; the loss is already / B).
+  void backward_row_wise(DlrmCpuRun& run) {
+    const int64_t T = T_, D = D_, b = b_, R = R_;
+    const int n = n_;
+    // every rank gets every sample's gradients (all-gather): send my [T_rw][b][D] to each.
+    send_.clear();
+    for (int q = 0; q < n; ++q) {
+      scount_[q] = rcount_[q] = static_cast<int>(R * b * D);
+      for (int64_t k = 0; k < R; ++k)
+        for (int64_t i = 0; i < b; ++i) send_.insert(send_.end(), &demb_[(i * T + rw_[k]) * D], &demb_[(i * T + rw_[k]) * D] + D);
+    }
+    recv_.assign(static_cast<size_t>(n) * R * b * D, 0.0f);
+    comm_.alltoallv(send_, scount_, recv_, rcount_);
+    ++a2a_calls_;
+    if (step_ == 0) {
+      run.rw_backward_send_bytes = static_cast<int64_t>(send_.size() * sizeof(float));
+      run.rw_backward_wire_bytes = wire(scount_);
+    }
+    for (int q = 0; q < n; ++q)
+      for (int64_t k = 0; k < R; ++k)
+        for (int64_t i = 0; i < b; ++i)
+          for (int64_t j = 0; j < D; ++j) g_at(rw_[k], q * b + i)[j] = recv_[((q * R + k) * b + i) * D + j];
+  }
+
+  // Row gradients of a table's shard from the samples [s_lo, s_hi) (global sample order);
+  // touched marks the rows the global batch touched.
+  void row_grads(int64_t t, int64_t s_lo, int64_t s_hi, std::vector<float>& rg, std::vector<char>& touched) {
+    const int64_t D = D_;
+    const Shard& sh = shards_[t];
+    rg.assign((sh.hi - sh.lo) * D, 0.0f);
+    touched.assign(sh.hi - sh.lo, 0);
+    for (int64_t s = 0; s < B_; ++s)
+      for (int64_t k = 0; k < P_[t]; ++k) {
+        const int64_t id = id_of(s, t, k);
+        if (id < sh.lo || id >= sh.hi) continue;
+        touched[id - sh.lo] = 1;
+        if (s < s_lo || s >= s_hi) continue;
+        for (int64_t j = 0; j < D; ++j) rg[(id - sh.lo) * D + j] += g_at(t, s)[j];
+      }
+  }
+
+  // Row-wise Adagrad on the touched rows this rank holds.
+  void adagrad(Shard& sh, const float* rg, const std::vector<char>& touched) const {
+    const int64_t D = D_;
+    for (int64_t row = 0; row < sh.hi - sh.lo; ++row) {
+      if (!touched[row]) continue;
+      float sq = 0;
+      for (int64_t j = 0; j < D; ++j) sq += rg[row * D + j] * rg[row * D + j];
+      sh.state[row] += sq / static_cast<float>(D);
+      const float scale = c_.embedding_lr / (std::sqrt(sh.state[row]) + kAdagradEps);
+      for (int64_t j = 0; j < D; ++j) sh.w[row * D + j] -= scale * rg[row * D + j];
+    }
+  }
+
+  // Data-parallel all-reduce of the MLP gradients and the data-parallel tables' row gradients
+  // (sums; the loss is already / B), SGD on the MLPs, Adagrad on every table's rows.
+  void update(DlrmCpuRun& run) {
     std::vector<float> grads;
-    for (auto* m : {&bottom, &top})
+    for (auto* m : {&bottom_, &top_})
       for (Linear& L : *m) {
         grads.insert(grads.end(), L.dw.begin(), L.dw.end());
         grads.insert(grads.end(), L.db.begin(), L.db.end());
       }
     const size_t mlp_grads = grads.size();
-    std::vector<std::vector<char>> dp_touched(dp.size());
-    for (size_t k = 0; k < dp.size(); ++k) {
+    std::vector<std::vector<char>> dp_touched(dp_.size());
+    for (size_t k = 0; k < dp_.size(); ++k) {
       std::vector<float> rg;
-      row_grads(dp[k], s0, s0 + b, rg, dp_touched[k]);
+      row_grads(dp_[k], s0_, s0_ + b_, rg, dp_touched[k]);
       grads.insert(grads.end(), rg.begin(), rg.end());
     }
-    if (step == 0) run.dp_allreduce_bytes = static_cast<int64_t>(grads.size() * sizeof(float));
-    comm.allreduce_sum(grads);
+    if (step_ == 0) run.dp_allreduce_bytes = static_cast<int64_t>(grads.size() * sizeof(float));
+    comm_.allreduce_sum(grads);
     size_t off = 0;
-    for (auto* m : {&bottom, &top})
+    for (auto* m : {&bottom_, &top_})
       for (Linear& L : *m) {
-        for (float& w : L.w) w -= c.dense_lr * grads[off++];
-        for (float& v : L.b) v -= c.dense_lr * grads[off++];
+        for (float& w : L.w) w -= c_.dense_lr * grads[off++];
+        for (float& v : L.b) v -= c_.dense_lr * grads[off++];
       }
     assert(off == mlp_grads);
     (void)mlp_grads;
-
-    // ---- row-wise Adagrad on the touched rows this rank holds.
-    auto adagrad = [&](Shard& sh, const float* rg, const std::vector<char>& touched) {
-      for (int64_t row = 0; row < sh.hi - sh.lo; ++row) {
-        if (!touched[row]) continue;
-        float sq = 0;
-        for (int64_t j = 0; j < D; ++j) sq += rg[row * D + j] * rg[row * D + j];
-        sh.state[row] += sq / static_cast<float>(D);
-        const float scale = c.embedding_lr / (std::sqrt(sh.state[row]) + kAdagradEps);
-        for (int64_t j = 0; j < D; ++j) sh.w[row * D + j] -= scale * rg[row * D + j];
-      }
-    };
-    for (size_t k = 0; k < dp.size(); ++k) {
-      adagrad(shards[dp[k]], &grads[off], dp_touched[k]);
-      off += shards[dp[k]].w.size();
+    for (size_t k = 0; k < dp_.size(); ++k) {
+      adagrad(shards_[dp_[k]], &grads[off], dp_touched[k]);
+      off += shards_[dp_[k]].w.size();
     }
-    for (int64_t t = 0; t < T; ++t) {
+    for (int64_t t = 0; t < T_; ++t) {
       if (is(t, CpuTableSharding::kDataParallel)) continue;
-      Shard& sh = shards[t];
+      Shard& sh = shards_[t];
       if (sh.hi <= sh.lo) continue;
       std::vector<float> rg;
       std::vector<char> touched;
-      row_grads(t, 0, B, rg, touched);
+      row_grads(t, 0, B_, rg, touched);
       adagrad(sh, rg.data(), touched);
     }
-    run.step_time_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count());
   }
+
+  const DlrmCpuConfig& c_;
+  const std::vector<CpuTablePlacement>& pl_;
+  DlrmComm& comm_;
+  const int n_, r_;
+  const int64_t T_, D_, B_, b_, s0_, inter_;  // tables, dim, global and local batch, first sample, interaction width
+  const std::vector<int64_t> P_;             // pooling per table
+  const int64_t Pmax_;
+  std::vector<int64_t> tw_owned_, rw_, dp_;
+  int64_t R_ = 0;
+  bool any_tw_ = false;
+  std::vector<Shard> shards_;
+  std::vector<Linear> bottom_, top_;
+  // This step's values.
+  int64_t step_ = 0, a2a_calls_ = 0;
+  std::vector<float> x_, label_, emb_, z0_, inter_out_, demb_, G_, send_, recv_;
+  std::vector<int> scount_, rcount_;
+};
+
+}  // namespace
+
+DlrmCpuRun train_dlrm_cpu(const DlrmCpuConfig& c, const std::vector<CpuTablePlacement>& pl, DlrmComm& comm) {
+  assert(check_dlrm_cpu_placements(c, pl, comm.size()).empty());
+  DlrmTrainer trainer(c, pl, comm);
+  DlrmCpuRun run;
+  for (int64_t step = 0; step < c.steps; ++step) trainer.step(step, run);
   return run;
 }
 

@@ -7,6 +7,7 @@
 #include "sim/analytical_backend.h"
 #include "strategies/dlrm_lowering.h"
 #include "strategies/graph_check.h"
+#include "strategies/plan_check.h"
 #include "strategies/plan_costs.h"
 #ifdef MONARCH_HAVE_SIMGRID
 #include "sim/simgrid_backend.h"
@@ -46,7 +47,9 @@ class AnalyticalBackend final : public ExecutionBackend {
  public:
   Backend kind() const override { return Backend::kAnalytical; }
   Expected<BackendResult> run(const Scenario& s, const Candidate& c, const RunControl&) const override {
-    return c.sharding ? estimate_dlrm(s, *c.sharding) : run_analytical(s, c.plan);
+    if (c.sharding) return estimate_dlrm(s, *c.sharding);
+    if (Problems bad = check_plan(s, c.plan); !bad.empty()) return bad;
+    return run_analytical(s, c.plan);
   }
 };
 

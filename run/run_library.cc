@@ -28,10 +28,11 @@ RunOutcome stop(RunOutcome out, RunEnd end, Problems problems) {
   return out;
 }
 
-// Problems prefixed with where they arose ("lowering tp2 pp1 ...: ...").
+// Problems prefixed with where they arose ("lowering tp2 pp1 ...: ..."); a problem that
+// already names that place (a real runtime's "--backend real-cpu") keeps its own form.
 Problems prefixed(const std::string& where, const Problems& problems) {
   Problems out;
-  for (const Problem& p : problems) out.push_back({where, p.to_string()});
+  for (const Problem& p : problems) out.push_back(p.where == where ? p : Problem{where, p.to_string()});
   return out;
 }
 

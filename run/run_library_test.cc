@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -134,6 +135,24 @@ TEST(RunLibrary, BackendsTheBuildLacksAreRefusedByName) {
   ASSERT_EQ(pr.size(), 1u);
   EXPECT_EQ(pr.front().where, "--backend");
   EXPECT_NE(pr.front().message.find("which this build lacks"), std::string::npos);
+}
+
+TEST(RunLibrary, FailedRealRunNamesItsBackendOnce) {
+  if (!build_features().real_cpu) GTEST_SKIP() << "no CPU runtime in this build";
+  const char* before = std::getenv("MONARCH_RUN");
+  const std::string saved = before ? before : "";
+  setenv("MONARCH_RUN", "/nonexistent/monarch-run", 1);
+  RunRequest r;
+  r.backends = {Backend::kAnalytical, Backend::kRealCpu};
+  const RunOutcome out = run_scenario(shipped("small-gpt-8.json"), r, {});
+  if (before) setenv("MONARCH_RUN", saved.c_str(), 1);
+  else unsetenv("MONARCH_RUN");
+  ASSERT_EQ(out.end, RunEnd::kFailed);
+  ASSERT_EQ(out.problems.size(), 1u);
+  EXPECT_EQ(out.problems.front().to_string(),
+            "--backend real-cpu: monarch-run not found at /nonexistent/monarch-run (set MONARCH_RUN)");
+  ASSERT_TRUE(out.failed_run.has_value());
+  EXPECT_EQ(out.failed_run->backend, "real-cpu");
 }
 
 TEST(RunLibrary, SimgridEntriesArriveAsTheyAreSimulatedAndReRank) {

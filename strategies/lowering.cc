@@ -9,6 +9,7 @@
 #include "core/model_math.h"
 #include "core/placement.h"
 #include "strategies/partition.h"
+#include "strategies/plan_check.h"
 #include "strategies/schedule.h"
 
 namespace monarch {
@@ -207,35 +208,14 @@ class RankBuilder {
 
 void append(Deps& to, const Deps& from) { to.insert(to.end(), from.begin(), from.end()); }
 
-Expected<PlanGraph> fail(std::string where, std::string what) { return Expected<PlanGraph>::fail(std::move(where), std::move(what)); }
-
 }  // namespace
 
 Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan, const LoweringCosts& costs, const std::vector<char>& only) {
-  for (auto [name, v] : {std::pair{"tp", plan.tp}, {"pp", plan.pp}, {"dp", plan.dp}, {"cp", plan.cp}, {"ep", plan.ep},
-                         {"vpp", plan.vpp}, {"micro_batch_size", plan.micro_batch_size}})
-    if (v < 1) return fail(std::string("/parallelism/") + name, "found " + std::to_string(v) + ", expected a positive integer");
-  if (plan.world_size() != sc.cluster.num_gpus)
-    return fail("/parallelism", "tp x pp x dp x cp = " + std::to_string(plan.world_size()) + " but the cluster has " +
-                                    std::to_string(sc.cluster.num_gpus) + " GPUs");
-  if (plan.etp < 0)
-    return fail("/parallelism/expert_tensor_parallel_degree", "found " + std::to_string(plan.etp) + ", expected a positive integer");
-  if ((plan.tp * plan.dp * plan.cp) % (plan.expert_tp() * plan.ep) != 0)
-    return fail("/parallelism/ep", "expert tensor parallel x expert parallel degree " + std::to_string(plan.expert_tp()) + " x " +
-                                       std::to_string(plan.ep) + " does not divide the ranks of a pipeline stage, tp x cp x dp = " +
-                                       std::to_string(plan.tp * plan.dp * plan.cp));
-  if (plan.zero_stage < 0 || plan.zero_stage > 3)
-    return fail("/parallelism/zero_stage", "found " + std::to_string(plan.zero_stage) + ", expected 0..3");
-  const int64_t gbs = sc.training.global_batch_size;
-  if (gbs <= 0 || gbs % (plan.micro_batch_size * plan.dp) != 0)
-    return fail("/training/global_batch_size", "global batch " + std::to_string(gbs) + " is not a multiple of micro-batch " +
-                                                   std::to_string(plan.micro_batch_size) + " x dp " + std::to_string(plan.dp));
+  if (Problems bad = check_plan(sc, plan); !bad.empty()) return bad;
   if (!only.empty() && static_cast<int64_t>(only.size()) != plan.world_size())
     return fail("/parallelism", "the rank filter has " + std::to_string(only.size()) + " entries for " +
                                     std::to_string(plan.world_size()) + " ranks");
   const int64_t m = num_micro_batches(sc, plan);
-  if (std::string why = schedule_problem(plan.schedule, plan.pp, m, plan.vpp); !why.empty())
-    return fail("/parallelism/pipeline_schedule", why);
   auto layers_or = chunk_layers(plan, sc.model.num_layers);
   if (!layers_or) return layers_or.problems();
   const auto& layers = *layers_or;

@@ -228,6 +228,7 @@ TEST(Lowering, TensorAndDataParallelCollectivesMatchAcrossMembers) {
 // gradients over the expert-data-parallel group apart from the dense gradients.
 TEST(Lowering, MixtureOfExpertsDispatchesAndCombinesOverTheExpertParallelGroup) {
   Scenario s = scenario(8, 4, 16);
+  s.model.num_experts = 8;
   Plan p;
   p.dp = 8;
   p.ep = 4;
@@ -281,6 +282,7 @@ TEST(Lowering, MixtureOfExpertsDispatchesAndCombinesOverTheExpertParallelGroup) 
 
 TEST(GraphCheck, FindsAnAllToAllThatDoesNotSplitEvenly) {
   Scenario s = scenario(4, 2, 4);
+  s.model.num_experts = 4;
   Plan p;
   p.dp = 4;
   p.ep = 4;

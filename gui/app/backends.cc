@@ -8,6 +8,7 @@
 #include "core/scenario_io.h"
 #include "results/store.h"
 #include "run/run_library.h"
+#include "strategies/plan_check.h"
 #include "strategies/search.h"
 
 namespace monarch::gui {
@@ -78,32 +79,11 @@ Expected<SearchOutcome> search_plans(const Scenario& scenario, JobControl& job) 
 }
 
 Expected<BackendResult> estimate(const Scenario& scenario, const Plan& plan) {
-  // Pin the plan into the scenario and validate it as a file would be: the what-if knobs get
-  // the command line's messages (a GPU count the degrees do not divide, a batch that does not
-  // split into micro-batches, ...).
-  Scenario pinned = scenario;
-  ParallelismConstraints& c = pinned.parallelism;
-  c.tp = plan.tp;
-  c.pp = plan.pp;
-  c.dp = plan.dp;
-  c.cp = plan.cp;
-  c.ep = plan.ep;
-  if (plan.etp > 0) c.etp = plan.etp;
-  c.vpp = plan.vpp;
-  c.schedule = plan.schedule;
-  c.sequence_parallel = plan.sequence_parallel;
-  c.recompute = plan.recompute;
-  c.zero_stage = plan.zero_stage;
-  pinned.training.micro_batch_size = plan.micro_batch_size;
-  Expected<Scenario> checked = scenario_from_json(scenario_to_json(pinned));
-  if (!checked.ok()) return checked.problems();
-  if (plan.micro_batch_size <= 0 || plan.dp <= 0 ||
-      checked->training.global_batch_size % (plan.micro_batch_size * plan.dp) != 0)
-    return Expected<BackendResult>::fail(
-        "/training/micro_batch_size",
-        "global batch " + std::to_string(checked->training.global_batch_size) + " does not split into micro-batches of " +
-            std::to_string(plan.micro_batch_size) + " over " + std::to_string(plan.dp) + " data-parallel ranks");
-  return estimate_plan(*checked, plan);
+  // The what-if knobs change the scenario and the plan together: a plan that no longer runs
+  // (a GPU count the degrees do not divide, a batch that does not split into micro-batches,
+  // ...) gets the rule it breaks, at its JSON path, as on the command line.
+  if (Problems bad = check_plan(scenario, plan); !bad.empty()) return bad;
+  return estimate_plan(scenario, plan);
 }
 
 namespace {
