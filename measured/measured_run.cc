@@ -99,6 +99,110 @@ std::string plan_group_of(const std::vector<int32_t>& ranks_in, const Plan& plan
   return {};
 }
 
+namespace {
+
+// Which time term a collective of `group` counts in.
+double TimeBreakdown::*comm_slot(const std::string& group) {
+  if (group == "tp" || group == "etp") return &TimeBreakdown::tp_comm;
+  if (group == "cp") return &TimeBreakdown::cp_comm;
+  if (group == "pp" || group == "embedding") return &TimeBreakdown::pp_comm;
+  if (group == "dp" || group == "dp-cp" || group == "edp") return &TimeBreakdown::dp_comm;
+  if (group == "ep") return &TimeBreakdown::ep_comm;
+  return nullptr;
+}
+
+// The traces' part of the result: per iteration index the slowest rank's time, the mean
+// breakdown and communication per rank and iteration, the peak memory and one timeline.
+void add_traces(const std::vector<RankStats>& ranks, const std::optional<Plan>& plan, BackendResult& r) {
+  // Ranks may have different step numbers when they were profiled separately, so iterations
+  // are matched by position.
+  size_t n_iter = ranks.front().iterations.size();
+  for (const RankStats& rk : ranks) n_iter = std::min(n_iter, rk.iterations.size());
+  const double n_ranks = static_cast<double>(ranks.size());
+  const double n_it = static_cast<double>(n_iter);
+  // Under a pipeline plan, the stage's waits for its neighbours are its bubble.
+  const bool pipelined = plan && plan->pp > 1;
+  double iter_sum = 0, peak_bytes = 0;
+  struct Acc {
+    int64_t bytes = 0;
+    int64_t count = 0;
+    double time_s = 0;
+  };
+  std::map<std::pair<std::string, std::string>, Acc> comm;
+  std::vector<std::pair<std::string, std::string>> order;
+  for (size_t i = 0; i < n_iter; ++i) {
+    double slowest = 0;
+    for (const RankStats& rk : ranks) slowest = std::max(slowest, rk.iterations[i].iteration_s);
+    iter_sum += slowest;
+  }
+  for (const RankStats& rk : ranks) {
+    const int32_t world = plan ? static_cast<int32_t>(plan->world_size()) : std::max<int32_t>(rk.world_size, static_cast<int32_t>(ranks.size()));
+    for (size_t i = 0; i < n_iter; ++i) {
+      const IterationStats& it = rk.iterations[i];
+      r.time_breakdown_s.compute += it.compute_s / n_ranks / n_it;
+      r.time_breakdown_s.exposed_comm += it.exposed_comm_s / n_ranks / n_it;
+      if (pipelined) r.time_breakdown_s.bubble += it.pipeline_wait_s / n_ranks / n_it;
+      peak_bytes = std::max(peak_bytes, it.peak_allocated_bytes);
+      for (const CommStat& c : it.comm) {
+        const std::string group = group_name(c, rk.rank, world, plan);
+        const auto key = std::make_pair(c.kind, group);
+        if (!comm.count(key)) order.push_back(key);
+        Acc& a = comm[key];
+        const int32_t n = c.group_size > 0 ? c.group_size : world;
+        const std::optional<CollectiveKind> kind = collective_kind(c.kind);
+        // Send / receive: the message itself crosses the link once.
+        const double wire = kind ? collective_wire_bytes(*kind, c.buffer_bytes, n) : static_cast<double>(c.buffer_bytes);
+        a.bytes += static_cast<int64_t>(std::llround(wire));
+        a.count += c.count;
+        a.time_s += c.time_s;
+      }
+    }
+  }
+  r.iteration_time_s = iter_sum / n_it;
+  // One iteration of every rank's device work, each from its own step start.
+  for (const RankStats& rk : ranks) r.timeline.insert(r.timeline.end(), rk.timeline.begin(), rk.timeline.end());
+  const double per = n_ranks * n_it;
+  for (const auto& key : order) {
+    const Acc& a = comm[key];
+    CommEntry e{key.first, key.second, static_cast<int64_t>(std::llround(static_cast<double>(a.bytes) / per)),
+                static_cast<int64_t>(std::llround(static_cast<double>(a.count) / per)), a.time_s / per};
+    r.communication.push_back(e);
+    if (double TimeBreakdown::*slot = comm_slot(e.group)) r.time_breakdown_s.*slot += e.time_s;
+  }
+  r.memory.peak_gib = peak_bytes / kBytesPerGib;
+}
+
+// The log's part: losses, and (without traces) the iteration time and the peak memory.
+void add_log(const TrainingLog& log, bool have_traces, const std::optional<Plan>& plan, const Scenario* scenario,
+             BackendResult& r) {
+  std::vector<double> times;
+  double mem = 0;
+  for (const LogStep& s : log.steps) {
+    if (s.loss) r.losses.push_back(*s.loss);
+    if (s.iteration_s) times.push_back(*s.iteration_s);
+    if (s.memory_gib) mem = std::max(mem, *s.memory_gib);
+  }
+  if (!have_traces) {
+    if (times.empty() && log.steps.front().tokens_per_s_per_gpu && scenario && plan) {
+      // torchtitan logs tokens per second per GPU, not the step time.
+      for (const LogStep& s : log.steps)
+        if (s.tokens_per_s_per_gpu && *s.tokens_per_s_per_gpu > 0)
+          times.push_back(static_cast<double>(scenario->training.global_batch_size) *
+                          static_cast<double>(scenario->model.seq_length) /
+                          (*s.tokens_per_s_per_gpu * static_cast<double>(plan->world_size())));
+    }
+    // The first logged iteration carries start-up work (compilation, allocator warm-up): left
+    // out when there are others, as the trace drops its profiler warm-up.
+    if (times.size() > 1) times.erase(times.begin());
+    double sum = 0;
+    for (double t : times) sum += t;
+    r.iteration_time_s = times.empty() ? 0 : sum / static_cast<double>(times.size());
+  }
+  if (r.memory.peak_gib == 0) r.memory.peak_gib = mem;
+}
+
+}  // namespace
+
 Expected<BackendResult> measured_result(const MeasuredEvidence& ev, const std::optional<Plan>& plan,
                                         const Scenario* scenario) {
   Problems problems = check_ranks(ev, plan);
@@ -110,94 +214,8 @@ Expected<BackendResult> measured_result(const MeasuredEvidence& ev, const std::o
   r.measured = true;
   if (plan) r.plan = *plan;
 
-  if (!ev.ranks.empty()) {
-    // Per iteration index: the slowest rank's time; ranks may have different step numbers when
-    // they were profiled separately, so iterations are matched by position.
-    size_t n_iter = ev.ranks.front().iterations.size();
-    for (const RankStats& rk : ev.ranks) n_iter = std::min(n_iter, rk.iterations.size());
-    const double n_ranks = static_cast<double>(ev.ranks.size());
-    const double n_it = static_cast<double>(n_iter);
-    double iter_sum = 0, peak_bytes = 0;
-    struct Acc {
-      int64_t bytes = 0;
-      int64_t count = 0;
-      double time_s = 0;
-    };
-    std::map<std::pair<std::string, std::string>, Acc> comm;
-    std::vector<std::pair<std::string, std::string>> order;
-    for (size_t i = 0; i < n_iter; ++i) {
-      double slowest = 0;
-      for (const RankStats& rk : ev.ranks) slowest = std::max(slowest, rk.iterations[i].iteration_s);
-      iter_sum += slowest;
-    }
-    for (const RankStats& rk : ev.ranks) {
-      const int32_t world = plan ? static_cast<int32_t>(plan->world_size()) : std::max<int32_t>(rk.world_size, static_cast<int32_t>(ev.ranks.size()));
-      for (size_t i = 0; i < n_iter; ++i) {
-        const IterationStats& it = rk.iterations[i];
-        r.time_breakdown_s.compute += it.compute_s / n_ranks / n_it;
-        r.time_breakdown_s.exposed_comm += it.exposed_comm_s / n_ranks / n_it;
-        peak_bytes = std::max(peak_bytes, it.peak_allocated_bytes);
-        for (const CommStat& c : it.comm) {
-          const std::string group = group_name(c, rk.rank, world, plan);
-          const auto key = std::make_pair(c.kind, group);
-          if (!comm.count(key)) order.push_back(key);
-          Acc& a = comm[key];
-          const int32_t n = c.group_size > 0 ? c.group_size : world;
-          const std::optional<CollectiveKind> kind = collective_kind(c.kind);
-          // Send / receive: the message itself crosses the link once.
-          const double wire = kind ? collective_wire_bytes(*kind, c.buffer_bytes, n) : static_cast<double>(c.buffer_bytes);
-          a.bytes += static_cast<int64_t>(std::llround(wire));
-          a.count += c.count;
-          a.time_s += c.time_s;
-        }
-      }
-    }
-    r.iteration_time_s = iter_sum / n_it;
-    // One iteration of every rank's device work, each from its own step start.
-    for (const RankStats& rk : ev.ranks) r.timeline.insert(r.timeline.end(), rk.timeline.begin(), rk.timeline.end());
-    const double per = n_ranks * n_it;
-    for (const auto& key : order) {
-      const Acc& a = comm[key];
-      CommEntry e{key.first, key.second, static_cast<int64_t>(std::llround(static_cast<double>(a.bytes) / per)),
-                  static_cast<int64_t>(std::llround(static_cast<double>(a.count) / per)), a.time_s / per};
-      r.communication.push_back(e);
-      double TimeBreakdown::*slot = nullptr;
-      if (e.group == "tp" || e.group == "etp") slot = &TimeBreakdown::tp_comm;
-      else if (e.group == "cp") slot = &TimeBreakdown::cp_comm;
-      else if (e.group == "pp" || e.group == "embedding") slot = &TimeBreakdown::pp_comm;
-      else if (e.group == "dp" || e.group == "dp-cp" || e.group == "edp") slot = &TimeBreakdown::dp_comm;
-      else if (e.group == "ep") slot = &TimeBreakdown::ep_comm;
-      if (slot) r.time_breakdown_s.*slot += e.time_s;
-    }
-    r.memory.peak_gib = peak_bytes / kBytesPerGib;
-  }
-
-  if (ev.log) {
-    std::vector<double> times;
-    double mem = 0;
-    for (const LogStep& s : ev.log->steps) {
-      if (s.loss) r.losses.push_back(*s.loss);
-      if (s.iteration_s) times.push_back(*s.iteration_s);
-      if (s.memory_gib) mem = std::max(mem, *s.memory_gib);
-    }
-    if (ev.ranks.empty()) {
-      if (times.empty() && ev.log->steps.front().tokens_per_s_per_gpu && scenario && plan) {
-        // torchtitan logs tokens per second per GPU, not the step time.
-        for (const LogStep& s : ev.log->steps)
-          if (s.tokens_per_s_per_gpu && *s.tokens_per_s_per_gpu > 0)
-            times.push_back(static_cast<double>(scenario->training.global_batch_size) *
-                            static_cast<double>(scenario->model.seq_length) /
-                            (*s.tokens_per_s_per_gpu * static_cast<double>(plan->world_size())));
-      }
-      // The first logged iteration carries start-up work (compilation, allocator warm-up): left
-      // out when there are others, as the trace drops its profiler warm-up.
-      if (times.size() > 1) times.erase(times.begin());
-      double sum = 0;
-      for (double t : times) sum += t;
-      r.iteration_time_s = times.empty() ? 0 : sum / static_cast<double>(times.size());
-    }
-    if (r.memory.peak_gib == 0) r.memory.peak_gib = mem;
-  }
+  if (!ev.ranks.empty()) add_traces(ev.ranks, plan, r);
+  if (ev.log) add_log(*ev.log, !ev.ranks.empty(), plan, scenario, r);
 
   if (scenario && plan && r.iteration_time_s > 0) {
     const ModelShape m = model_shape(scenario->model);

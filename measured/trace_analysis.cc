@@ -48,8 +48,21 @@ std::string lower_alnum(const std::string& s) {
 
 struct StepWork {
   Intervals compute, comm, memory;
+  Intervals p2p, collectives;  // comm split into send / receive and the rest
   std::vector<CommStat> comm_stats;
 };
+
+// Send / receive time during which the rank runs nothing else: no compute, no collective, no
+// copy. A pipeline stage that waits for its neighbour's activations or gradients sits in its
+// receive kernel (NCCL's SendRecv kernel spins until the peer's data arrives).
+double exposed_p2p_us(StepWork& w, const Intervals& compute, const Intervals& memory) {
+  if (w.p2p.empty()) return 0;
+  const Intervals p2p = merged(std::move(w.p2p));
+  Intervals others = std::move(w.collectives);
+  others.insert(others.end(), compute.begin(), compute.end());
+  others.insert(others.end(), memory.begin(), memory.end());
+  return total(p2p) - overlap_merged(p2p, merged(std::move(others)));
+}
 
 void add_comm_stat(std::vector<CommStat>& stats, const CommOp& op, double dur_s) {
   const std::string kind = op.p2p ? "send-recv" : to_string(op.kind);
@@ -154,6 +167,8 @@ RankStats analyze_trace(const TraceReadout& trace) {
       case ActivityClass::kMemory: w.memory.push_back(iv); break;
       case ActivityClass::kComm:
         w.comm.push_back(iv);
+        if (a.comm_index >= 0 && trace.comm_ops[static_cast<size_t>(a.comm_index)].p2p) w.p2p.push_back(iv);
+        else w.collectives.push_back(iv);
         if (a.comm_index >= 0)
           add_comm_stat(w.comm_stats, trace.comm_ops[static_cast<size_t>(a.comm_index)], a.dur_us * 1e-6);
         break;
@@ -183,6 +198,7 @@ RankStats analyze_trace(const TraceReadout& trace) {
     it.idle_s = std::max(0.0, steps[i].dur_us - busy_us) * 1e-6;
     it.exposed_comm_s = (comm_us - hidden_us) * 1e-6;
     it.overlap_ratio = comm_us > 0 ? hidden_us / comm_us : 0.0;
+    it.pipeline_wait_s = it.idle_s + exposed_p2p_us(w, compute, memory) * 1e-6;
     it.comm = std::move(w.comm_stats);
     const double lo = steps[i].start_us, hi = steps[i].start_us + steps[i].dur_us;
     for (const auto& m : trace.memory)

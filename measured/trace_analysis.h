@@ -93,6 +93,11 @@ struct IterationStats {
   double idle_s = 0;
   double exposed_comm_s = 0;
   double overlap_ratio = 0;
+  // Time the rank runs neither compute nor a collective: idle gaps plus send / receive kernels
+  // that nothing else overlaps. Under a pipeline plan this is the stage waiting for its
+  // neighbours, the measured counterpart of the simulated bubble (it also holds host-bound
+  // gaps, which a trace cannot tell apart from waiting).
+  double pipeline_wait_s = 0;
   double peak_allocated_bytes = 0;  // 0 = no memory events in the iteration
   std::vector<CommStat> comm;
 };

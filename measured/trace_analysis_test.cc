@@ -90,6 +90,28 @@ TEST(AnalyzeTrace, BreakdownOverlapAndDroppedLastStep) {
   EXPECT_DOUBLE_EQ(b.peak_allocated_bytes, 2e9);
 }
 
+// A pipeline stage: forward compute, a receive that waits for the next stage while nothing else
+// runs, a receive hidden behind compute, a gradient all-reduce that overlaps a receive, an idle gap.
+TEST(AnalyzeTrace, PipelineWaitIsIdlePlusSendReceiveThatNothingOverlaps) {
+  TraceReadout t;
+  t.steps = {{1, 0, 200}, {2, 200, 100}};
+  t.comm_ops.push_back({CollectiveKind::kAllReduce, true, 1024, 2, "[0,1]"});    // send / receive
+  t.comm_ops.push_back({CollectiveKind::kAllReduce, false, 4096, 2, "[0,2]"});   // DP all-reduce
+  t.activities.push_back({0, 50, ActivityClass::kCompute, -1, -1});
+  t.activities.push_back({50, 40, ActivityClass::kComm, -1, 0});    // 50-90: exposed wait, 40
+  t.activities.push_back({90, 30, ActivityClass::kCompute, -1, -1});
+  t.activities.push_back({100, 10, ActivityClass::kComm, -1, 0});   // hidden behind compute
+  t.activities.push_back({130, 30, ActivityClass::kComm, -1, 1});   // 130-160 all-reduce
+  t.activities.push_back({150, 20, ActivityClass::kComm, -1, 0});   // 160-170 exposed, 10
+  // 120-130 and 170-200 idle: 40
+  const RankStats s = analyze_trace(t);
+  ASSERT_EQ(s.iterations.size(), 1u);
+  const IterationStats& it = s.iterations[0];
+  EXPECT_NEAR(it.idle_s, 40e-6, 1e-12);
+  EXPECT_NEAR(it.pipeline_wait_s, 90e-6, 1e-12);
+  EXPECT_NEAR(it.exposed_comm_s, 80e-6, 1e-12);  // 40 + 30 + 10: the all-reduce counts here, not in the wait
+}
+
 TEST(AnalyzeTrace, OneStepLeavesNothing) {
   TraceReadout t;
   t.steps = {{1, 0, 100}};

@@ -69,6 +69,17 @@ def harness_iteration_s(timers):
     return sum(per_step) / len(per_step)
 
 
+def aten_ops_per_step(trace_path):
+    """ATen ops (every "aten::" event, nested ones included) per kept ProfilerStep of one rank's
+    bare-array trace, and their mean duration in seconds."""
+    events = json.load(open(trace_path))
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    steps = sorted((e for e in events if str(e.get("name", "")).startswith("ProfilerStep#")), key=lambda e: e["ts"])[:-1]
+    ops = [e for e in events if str(e.get("name", "")).startswith("aten::")
+           and any(s["ts"] <= e["ts"] < s["ts"] + s["dur"] for s in steps)]
+    return len(ops) / max(len(steps), 1), sum(e["dur"] for e in ops) * 1e-6 / max(len(ops), 1)
+
+
 def import_run(sim, db, path, scen):
     p = sh([sim, "runs", "import", path, "--scenario", scen, "--db", db])
     last = p.stdout.strip().splitlines()[-1]
@@ -96,6 +107,7 @@ def main():
     import gpt_harness
 
     failures = []
+    runtime_iteration_s = {}
     with tempfile.TemporaryDirectory() as tmp:
         db = os.path.join(tmp, "runs.db")
         profile = None
@@ -156,7 +168,9 @@ def main():
                 gpt_harness.write_runtime_checkpoint(cfg, tmpl, init, 2)
                 rt_file = os.path.join(tmp, f"{mode}_runtime.json")
                 sh(mpi + ["--steps", str(STEPS), "--checkpoint-dir", init, "--resume", "--output", rt_file])
-                runtime_losses = json.load(open(rt_file))["result"]["losses"]
+                runtime_result = json.load(open(rt_file))["result"]
+                runtime_losses = runtime_result["losses"]
+                runtime_iteration_s[mode] = runtime_result.get("iteration_time_s", 0)
                 torch_losses = timers["ranks"][0]["losses"]
                 worst = max((abs(a - b) / abs(b) for a, b in zip(runtime_losses, torch_losses)), default=float("inf"))
                 print(f"{mode}: losses, CPU runtime {[round(x, 6) for x in runtime_losses]}")
@@ -168,10 +182,21 @@ def main():
             if profile:
                 with open(scen, "w") as f:
                     json.dump(scenario(mode, cfg, profile), f)
-                sh([opts.monarch_sim, scen, "--backend", "analytical", "--output", pred_file, "--no-db", "--quiet"])
+                sh([opts.monarch_sim, scen, "--backend", "analytical", "--output", pred_file, "--db", db, "--quiet"])
                 predicted = json.load(open(pred_file))["results"][0]["iteration_time_s"]
                 print(f"{mode}: analytical with the CPU calibration profile predicts {predicted:.6f} s per iteration; "
                       f"the harness measured {timer_s:.6f} s ({100 * (predicted - timer_s) / timer_s:+.1f}%)")
+                ops, op_s = aten_ops_per_step(os.path.join(out, "export", "rank0_trace.json"))
+                print(f"{mode}: PyTorch runs {ops:.0f} ATen ops per step on rank 0 ({1e6 * timer_s / ops:.1f} us of the "
+                      f"step per op); the profile describes the project's C++ runtime, which has no per-op dispatch")
+                if runtime_iteration_s.get(mode):
+                    rt = runtime_iteration_s[mode]
+                    print(f"{mode}: the CPU runtime (monarch-run) measured {rt:.6f} s per iteration on the same plan; "
+                          f"the prediction is {100 * (predicted - rt) / rt:+.1f}% off it")
+                # Where the difference lies: the measured run beside the prediction, term by term.
+                listing = sh([opts.monarch_sim, "runs", "list", "--backend", "analytical", "--db", db]).stdout
+                pred_id = next(line.split()[0] for line in listing.splitlines() if line[:1].isdigit())
+                print(sh([opts.monarch_sim, "runs", "compare", str(run_id), pred_id, "--db", db]).stdout)
     for f in failures:
         print("FAIL:", f)
     return 1 if failures else 0
