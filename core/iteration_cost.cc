@@ -256,10 +256,11 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
           dp_exposed += mb * per_mb;
         }
         if (detail) {
+          // Bytes of the whole stage per pass (the calls split them; the bus factor is linear).
           const double n_rs = mb * z.reduce_scatters, n_ag = 2.0 * mb * z.gathers;
-          add_comm(it.comm, "reduce-scatter", name, n_rs * collective_wire_bytes(CollectiveKind::kReduceScatter, static_cast<int64_t>(static_cast<double>(g_bytes) / z.reduce_scatters), span.size),
+          add_comm(it.comm, "reduce-scatter", name, mb * collective_wire_bytes(CollectiveKind::kReduceScatter, g_bytes, span.size),
                    static_cast<int64_t>(n_rs), mb * rs);
-          add_comm(it.comm, "all-gather", name, n_ag * collective_wire_bytes(CollectiveKind::kAllGather, static_cast<int64_t>(static_cast<double>(w_all) / z.gathers), span.size),
+          add_comm(it.comm, "all-gather", name, 2.0 * mb * collective_wire_bytes(CollectiveKind::kAllGather, w_all, span.size),
                    static_cast<int64_t>(n_ag), 2.0 * mb * ag);
         }
       }
