@@ -136,10 +136,18 @@ double collective_time_s(CollectiveKind kind, int64_t bytes_per_rank, const Grou
     const double t = profile_collective_time_s(*cal, kind, static_cast<int>(r), bytes_per_rank);
     if (t > 0) intra = t;
   }
-  // Latency: a ring takes N - 1 steps per phase; for all-reduce over many nodes NCCL switches
-  // to double binary trees, 2 log2(N) steps (NCCL_ALGO ring/tree tuning model).
+  // Latency: a ring takes N - 1 node-crossing steps per phase; for all-reduce over many nodes
+  // NCCL switches to double binary trees, 2 log2(N) steps (NCCL_ALGO ring/tree tuning model).
   double inter_steps = steps_factor * (N - 1.0);
   if (kind == CollectiveKind::kAllReduce) inter_steps = std::min(inter_steps, 2.0 * std::ceil(std::log2(N)));
+  // All-gather and reduce-scatter have only the ring: one ring through all n = N x r ranks,
+  // n - 1 steps, of which N - 1 cross nodes and the other n - N stay on NVLink (NCCL
+  // src/graph/tuning.cc: nsteps = nRanks - 1, nInterSteps = nNodes - 1, latency = (nsteps -
+  // nInterSteps) x intraLat + nInterSteps x interLat). The intra-node phase above paid r - 1 of
+  // those n - N NVLink steps; a ring over hundreds of ranks pays the rest too (1536 ranks on
+  // 192 nodes: 1344 NVLink steps per call).
+  if (kind == CollectiveKind::kAllGather || kind == CollectiveKind::kReduceScatter)
+    intra += std::max(0.0, n - N - (r - 1.0)) * lat_intra;
   const double inter = collective_bus_factor(kind, N) * S / r / bw_nic + inter_steps * lat_inter;
   return intra + inter;
 }

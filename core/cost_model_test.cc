@@ -6,6 +6,7 @@
 
 #include <filesystem>
 
+#include "core/placement.h"
 #include "core/presets.h"
 #include "core/profile.h"
 #include "core/profile_io.h"
@@ -76,6 +77,20 @@ TEST(Collectives, RingFormulasInsideANode) {
   EXPECT_NEAR(collective_wire_bytes(CollectiveKind::kAllReduce, 800, 8), 1400, 1e-9);
   g.size = 1;
   EXPECT_EQ(collective_time_s(CollectiveKind::kAllReduce, 1000, g, c), 0);
+}
+
+// NCCL's all-gather and reduce-scatter are one ring through all n ranks: n - 1 steps, N - 1 of
+// them across nodes, the rest on NVLink (src/graph/tuning.cc nsteps / nInterSteps). Over many
+// nodes the NVLink steps dominate the latency of a small call.
+TEST(Collectives, AllGatherRingLatencyCountsEveryRankAcrossNodes) {
+  const ClusterConfig c = cluster("A100-80GB", 1536);
+  const GroupSpan g{1536, 192, 8, false};
+  const int64_t S = 8;  // bytes: the latency alone
+  const double expect = (1536.0 - 192.0) * us_to_s(c.intra_node.latency_us) + 191.0 * us_to_s(c.inter_node.latency_us);
+  EXPECT_NEAR(collective_time_s(CollectiveKind::kAllGather, S, g, c), expect, 1e-6);
+  EXPECT_NEAR(collective_time_s(CollectiveKind::kReduceScatter, S, g, c), expect, 1e-6);
+  // All-reduce keeps NCCL's tree over the nodes: far fewer steps.
+  EXPECT_LT(collective_time_s(CollectiveKind::kAllReduce, S, g, c), 0.1 * expect);
 }
 
 TEST(Collectives, AcrossNodesTheNicsPaceTheGroup) {
@@ -286,6 +301,38 @@ TEST(LayerCosts, TensorParallelCollectivesPerLayer) {
   const double exposed = l.tp_exposed_s;
   p.tp_comm_overlap = true;
   EXPECT_LT(layer_costs(s, p).tp_exposed_s, exposed);
+}
+
+// ZeRO-3 / FSDP gathers and reduce-scatters module by module, each call its own NCCL ring:
+// FSDP2 (torchtitan) and Megatron's FSDP one per transformer layer plus the root module,
+// DeepSpeed one gather per submodule with parameters (6 per GPT layer) and reduce buckets of
+// 5e8 elements. Over 1536 ranks every call pays ~3.6 ms of ring latency, so DeepSpeed's
+// 1154 gathers per step cost seconds more than FSDP2's 194.
+TEST(Iteration, Zero3CollectivesArePerModuleAndPayTheirLatency) {
+  Scenario s = gpt175b(1536);
+  s.training.global_batch_size = 1536;
+  Plan p;
+  p.dp = 1536;
+  p.zero_stage = 3;
+  p.micro_batch_size = 1;
+  p.recompute = Recompute::kFull;
+  auto gathers = [](const BackendResult& r) {
+    for (const CommEntry& c : r.communication)
+      if (c.kind == "all-gather" && c.group == "dp") return c;
+    return CommEntry{};
+  };
+  s.training.framework = Framework::kTorchtitan;
+  const BackendResult fsdp2 = estimate_plan(s, p);
+  s.training.framework = Framework::kDeepspeed;
+  const BackendResult ds = estimate_plan(s, p);
+  EXPECT_EQ(gathers(fsdp2).count, 2 * (96 + 1));  // forward and backward, one micro-batch
+  EXPECT_EQ(gathers(ds).count, 2 * (96 * 6 + 1));
+  EXPECT_NEAR(static_cast<double>(gathers(fsdp2).bytes), static_cast<double>(gathers(ds).bytes), 1e-6 * static_cast<double>(gathers(ds).bytes));  // the same parameters, cut finer
+  const GroupSpan g = group_span(GroupKind::kDpCp, p, s.cluster.gpus_per_node);
+  const double latency_s = collective_time_s(CollectiveKind::kAllGather, 1, g, s.cluster);
+  EXPECT_GT(latency_s, 3e-3);
+  EXPECT_GT(ds.time_breakdown_s.dp_comm - fsdp2.time_breakdown_s.dp_comm, 0.9 * 2 * (96 * 6 - 96) * latency_s);
+  EXPECT_GE(ds.iteration_time_s, fsdp2.iteration_time_s);
 }
 
 TEST(Iteration, QuickEstimateAgreesWithTheFullResult) {

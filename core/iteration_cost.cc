@@ -72,6 +72,33 @@ std::string plan_problem(const Scenario& sc, const Plan& p, const ModelShape& m)
   return framework_problem(sc.training.framework, p);
 }
 
+// ZeRO-3 / FSDP: the NCCL calls one pass over a stage takes, by framework.
+// - torchtitan: FSDP2 `fully_shard` on every transformer block and on the root module
+//   (embedding, final norm, output layer): one all-gather per block and pass, one
+//   reduce-scatter per block and backward (torchtitan parallelize.py `apply_fsdp`; FSDP2
+//   reshards after the forward and gathers again for the backward).
+// - megatron: Megatron-Core's FSDP shards by TransformerLayer (`fsdp_unit_modules`), one
+//   all-gather and one reduce-scatter per layer and pass, as FSDP2.
+// - deepspeed: ZeRO-3's PartitionedParameterCoordinator gathers each submodule that owns
+//   parameters when its forward (or backward) hook fires: in a Megatron-DeepSpeed GPT layer the
+//   two LayerNorms, the QKV, projection, fc1 and fc2 linears (kDeepspeedZero3SubmodulesPerLayer);
+//   gradients leave in reduce buckets of `reduce_bucket_size` elements
+//   (deepspeed/runtime/zero/stage3.py, the stage-2 bucket default kZeroReduceBucketElements).
+constexpr double kDeepspeedZero3SubmodulesPerLayer = 6.0;
+struct Zero3Calls {
+  double gathers = 1, reduce_scatters = 1;  // per pass over the stage
+};
+Zero3Calls zero3_calls(Framework f, double layers, double params) {
+  Zero3Calls z;
+  if (f == Framework::kDeepspeed) {
+    z.gathers = layers * kDeepspeedZero3SubmodulesPerLayer + 1.0;  // + the embedding / output
+    z.reduce_scatters = std::max(1.0, std::ceil(params / kZeroReduceBucketElements));
+  } else {
+    z.gathers = z.reduce_scatters = layers + 1.0;  // + the root module
+  }
+  return z;
+}
+
 struct IterationModel {
   TimeBreakdown breakdown;
   double iteration_s = 0;
@@ -206,17 +233,35 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
           add_comm(it.comm, "all-gather", name, collective_wire_bytes(CollectiveKind::kAllGather, w_all, span.size), 1, ag);
         }
       } else {
-        // ZeRO-3 / FSDP: gather the weights before each micro-batch's forward and backward and
-        // reduce-scatter its gradients, layer by layer, prefetching the next layer.
-        const double rs = collective_time_s(CollectiveKind::kReduceScatter, g_bytes, span, cl);
-        const double ag = collective_time_s(CollectiveKind::kAllGather, w_all, span, cl);
+        // ZeRO-3 / FSDP: per micro-batch the weights are gathered before the forward and again
+        // before the backward, and the gradients reduce-scattered, module by module, the next
+        // module's gather prefetched beside the current module's compute. Each module is its
+        // own NCCL call and pays its own ring latency (n - 1 steps over hundreds of ranks).
+        const Zero3Calls z = zero3_calls(sc.training.framework, nl_w, params);
+        const double ag_one = collective_time_s(CollectiveKind::kAllGather, static_cast<int64_t>(static_cast<double>(w_all) / z.gathers), span, cl);
+        const double rs_one = collective_time_s(CollectiveKind::kReduceScatter, static_cast<int64_t>(static_cast<double>(g_bytes) / z.reduce_scatters), span, cl);
+        const double ag = z.gathers * ag_one;           // one pass over the stage's modules
+        const double rs = z.reduce_scatters * rs_one;
         const double per_mb = 2.0 * ag + rs;
-        const double window = p.overlap_param_gather || p.overlap_grad_reduce ? kOverlapEfficiency * (fwd_window + bwd_window) : 0.0;
         dp_total += mb * per_mb;
-        dp_exposed += mb * std::max(0.0, per_mb - window) + (nl_w > 0 ? ag / nl_w : ag);
+        if (p.overlap_param_gather || p.overlap_grad_reduce) {
+          // Forward gathers hide behind the forward, backward gathers and reduce-scatters
+          // behind the backward (and its recompute). Not hidden: the first module's gather of
+          // the step (nothing runs before it) and the last module's reduce-scatter (nothing
+          // runs after it; the optimizer waits for it).
+          const double fwd_exp = std::max(0.0, ag - kOverlapEfficiency * fwd_window);
+          const double bwd_exp = std::max(0.0, ag + rs - kOverlapEfficiency * bwd_window);
+          dp_exposed += mb * (fwd_exp + bwd_exp) + ag_one + rs_one;
+        } else {
+          dp_exposed += mb * per_mb;
+        }
         if (detail) {
-          add_comm(it.comm, "reduce-scatter", name, mb * collective_wire_bytes(CollectiveKind::kReduceScatter, g_bytes, span.size), nmb, mb * rs);
-          add_comm(it.comm, "all-gather", name, 2.0 * mb * collective_wire_bytes(CollectiveKind::kAllGather, w_all, span.size), 2 * nmb, 2.0 * mb * ag);
+          // Bytes of the whole stage per pass (the calls split them; the bus factor is linear).
+          const double n_rs = mb * z.reduce_scatters, n_ag = 2.0 * mb * z.gathers;
+          add_comm(it.comm, "reduce-scatter", name, mb * collective_wire_bytes(CollectiveKind::kReduceScatter, g_bytes, span.size),
+                   static_cast<int64_t>(n_rs), mb * rs);
+          add_comm(it.comm, "all-gather", name, 2.0 * mb * collective_wire_bytes(CollectiveKind::kAllGather, w_all, span.size),
+                   static_cast<int64_t>(n_ag), 2.0 * mb * ag);
         }
       }
     };

@@ -15,8 +15,8 @@ namespace {
 
 const std::string kCalibration = std::string(MONARCH_SOURCE_DIR) + "/tests/data/validation/calibration.json";
 // Bounds of the DLRM validation set (docs/dlrm.md, "Fidelity against published runs"): what
-// the model reaches now (33.8 % MAPE, worst +74.3 %), so a regression fails.
-constexpr double kDlrmMapePct = 34.0;
+// the model reaches now (29.5 % MAPE, worst +74.3 %), so a regression fails.
+constexpr double kDlrmMapePct = 30.0;
 constexpr double kDlrmWorstPct = 75.0;
 
 std::string write_temp(const std::string& name, const std::string& text) {
