@@ -213,8 +213,8 @@ void append(Deps& to, const Deps& from) { to.insert(to.end(), from.begin(), from
 Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan, const LoweringCosts& costs, const std::vector<char>& only) {
   if (Problems bad = check_plan(sc, plan); !bad.empty()) return bad;
   if (!only.empty() && static_cast<int64_t>(only.size()) != plan.world_size())
-    return fail("/parallelism", "the rank filter has " + std::to_string(only.size()) + " entries for " +
-                                    std::to_string(plan.world_size()) + " ranks");
+    return Expected<PlanGraph>::fail("/parallelism", "the rank filter has " + std::to_string(only.size()) +
+                                                         " entries for " + std::to_string(plan.world_size()) + " ranks");
   const int64_t m = num_micro_batches(sc, plan);
   auto layers_or = chunk_layers(plan, sc.model.num_layers);
   if (!layers_or) return layers_or.problems();
