@@ -35,20 +35,6 @@ bool stderr_is_terminal() { return ::isatty(STDERR_FILENO) == 1; }
 
 bool has_backend(const std::vector<Backend>& v, Backend b) { return std::find(v.begin(), v.end(), b) != v.end(); }
 
-// Splits `--set simgrid.KEY=VALUE` (backend options, not scenario keys) from the scenario's.
-void split_overrides(const std::vector<std::string>& all, std::vector<std::string>& scenario,
-                     std::vector<std::pair<std::string, std::string>>& simgrid) {
-  for (const auto& o : all) {
-    if (o.rfind("simgrid.", 0) == 0) {
-      const auto eq = o.find('=');
-      const std::string key = o.substr(8, eq == std::string::npos ? std::string::npos : eq - 8);
-      simgrid.emplace_back(key, eq == std::string::npos ? std::string() : o.substr(eq + 1));
-    } else {
-      scenario.push_back(o);
-    }
-  }
-}
-
 std::string fixed(double v, int digits) {
   std::ostringstream o;
   o << std::fixed << std::setprecision(digits) << v;
@@ -226,7 +212,7 @@ void print_arrival(const run::RunEntry& e) {
 int cmd_run(const RunOptions& opts) {
   std::vector<std::string> scenario_overrides;
   run::RunRequest request;
-  split_overrides(opts.overrides, scenario_overrides, request.settings.simgrid);
+  run::split_simgrid_overrides(opts.overrides, scenario_overrides, request.settings.simgrid);
 
   auto scenario = read_scenario_file(opts.scenario_path, scenario_overrides);
   if (!scenario) {

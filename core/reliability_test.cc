@@ -18,6 +18,19 @@ ReliabilityConfig llama3_rates() {
   return cfg;
 }
 
+// The Llama 3 rates with storage at 400 / 1000 GB/s (write / read), host copies at 50 GB/s,
+// detection and rescheduling 300 s each, start-up 240 s.
+ReliabilityConfig llama3_with_storage_and_restarts() {
+  ReliabilityConfig cfg = llama3_rates();
+  cfg.storage_write_GBps = 400;
+  cfg.storage_read_GBps = 1000;
+  cfg.host_copy_GBps = 50;
+  cfg.detection_s = 300;
+  cfg.reschedule_s = 300;
+  cfg.startup_s = 240;
+  return cfg;
+}
+
 // A job on `gpus` GPUs with a fixed checkpoint state, storage and restart times.
 GoodputInputs job(int64_t gpus, double iteration_s, double bytes_per_rank, double bytes_total) {
   GoodputInputs in;
@@ -146,17 +159,11 @@ TEST(Goodput, ClosedFormLiesInsideTheMonteCarlo90PercentInterval) {
     in.replica_groups = c.groups;
     in.peer_GBps = 45;
     in.total_tokens = 30 * kDay / in.iteration_time_s;  // 30 days of steps
-    ReliabilityConfig cfg = llama3_rates();
+    ReliabilityConfig cfg = llama3_with_storage_and_restarts();
     for (auto& cause : cfg.causes) cause.per_day_per_1k_gpus *= c.rate_scale;
     cfg.async_checkpoint = c.async;
     cfg.recovery = c.recovery;
     cfg.checkpoint_interval_s = c.interval_s;
-    cfg.storage_write_GBps = 400;
-    cfg.storage_read_GBps = 1000;
-    cfg.host_copy_GBps = 50;
-    cfg.detection_s = 300;
-    cfg.reschedule_s = 300;
-    cfg.startup_s = 240;
     cfg.trials = 60;
     cfg.seed = 7;
     const GoodputEstimate e = estimate_goodput(in, cfg);
@@ -178,13 +185,7 @@ TEST(Goodput, ClosedFormLiesInsideTheMonteCarlo90PercentInterval) {
 TEST(Goodput, SpareNodesRunOutWhenRepairIsSlow) {
   GoodputInputs in = job(16384, 8, 12e9, 6e12);
   in.total_tokens = 30 * kDay / in.iteration_time_s;
-  ReliabilityConfig cfg = llama3_rates();
-  cfg.storage_write_GBps = 400;
-  cfg.storage_read_GBps = 1000;
-  cfg.host_copy_GBps = 50;
-  cfg.detection_s = 300;
-  cfg.reschedule_s = 300;
-  cfg.startup_s = 240;
+  ReliabilityConfig cfg = llama3_with_storage_and_restarts();
   cfg.trials = 60;
   cfg.seed = 11;
   const GoodputEstimate unlimited = estimate_goodput(in, cfg);

@@ -3,6 +3,7 @@
 #include "run/backend.h"
 
 #include <optional>
+#include <string_view>
 
 #include "sim/analytical_backend.h"
 #include "strategies/dlrm_lowering.h"
@@ -132,6 +133,20 @@ const char* missing_part(Backend b) {
 }
 
 }  // namespace
+
+void split_simgrid_overrides(const std::vector<std::string>& all, std::vector<std::string>& scenario,
+                             std::vector<std::pair<std::string, std::string>>& simgrid) {
+  constexpr std::string_view kPrefix = "simgrid.";
+  for (const auto& o : all) {
+    if (o.rfind(kPrefix, 0) == 0) {
+      const auto eq = o.find('=');
+      const std::string key = o.substr(kPrefix.size(), eq == std::string::npos ? std::string::npos : eq - kPrefix.size());
+      simgrid.emplace_back(key, eq == std::string::npos ? std::string() : o.substr(eq + 1));
+    } else {
+      scenario.push_back(o);
+    }
+  }
+}
 
 Problems check_settings(const BackendSettings& settings) {
   Problems problems;

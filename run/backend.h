@@ -66,6 +66,11 @@ struct BackendSettings {
   bool record_timeline = true;  // SimGrid: keep the per-task timeline (traces, the GUI)
 };
 
+// Splits `simgrid.KEY=VALUE` overrides (backend options, not scenario keys) from the scenario's
+// `PATH=VALUE` ones: the former go to `simgrid` as (KEY, VALUE), the others to `scenario`.
+void split_simgrid_overrides(const std::vector<std::string>& all, std::vector<std::string>& scenario,
+                             std::vector<std::pair<std::string, std::string>>& simgrid);
+
 // Problems with the settings, whichever backends run: a SimGrid option that is unknown or out of
 // range, or any SimGrid option in a build without SimGrid.
 Problems check_settings(const BackendSettings& settings);

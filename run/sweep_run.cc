@@ -33,15 +33,21 @@ PointOutcome run_sweep_point(const SweepSpec& spec, size_t index, const RunContr
   const auto started_at = std::chrono::system_clock::now();
   const SweepPointSpec& point = spec.points.at(index);
   out.key = point.key;
+  // simgrid.* paths are the backend's options (as `--set simgrid.KEY=VALUE`), the rest the
+  // scenario's; a backend option written as a JSON string is given without its quotes.
+  std::vector<std::string> all_sets;
+  for (const SweepOverride& ov : point.overrides) all_sets.push_back(ov.path + "=" + ov.value_json);
   std::vector<std::string> sets;
-  for (const SweepOverride& ov : point.overrides) sets.push_back(ov.path + "=" + ov.value_json);
+  RunRequest request;
+  split_simgrid_overrides(all_sets, sets, request.settings.simgrid);
+  for (auto& [key, value] : request.settings.simgrid)
+    if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
   auto scenario = read_scenario_file(spec.base_path, sets);
   if (!scenario) {
     out.status = PointStatus::kInvalid;
     out.error = joined(scenario.problems());
     return out;
   }
-  RunRequest request;
   request.backends = !spec.backends.empty() ? spec.backends : scenario->backends;
   if (request.backends.empty()) request.backends = default_backends(build_features().simgrid);
   request.settings.record_timeline = false;

@@ -348,15 +348,22 @@ TEST(Lowering, ExplainsPlansItCannotLower) {
 
 // --- graph checks catch broken graphs ---
 
-PlanGraph small_graph() {
-  const Scenario s = scenario(8, 8, 8);
+// TP 2 x PP 2 x DP 2 on 8 GPUs with a TP all-reduce per layer and a DP gradient all-reduce.
+struct SmallCase {
+  Scenario s = scenario(8, 8, 8);
   Plan p = pipeline(Schedule::kOneFOneB, 2, 1);
-  p.tp = 2;
-  p.dp = 2;
   LoweringCosts c = pure_compute();
-  c.layer_fwd_comm = {{GroupKind::kTp, CollectiveKind::kAllReduce, 8 << 20, 2, 0.1 * kMs}};
-  c.layer_grad_reduce = {{GroupKind::kDp, CollectiveKind::kAllReduce, 64 << 20, 1, 1 * kMs}};
-  return lower_ok(s, p, c);
+  SmallCase() {
+    p.tp = 2;
+    p.dp = 2;
+    c.layer_fwd_comm = {{GroupKind::kTp, CollectiveKind::kAllReduce, 8 << 20, 2, 0.1 * kMs}};
+    c.layer_grad_reduce = {{GroupKind::kDp, CollectiveKind::kAllReduce, 64 << 20, 1, 1 * kMs}};
+  }
+};
+
+PlanGraph small_graph() {
+  const SmallCase k;
+  return lower_ok(k.s, k.p, k.c);
 }
 
 bool mentions(const Problems& ps, const std::string& what) {
@@ -392,13 +399,10 @@ TEST(GraphCheck, FindsACollectiveMissingAMember) {
 // collectives whose missing members were not lowered, but not one a lowered member skips.
 TEST(LowerPlan, OnlyTheRanksAskedForGetAProgram) {
   const PlanGraph full = small_graph();
-  const Scenario s = scenario(8, 8, 8);
-  Plan p = pipeline(Schedule::kOneFOneB, 2, 1);
-  p.tp = 2;
-  p.dp = 2;
-  LoweringCosts c = pure_compute();
-  c.layer_fwd_comm = {{GroupKind::kTp, CollectiveKind::kAllReduce, 8 << 20, 2, 0.1 * kMs}};
-  c.layer_grad_reduce = {{GroupKind::kDp, CollectiveKind::kAllReduce, 64 << 20, 1, 1 * kMs}};
+  const SmallCase k;
+  const Scenario& s = k.s;
+  const Plan& p = k.p;
+  const LoweringCosts& c = k.c;
   std::vector<char> only(8, 0);
   for (int r = 0; r < 8; ++r) only[static_cast<size_t>(r)] = rank_to_coords(r, p).dp == 1;
   auto g = lower_plan(s, p, c, only);

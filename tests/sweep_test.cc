@@ -163,6 +163,37 @@ TEST_F(Sweep, OneAndTwoWorkersGiveTheSameRowsAndInvalidPointsNameTheirPath) {
   EXPECT_GT(points[0]["iteration_time_s"].get<double>(), 0);
 }
 
+// simgrid.* paths set the SimGrid backend's options per point, as `--set simgrid.KEY=VALUE`
+// does for one run; a value the backend does not know makes its point invalid, naming the option.
+TEST_F(Sweep, SimgridOptionsVaryPerPoint) {
+#ifndef MONARCH_TEST_SIMGRID
+  GTEST_SKIP() << "this build has no SimGrid backend";
+#endif
+  const json spec = {{"name", "fidelity"},
+                     {"base", base("small-gpt-8.json")},
+                     {"backends", {"simgrid"}},
+                     {"grid", {{"simgrid.intra_node", {"coarse", "flows", "fine"}}}}};
+  const std::string sweep = write_sweep("fidelity", spec);
+  CliResult r = run({"sweep", sweep, "--db", db("simgrid")});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("3 points, 3 computed, 0 already in the store, 2 ok, 1 invalid"), std::string::npos) << r.err;
+  std::istringstream in(rows(db("simgrid"), "fidelity"));
+  std::string line;
+  std::getline(in, line);
+  int ok = 0;
+  while (std::getline(in, line)) {
+    if (line.find(",ok,") != std::string::npos) {
+      EXPECT_NE(line.find(",simgrid,"), std::string::npos) << line;
+      ++ok;
+    }
+    if (line.find(",invalid,") != std::string::npos) {
+      EXPECT_NE(line.find("fine"), std::string::npos) << line;
+      EXPECT_NE(line.find("simgrid.intra_node"), std::string::npos) << line;
+    }
+  }
+  EXPECT_EQ(ok, 2);
+}
+
 TEST_F(Sweep, ResumeRedoesNothingAndARerunWithoutItIsRefused) {
   const std::string sweep = write_sweep("grid", grid_sweep("again"));
   ASSERT_EQ(run({"sweep", sweep, "--db", db("s")}).status, 0);
