@@ -167,9 +167,10 @@ struct Rates {
   double wall_per_useful = 1;
   Badput per_useful;
 };
-Rates rates_at(const GoodputInputs& in, const ReliabilityConfig& cfg, const CheckpointTimes& ct, double tau) {
+// stall: spare_stall_s, which does not depend on tau (computed once by the callers).
+Rates rates_at(const GoodputInputs& in, const ReliabilityConfig& cfg, const CheckpointTimes& ct, double tau,
+               double stall) {
   const double lambda = job_rate_per_s(in, cfg);
-  const double stall = spare_stall_s(in, cfg);
   Rates r;
   if (replica_mode(in, cfg)) {
     const double c = effective_blocking_s(ct, cfg, tau);
@@ -219,13 +220,13 @@ Rates rates_at(const GoodputInputs& in, const ReliabilityConfig& cfg, const Chec
 double min_interval_s(const GoodputInputs& in) { return std::max(in.iteration_time_s, 1e-3); }
 
 // The interval that minimises wall time per useful second: golden-section search on log(tau).
-double optimal_interval(const GoodputInputs& in, const ReliabilityConfig& cfg, const CheckpointTimes& ct) {
+double optimal_interval(const GoodputInputs& in, const ReliabilityConfig& cfg, const CheckpointTimes& ct, double stall) {
   const double lambda = job_rate_per_s(in, cfg);
   const double lo0 = min_interval_s(in);
   double hi0 = lambda > 0 ? std::max(lo0 * 2, 100.0 / lambda) : lo0 * 1e6;
   double a = std::log(lo0), b = std::log(hi0);
   const double phi = (std::sqrt(5.0) - 1) / 2;
-  auto f = [&](double x) { return rates_at(in, cfg, ct, std::exp(x)).wall_per_useful; };
+  auto f = [&](double x) { return rates_at(in, cfg, ct, std::exp(x), stall).wall_per_useful; };
   double x1 = b - phi * (b - a), x2 = a + phi * (b - a);
   double f1 = f(x1), f2 = f(x2);
   for (int i = 0; i < 100 && b - a > 1e-6; ++i) {
@@ -385,6 +386,7 @@ double expected_spare_wait_s(const GoodputInputs& in, const ReliabilityConfig& c
 GoodputEstimate estimate_goodput(const GoodputInputs& in, const ReliabilityConfig& cfg, double horizon_s) {
   GoodputEstimate e;
   e.spare_wait_s = expected_spare_wait_s(in, cfg);
+  const double stall = spare_stall_s(in, cfg);
   e.checkpoint = checkpoint_times(in, cfg);
   const double lambda = job_rate_per_s(in, cfg);
   e.interruptions_per_day = lambda * kDay_s;
@@ -400,12 +402,12 @@ GoodputEstimate estimate_goodput(const GoodputInputs& in, const ReliabilityConfi
     e.optimal_interval_s = lambda > 0 ? std::max(e.young_daly_interval_s, min_interval_s(in))
                                       : std::max(in.useful_s(), min_interval_s(in));
   } else {
-    e.optimal_interval_s = optimal_interval(in, cfg, e.checkpoint);
+    e.optimal_interval_s = optimal_interval(in, cfg, e.checkpoint, stall);
   }
   e.interval_s = cfg.checkpoint_interval_s ? std::max(*cfg.checkpoint_interval_s, min_interval_s(in)) : e.optimal_interval_s;
   if (cfg.async_checkpoint && e.checkpoint.write_s > e.interval_s)
     e.warnings.push_back("the asynchronous checkpoint write takes longer than the interval: each save waits for the previous one");
-  const Rates r = rates_at(in, cfg, e.checkpoint, e.interval_s);
+  const Rates r = rates_at(in, cfg, e.checkpoint, e.interval_s, stall);
   if (!std::isfinite(r.wall_per_useful)) {
     e.warnings.push_back("failures arrive faster than the job recovers: no progress is expected");
     e.wall_time_s = std::numeric_limits<double>::infinity();
@@ -432,12 +434,14 @@ GoodputEstimate estimate_goodput(const GoodputInputs& in, const ReliabilityConfi
 std::vector<IntervalPoint> goodput_curve(const GoodputInputs& in, const ReliabilityConfig& cfg, int points) {
   std::vector<IntervalPoint> out;
   const CheckpointTimes ct = checkpoint_times(in, cfg);
-  const double centre = replica_mode(in, cfg) ? estimate_goodput(in, cfg).optimal_interval_s : optimal_interval(in, cfg, ct);
+  const double stall = spare_stall_s(in, cfg);
+  const double centre =
+      replica_mode(in, cfg) ? estimate_goodput(in, cfg).optimal_interval_s : optimal_interval(in, cfg, ct, stall);
   const double lo = std::max(min_interval_s(in), centre / 30), hi = centre * 30;
   points = std::max(points, 2);
   for (int i = 0; i < points; ++i) {
     const double tau = lo * std::pow(hi / lo, static_cast<double>(i) / (points - 1));
-    const Rates r = rates_at(in, cfg, ct, tau);
+    const Rates r = rates_at(in, cfg, ct, tau, stall);
     out.push_back({tau, std::isfinite(r.wall_per_useful) ? 1 / r.wall_per_useful : 0});
   }
   return out;
