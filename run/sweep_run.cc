@@ -1,6 +1,8 @@
 // run_sweep_point (run/sweep.h): one point of a sweep through the run library.
 #include <chrono>
 
+#include <nlohmann/json.hpp>
+
 #include "core/scenario_io.h"
 #include "run/run_library.h"
 #include "run/sweep.h"
@@ -40,8 +42,10 @@ PointOutcome run_sweep_point(const SweepSpec& spec, size_t index, const RunContr
   std::vector<std::string> sets;
   RunRequest request;
   split_simgrid_overrides(all_sets, sets, request.settings.simgrid);
-  for (auto& [key, value] : request.settings.simgrid)
-    if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
+  for (auto& [key, value] : request.settings.simgrid) {
+    const nlohmann::json v = nlohmann::json::parse(value, nullptr, false);
+    if (v.is_string()) value = v.get<std::string>();
+  }
   auto scenario = read_scenario_file(spec.base_path, sets);
   if (!scenario) {
     out.status = PointStatus::kInvalid;
