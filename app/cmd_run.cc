@@ -188,6 +188,53 @@ void print_reliability(const run::RunReport& report) {
   for (const std::string& w : r.warnings) std::cout << "  warning: " << w << "\n";
 }
 
+// Ranks listed one by one in the failure summary; the rest are counted.
+constexpr size_t kFailureRanksListed = 8;
+
+// The injected failure of the best plan SimGrid simulated (reliability.inject_failure): which
+// ranks failed, which stalled and in what, when the timeout fired, what was lost.
+void print_failure(const run::RunReport& report) {
+  const Scenario& s = report.scenario;
+  if (!s.reliability || !s.reliability->inject_failure) return;
+  const run::RunEntry* entry = nullptr;
+  for (const auto& e : report.entries)
+    if (e.result.failure && !entry) entry = &e;
+  if (!entry) {
+    std::cout << "\ninjected failure: simulated by the SimGrid backend only (--backend simgrid); not run\n";
+    return;
+  }
+  const FailureReport& f = *entry->result.failure;
+  std::cout << "\ninjected failure (SimGrid, plan " << entry->rank << "): " << f.component << " of node " << f.node << " down at "
+            << seconds_text(f.at_s) << " into the iteration";
+  if (!f.affected) {
+    std::cout << "; the iteration (" << seconds_text(entry->result.iteration_time_s)
+              << ") ends first: nothing changes\n";
+    return;
+  }
+  std::cout << "; timeout " << seconds_text(f.detection_s) << " (reliability.detection_s): job declared failed at "
+            << seconds_text(f.timeout_at_s) << "\n";
+  for (const char* state : {"failed", "stalled", "running", "completed"}) {
+    std::vector<const RankStall*> ranks;
+    for (const RankStall& r : f.ranks)
+      if (r.state == state) ranks.push_back(&r);
+    if (ranks.empty()) continue;
+    std::cout << "  " << state << " (" << ranks.size() << "):";
+    for (size_t i = 0; i < ranks.size() && i < kFailureRanksListed; ++i) {
+      const RankStall& r = *ranks[i];
+      std::cout << (i ? "," : "") << " rank " << r.rank;
+      if (!r.blocked_in.empty())
+        std::cout << " in " << r.blocked_in << " since " << seconds_text(r.blocked_since_s) << " (idle from "
+                  << seconds_text(r.stalled_at_s) << ")";
+      else if (r.state == std::string("completed"))
+        std::cout << " at " << seconds_text(r.stalled_at_s);
+    }
+    if (ranks.size() > kFailureRanksListed) std::cout << ", ... " << ranks.size() - kFailureRanksListed << " more";
+    std::cout << "\n";
+  }
+  std::cout << "  lost since the last completed iteration: " << seconds_text(f.lost_s) << " of wall time, "
+            << fixed(f.lost_compute_gpu_s, 3) << " GPU-s of compute (the stalls are spans of category \"stall\" on the timeline)\n";
+}
+
 // The analytical ranking, printed as soon as the search ends when slower backends follow.
 void print_ranking(const run::RunReport& report) {
   std::cout << "analytical ranking (" << report.entries.size() << " plans); the slower backends follow:\n";
@@ -335,6 +382,7 @@ int cmd_run(const RunOptions& opts) {
     } else {
       print_table(out.report);
       print_reliability(out.report);
+      print_failure(out.report);
     }
   }
   return kExitOk;

@@ -71,6 +71,15 @@ inline constexpr double kDefaultDetection_s = 600;
 inline constexpr int64_t kDefaultMonteCarloTrials = 200;
 inline constexpr int64_t kMaxMonteCarloTrials = 100000;
 
+// A failure injected into one simulated iteration (SimGrid backend): at `at_s` seconds after the
+// iteration starts, node `node`'s host (its GPUs and NICs) or its links (its NIC ports) go down.
+// The job is declared failed detection_s later (the NCCL / c10d timeout of the block).
+struct FailureInjection {
+  std::string component;  // "host" or "link"
+  int64_t node = 0;
+  double at_s = 0;
+};
+
 struct ReliabilityConfig {
   std::string preset;                // empty when the causes are given one by one
   std::vector<FailureCause> causes;  // the preset's causes, or the scenario's own
@@ -95,6 +104,7 @@ struct ReliabilityConfig {
   // Absent: the scheduler always finds a replacement (reschedule_s only).
   std::optional<int64_t> spare_nodes;
   double repair_s = 0;
+  std::optional<FailureInjection> inject_failure;  // SimGrid: a failure during the iteration
   int64_t trials = 200;           // Monte-Carlo trials
   uint64_t seed = 1;
 

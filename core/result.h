@@ -55,7 +55,7 @@ struct TimelineSpan {
   int32_t rank = 0;
   std::string stream;  // "compute", "tp", "dp", "pp-send", ...
   std::string name;    // "fwd L3 mb2", "ncclAllReduce tp", ...
-  std::string category;  // "compute", "collective", "p2p", "optimizer"
+  std::string category;  // "compute", "collective", "p2p", "optimizer"; injected failures: "failure", "stall"
   double start_s = 0;
   double end_s = 0;
   int32_t peer = -1;     // point-to-point: the rank on the other side, else -1
@@ -93,6 +93,29 @@ struct ReliabilityReport {
   std::vector<std::string> warnings;
 };
 
+// A failure injected during a simulated iteration (SimGrid, reliability.inject_failure): what
+// each rank was doing when it stopped, and when the framework's timeout declared the job failed.
+struct RankStall {
+  int32_t rank = 0;
+  int64_t node = 0;
+  std::string state;         // "failed" (on the failed host), "stalled" (waits on a failed peer), "completed"
+  double stalled_at_s = 0;   // failed: the failure; stalled: its last progress (its last task's end)
+  std::string blocked_in;    // stalled: the operation it waits in ("ncclAllReduce dp"); else empty
+  double blocked_since_s = 0;  // when it entered that operation
+};
+
+struct FailureReport {
+  std::string component;     // "host" or "link"
+  int64_t node = 0;
+  double at_s = 0;           // seconds after the iteration's start
+  double detection_s = 0;    // the framework's timeout (reliability.detection_s)
+  bool affected = false;     // false: the iteration ended before the failure, nothing changed
+  double timeout_at_s = 0;   // affected: at_s + detection_s, the job declared failed
+  double lost_s = 0;         // affected: wall time since the last completed iteration, all of it lost
+  double lost_compute_gpu_s = 0;  // compute done in that time and discarded, GPU-seconds
+  std::vector<RankStall> ranks;   // every simulated rank, by rank
+};
+
 struct BackendResult {
   std::string backend;  // "analytical", "simgrid", "real-cpu", "real-gpu"
   Plan plan;
@@ -115,6 +138,9 @@ struct BackendResult {
   // ranked like any other, the reasons shown beside it.
   std::vector<std::string> warnings;
   std::optional<ReliabilityReport> reliability;  // when the scenario has a reliability block
+  // SimGrid with reliability.inject_failure: the failed iteration. The figures above stay the
+  // healthy iteration's; the timeline is the failed one's (categories "failure" and "stall").
+  std::optional<FailureReport> failure;
 };
 
 struct RejectedPlan {

@@ -290,6 +290,62 @@ json reliability_to_json(ReliabilityReport r) {
   return j;
 }
 
+// The "failure" section (an extension of the result file): a failure injected during the
+// simulated iteration, and every simulated rank's state when the job was declared failed.
+}  // namespace
+
+json failure_to_json(const FailureReport& f) {
+  json ranks = json::array();
+  for (const RankStall& s : f.ranks) {
+    json e = {{"rank", s.rank}, {"node", s.node}, {"state", s.state}, {"stalled_at_s", number_or_null(s.stalled_at_s)}};
+    if (!s.blocked_in.empty()) {
+      e["blocked_in"] = s.blocked_in;
+      e["blocked_since_s"] = number_or_null(s.blocked_since_s);
+    }
+    ranks.push_back(std::move(e));
+  }
+  return {{"component", f.component},
+          {"node", f.node},
+          {"at_s", number_or_null(f.at_s)},
+          {"detection_s", number_or_null(f.detection_s)},
+          {"affected", f.affected},
+          {"timeout_at_s", number_or_null(f.timeout_at_s)},
+          {"lost_s", number_or_null(f.lost_s)},
+          {"lost_compute_gpu_s", number_or_null(f.lost_compute_gpu_s)},
+          {"ranks", ranks}};
+}
+
+namespace {
+
+void read_failure(Reader& r, const json& fj, const std::string& fpath, FailureReport& f) {
+  if (!r.is_object(fj, fpath)) return;
+  r.get_string(fj, fpath, "component", f.component, true);
+  r.get_int(fj, fpath, "node", f.node, true, 0);
+  r.get_double(fj, fpath, "at_s", f.at_s, true);
+  r.get_double(fj, fpath, "detection_s", f.detection_s, false);
+  r.get_bool(fj, fpath, "affected", f.affected, true);
+  r.get_double(fj, fpath, "timeout_at_s", f.timeout_at_s, false);
+  r.get_double(fj, fpath, "lost_s", f.lost_s, false);
+  r.get_double(fj, fpath, "lost_compute_gpu_s", f.lost_compute_gpu_s, false);
+  const json* rk = r.find(fj, fpath, "ranks", false);
+  if (!rk || !r.is_array(*rk, fpath + "/ranks")) return;
+  for (size_t i = 0; i < rk->size(); ++i) {
+    const json& e = (*rk)[i];
+    const std::string epath = fpath + "/ranks/" + std::to_string(i);
+    if (!r.is_object(e, epath)) continue;
+    RankStall s;
+    int64_t rank = 0;
+    r.get_int(e, epath, "rank", rank, true, 0, std::numeric_limits<int32_t>::max());
+    s.rank = static_cast<int32_t>(rank);
+    r.get_int(e, epath, "node", s.node, false, 0);
+    r.get_string(e, epath, "state", s.state, true);
+    r.get_double(e, epath, "stalled_at_s", s.stalled_at_s, false);
+    r.get_string(e, epath, "blocked_in", s.blocked_in, false);
+    r.get_double(e, epath, "blocked_since_s", s.blocked_since_s, false);
+    f.ranks.push_back(std::move(s));
+  }
+}
+
 }  // namespace
 
 json result_to_json(const BackendResult& b) {
@@ -338,6 +394,7 @@ json result_to_json(const BackendResult& b) {
   };
   if (!b.warnings.empty()) j["warnings"] = b.warnings;
   if (b.reliability) j["reliability"] = reliability_to_json(*b.reliability);
+  if (b.failure) j["failure"] = failure_to_json(*b.failure);
   if (b.measured) {
     j["measured"] = true;
     json losses = json::array();
@@ -488,6 +545,11 @@ Expected<BackendResult> result_from_json(const json& j, const std::string& path)
       b.reliability = std::move(rr);
     }
   }
+  if (const json* fj = r.find(j, path, "failure", false)) {
+    FailureReport f;
+    read_failure(r, *fj, path + "/failure", f);
+    b.failure = std::move(f);
+  }
   r.get_bool(j, path, "measured", b.measured, false);
   if (const json* l = r.find(j, path, "losses", false)) {
     std::string lpath = path + "/losses";
@@ -528,6 +590,15 @@ Expected<BackendResult> result_from_json(const json& j, const std::string& path)
 
   if (!problems.empty()) return problems;
   return b;
+}
+
+Expected<FailureReport> failure_from_json(const json& j, const std::string& path) {
+  Problems problems;
+  Reader r(problems);
+  FailureReport f;
+  read_failure(r, j, path, f);
+  if (!problems.empty()) return problems;
+  return f;
 }
 
 json rejected_to_json(const RejectedPlan& rejected) {

@@ -38,6 +38,10 @@ nlohmann::json result_to_json(const BackendResult& result);
 Expected<BackendResult> result_from_json(const nlohmann::json& j, const std::string& json_path);
 
 // One entry of the result file's "rejected" array: {"plan": {...}, "reason": "..."}.
+// The result's "failure" section (an injected failure, core/result.h FailureReport).
+nlohmann::json failure_to_json(const FailureReport& failure);
+Expected<FailureReport> failure_from_json(const nlohmann::json& j, const std::string& json_path);
+
 nlohmann::json rejected_to_json(const RejectedPlan& rejected);
 Expected<RejectedPlan> rejected_from_json(const nlohmann::json& j, const std::string& json_path);
 

@@ -57,11 +57,46 @@ void read_failure_rates(Ctx& ctx, Obj& o, int64_t gpus_per_node, ReliabilityConf
   }
 }
 
+// inject_failure {component: "host" | "link", node, at_s}: what the SimGrid backend switches off
+// during the simulated iteration, and when.
+void read_inject_failure(Ctx& ctx, Obj& o, const ClusterConfig& cluster, ReliabilityConfig& r) {
+  const json* fj = section(ctx, o.get("inject_failure"), o.at("inject_failure"));
+  if (!fj) return;
+  Obj fo(ctx, fj, o.at("inject_failure"), {"component", "node", "at_s"});
+  FailureInjection f;
+  bool ok = true;
+  if (auto c = get_str(ctx, fo, "component")) {
+    if (*c != "host" && *c != "link") {
+      ctx.add(fo.at("component"), "found \"" + *c + "\", expected \"host\" (the node's GPUs and NICs go down) or \"link\" (its NIC ports)");
+      ok = false;
+    }
+    f.component = *c;
+  } else {
+    if (!fo.has("component")) ctx.add(fo.at("component"), "missing, expected \"host\" or \"link\"");
+    ok = false;
+  }
+  const int64_t nodes = std::max<int64_t>(cluster.num_nodes(), 1);
+  if (auto n = get_int(ctx, fo, "node", 0, nodes - 1, "a node index from 0 to " + std::to_string(nodes - 1))) {
+    f.node = *n;
+  } else {
+    if (!fo.has("node")) ctx.add(fo.at("node"), "missing, expected the index of the node that fails (0 to " + std::to_string(nodes - 1) + ")");
+    ok = false;
+  }
+  if (auto t = get_num(ctx, fo, "at_s", 0, kMaxIntervalS, false)) {
+    f.at_s = *t;
+  } else {
+    if (!fo.has("at_s")) ctx.add(fo.at("at_s"), "missing, expected the seconds after the iteration's start at which it fails");
+    ok = false;
+  }
+  fo.finish();
+  if (ok) r.inject_failure = f;
+}
+
 void read_reliability(Ctx& ctx, const json* rj, Scenario& s) {
   if (!rj) return;
   Obj o(ctx, rj, "/reliability",
         {"preset", "failure_rates", "checkpoint", "storage", "detection_s", "reschedule_s", "startup_s", "recovery", "spares",
-         "monte_carlo"});
+         "monte_carlo", "inject_failure"});
   ReliabilityConfig r;
   if (auto p = get_str(ctx, o, "preset")) {
     if (const FailurePreset* fp = find_failure_preset(*p)) {
@@ -119,6 +154,7 @@ void read_reliability(Ctx& ctx, const json* rj, Scenario& s) {
     else if (!po.has("repair_s")) ctx.add(po.at("repair_s"), "missing, expected the seconds a failed node is out for repair");
     po.finish();
   }
+  read_inject_failure(ctx, o, s.cluster, r);
   const json* mj = section(ctx, o.get("monte_carlo"), o.at("monte_carlo"));
   Obj mo(ctx, mj, o.at("monte_carlo"), {"trials", "seed"});
   r.trials = kDefaultMonteCarloTrials;
@@ -152,6 +188,8 @@ json reliability_to_json(const ReliabilityConfig& r) {
           {"recovery", to_string(r.recovery)},
           {"monte_carlo", {{"trials", r.trials}, {"seed", r.seed}}}};
   if (r.spare_nodes) out["spares"] = {{"nodes", *r.spare_nodes}, {"repair_s", r.repair_s}};
+  if (r.inject_failure)
+    out["inject_failure"] = {{"component", r.inject_failure->component}, {"node", r.inject_failure->node}, {"at_s", r.inject_failure->at_s}};
   return out;
 }
 

@@ -69,6 +69,8 @@ class SimgridBackend final : public ExecutionBackend {
     if (control.is_cancelled()) return Expected<BackendResult>::fail("", "simulation cancelled");
     SimgridOptions options = options_;
     options.cancelled = [&control] { return control.is_cancelled(); };  // kills the forked simulation
+    if (const auto& rel = s.reliability; rel && rel->inject_failure)
+      options.failure = SimgridFailure{*rel->inject_failure, rel->detection_s};
     auto r = run_simgrid(s, c.graph ? *c.graph : *lowered, options);
     if (!r) return r;
     // "Tokens" are samples for a recommendation model, as in the analytical result.
@@ -79,9 +81,12 @@ class SimgridBackend final : public ExecutionBackend {
  private:
   // Under data-parallel replica symmetry the simulation runs one replica's ranks only, so only
   // those are lowered (sim/simgrid_symmetry.h); every rank when the replica is not closed (MoE
-  // expert groups across replicas) or the whole graph is small enough to simulate in full.
+  // expert groups across replicas) or the whole graph is small enough to simulate in full, and
+  // with an injected failure, whose iteration simulates every rank.
   Expected<PlanGraph> lower_for_simgrid(const Scenario& s, const Candidate& c) const {
-    const std::vector<char> only = c.sharding ? std::vector<char>{} : simgrid_backend::replica_ranks_to_lower(s, c.plan, options_);
+    const bool failure = s.reliability && s.reliability->inject_failure;
+    const std::vector<char> only =
+        c.sharding || failure ? std::vector<char>{} : simgrid_backend::replica_ranks_to_lower(s, c.plan, options_);
     if (!only.empty()) {
       auto g = lower_plan(s, c.plan, only);
       if (!g) return g;

@@ -160,6 +160,21 @@ void check_graph(const PlanGraph& g, const std::string& at, Problems& ps) {
 
 // How often the parent asks options.cancelled while the child simulates: short enough that
 // Cancel feels immediate in the GUI, long enough to cost nothing.
+// The injected failure names a node of the cluster, and its run needs every rank's program.
+void check_failure(const ClusterConfig& c, const std::vector<SimgridJob>& jobs, const SimgridFailure& f, Problems& ps) {
+  const std::string at = "/reliability/inject_failure";
+  const FailureInjection& in = f.injection;
+  if (in.component != "host" && in.component != "link")
+    ps.push_back({at + "/component", "found \"" + in.component + "\", expected \"host\" or \"link\""});
+  if (in.node < 0 || in.node >= c.num_nodes())
+    ps.push_back({at + "/node", "node " + std::to_string(in.node) + " is not in the cluster (" + std::to_string(c.num_nodes()) + " nodes)"});
+  if (!(in.at_s >= 0) || !std::isfinite(in.at_s)) ps.push_back({at + "/at_s", "expected a finite number >= 0"});
+  if (!(f.detection_s >= 0) || !std::isfinite(f.detection_s)) ps.push_back({"/reliability/detection_s", "expected a finite number >= 0"});
+  for (const SimgridJob& j : jobs)
+    if (j.graph && !lowered_replica(*j.graph).empty())
+      ps.push_back({at, "the failed iteration simulates every rank; the graph was lowered for one data-parallel replica"});
+}
+
 constexpr int kCancelPollInterval_ms = 100;
 
 Results run_child(const ClusterConfig& cluster, const WhatIf& whatif, const std::vector<SimgridJob>& jobs,
@@ -336,10 +351,26 @@ Expected<std::vector<BackendResult>> run_simgrid_jobs(const ClusterConfig& clust
       }
     }
   }
+  if (options.failure) check_failure(cluster, jobs, *options.failure, ps);
   if (!ps.empty()) return ps;
-  auto results = run_child(cluster, whatif, jobs, options);
-  if (results && results->size() == jobs.size())
-    for (size_t i = 0; i < jobs.size(); ++i) (*results)[i].warnings = plan_warnings(*jobs[i].scenario, (*results)[i].plan);
+  SimgridOptions healthy = options;
+  healthy.failure.reset();
+  auto results = run_child(cluster, whatif, jobs, healthy);
+  if (!results || results->size() != jobs.size()) return results;
+  for (size_t i = 0; i < jobs.size(); ++i) (*results)[i].warnings = plan_warnings(*jobs[i].scenario, (*results)[i].plan);
+  if (!options.failure) return results;
+  // The failed iteration: every rank simulated (the failure breaks the replicas' symmetry).
+  SimgridOptions failing = options;
+  failing.symmetry = SimgridSymmetry::kOff;
+  failing.stats = nullptr;
+  auto failed = run_child(cluster, whatif, jobs, failing);
+  if (!failed) return failed.problems();
+  for (size_t i = 0; i < jobs.size() && i < failed->size(); ++i) {
+    BackendResult& r = (*results)[i];
+    r.failure = std::move((*failed)[i].failure);
+    r.timeline = std::move((*failed)[i].timeline);
+    r.memory_timeline = std::move((*failed)[i].memory_timeline);
+  }
   return results;
 }
 

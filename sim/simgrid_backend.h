@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,15 @@ enum class SimgridIntraNode : uint8_t {
   kFlows,   // the flows on the NVLink ports, at the job's fidelity (they share the ports)
 };
 
+// A failure injected during the iteration (the scenario's reliability.inject_failure): at
+// injection.at_s the node's host (its GPU hosts and NIC hosts) or its links (its NIC ports) are
+// switched off; detection_s later the framework's timeout declares the job failed and every
+// rank is torn down. docs/reliability.md "A failure during an iteration".
+struct SimgridFailure {
+  FailureInjection injection;
+  double detection_s = kDefaultDetection_s;
+};
+
 struct SimgridOptions {
   SimgridFidelity fidelity = SimgridFidelity::kAuto;
   SimgridSymmetry symmetry = SimgridSymmetry::kAuto;
@@ -83,6 +93,10 @@ struct SimgridOptions {
   std::function<bool()> cancelled;
   // When set, receives the simulation's counts (also from the forked child).
   SimgridStats* stats = nullptr;
+  // With a failure, run_simgrid(_jobs) simulates the healthy iteration (every figure of the
+  // result) and then the failed one, every rank simulated: the result gains `failure` and its
+  // timeline becomes the failed iteration's. Needs every rank's program lowered.
+  std::optional<SimgridFailure> failure;
 };
 
 // Applies one `--set simgrid.KEY=VALUE` override (KEY without the "simgrid." prefix):

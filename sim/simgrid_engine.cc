@@ -45,6 +45,8 @@ constexpr int kNumMemCategories = 5;
 struct Platform {
   std::vector<sg::Host*> gpu;  // by global GPU index
   std::vector<sg::Host*> nic;  // by global NIC index
+  std::vector<sg::Link*> nic_port;  // by global NIC index
+  sg::Host* injector = nullptr;  // runs the failure injection (no links: it never communicates)
   FabricShape shape;
 
   sg::Host* host(const Endpoint& e) const {
@@ -90,6 +92,7 @@ Platform build_platform(const ClusterConfig& c, const WhatIf& whatif, const Simg
     add_star_member(nvswitch, host, link);
     p.gpu[static_cast<size_t>(g)] = host;
   }
+  if (o.failure) p.injector = nvswitch->create_host("failure-injector", kGpuHostSpeedFlops);
   nvswitch->seal();
 
   // The inter-node fabric: one port per NIC (full duplex, inter_node bandwidth x the node's
@@ -97,6 +100,7 @@ Platform build_platform(const ClusterConfig& c, const WhatIf& whatif, const Simg
   // whose uplink carries ports x bandwidth / oversubscription.
   const int64_t num_nics = nodes * nics;
   p.nic.resize(static_cast<size_t>(num_nics));
+  p.nic_port.resize(static_cast<size_t>(num_nics));
   auto* fabric = sg::create_star_zone("fabric");
   fabric->set_parent(world);
   auto add_nic = [&](sg::NetZone* zone, int64_t idx) {
@@ -105,6 +109,7 @@ Platform build_platform(const ClusterConfig& c, const WhatIf& whatif, const Simg
     auto* link = zone->create_split_duplex_link("nicport" + std::to_string(idx), bw)->set_latency(inter_lat_s / 2);
     add_star_member(zone, host, link);
     p.nic[static_cast<size_t>(idx)] = host;
+    p.nic_port[static_cast<size_t>(idx)] = link;
   };
 
   std::vector<std::vector<int64_t>> leaves;
@@ -179,6 +184,7 @@ struct RankRt {
   std::vector<uint8_t> done;
   std::vector<double> start_s, end_s;
   std::vector<int64_t> flow_id;  // p2p tasks, when recording the timeline
+  std::vector<double> entered_s;  // with an injected failure: when each task began (-1: not yet)
   sg::MutexPtr mutex = sg::Mutex::create();
   sg::ConditionVariablePtr cv = sg::ConditionVariable::create();
   int waiters = 0;
@@ -215,6 +221,10 @@ struct Sim {
   std::vector<char> hot_node;  // nodes with a simulated rank or a degraded NIC (replica symmetry)
   bool show_progress = false;
   std::chrono::steady_clock::time_point last_progress = std::chrono::steady_clock::now();
+  // Injected failure: whether it happened (the iteration may end first), and whether the
+  // timeout tore the job down.
+  bool failure_fired = false;
+  bool timeout_fired = false;
 };
 
 uint64_t coll_key(int32_t job, int32_t group, int32_t seq) {
@@ -417,6 +427,50 @@ void progress(Sim& sim) {
                static_cast<long long>(sim.tasks_total), sg::Engine::get_clock());
 }
 
+// Runs one task whose dependencies are done; returns its span start.
+double run_task(Sim& sim, RankRt& r, const Task& t, int32_t id, double start) {
+  switch (t.kind) {
+    case TaskKind::kCompute: {
+      const double d = t.duration_s * r.slowdown;
+      if (d > 0) sg::this_actor::sleep_for(d);
+      break;
+    }
+    case TaskKind::kCollective: return run_collective(sim, r, t);
+    case TaskKind::kSend:
+    case TaskKind::kRecv: {
+      int64_t fid = -1;
+      start = run_p2p(sim, r, t, &fid);
+      if (!r.flow_id.empty()) r.flow_id[static_cast<size_t>(id)] = fid;
+      break;
+    }
+    case TaskKind::kAlloc:
+    case TaskKind::kFree: memory_event(sim, r, t); break;
+  }
+  return start;
+}
+
+// The injected failure: at at_s the node's GPU and NIC hosts (their actors die, flows to and
+// from them fail) or its NIC ports (flows through them fail) are switched off; detection_s
+// later the framework's timeout declares the job failed and every rank is torn down. A daemon:
+// when the iteration ends first, SimGrid ends it and nothing happens.
+void inject_failure(Sim* sim, int64_t gpus_per_node, int64_t nics_per_node) {
+  const SimgridFailure& f = *sim->options.failure;
+  const FailureInjection& in = f.injection;
+  if (in.at_s > 0) sg::this_actor::sleep_for(in.at_s);
+  sim->failure_fired = true;
+  const auto node = static_cast<size_t>(in.node);
+  const auto gpn = static_cast<size_t>(gpus_per_node), nics = static_cast<size_t>(nics_per_node);
+  if (in.component == "host") {
+    for (size_t g = node * gpn; g < std::min((node + 1) * gpn, sim->platform.gpu.size()); ++g) sim->platform.gpu[g]->turn_off();
+    for (size_t i = node * nics; i < (node + 1) * nics; ++i) sim->platform.nic[i]->turn_off();
+  } else {
+    for (size_t i = node * nics; i < (node + 1) * nics; ++i) sim->platform.nic_port[i]->turn_off();
+  }
+  if (f.detection_s > 0) sg::this_actor::sleep_for(f.detection_s);
+  sim->timeout_fired = true;
+  sg::Actor::kill_all();
+}
+
 // One actor per (rank, stream): runs the stream's tasks in order, each after its dependencies.
 void run_stream(Sim* sim, RankRt* r, std::vector<int32_t> task_ids) {
   const auto& tasks = r->prog->tasks;
@@ -434,22 +488,14 @@ void run_stream(Sim* sim, RankRt* r, std::vector<int32_t> task_ids) {
       --r->waiters;
     }
     double start = sg::Engine::get_clock();
-    switch (t.kind) {
-      case TaskKind::kCompute: {
-        const double d = t.duration_s * r->slowdown;
-        if (d > 0) sg::this_actor::sleep_for(d);
-        break;
-      }
-      case TaskKind::kCollective: start = run_collective(*sim, *r, t); break;
-      case TaskKind::kSend:
-      case TaskKind::kRecv: {
-        int64_t fid = -1;
-        start = run_p2p(*sim, *r, t, &fid);
-        if (!r->flow_id.empty()) r->flow_id[static_cast<size_t>(id)] = fid;
-        break;
-      }
-      case TaskKind::kAlloc:
-      case TaskKind::kFree: memory_event(*sim, *r, t); break;
+    if (!r->entered_s.empty()) r->entered_s[static_cast<size_t>(id)] = start;
+    try {
+      start = run_task(*sim, *r, t, id, start);
+    } catch (const simgrid::Exception&) {
+      // A flow of this task crossed a host or link switched off by the injected failure: the
+      // operation can never complete (NCCL hangs), so the stream stops here; its peers and the
+      // tasks that depend on it stall until the timeout tears the job down.
+      return;
     }
     r->start_s[static_cast<size_t>(id)] = start;
     r->end_s[static_cast<size_t>(id)] = sg::Engine::get_clock();
@@ -513,6 +559,130 @@ double* breakdown_field(TimeBreakdown& b, GroupKind k) {
     case GroupKind::kExpertTp: return &b.ep_comm;  // expert block communication, as the analytical model
     case GroupKind::kPp: return &b.pp_comm;
     default: return &b.dp_comm;
+  }
+}
+
+// A task's span name (compute "fwd L0-11 mb3", collectives "ncclAllReduce tp", p2p "ncclSend pp").
+std::string span_name(const PlanGraph& g, const Task& t) {
+  if (t.kind == TaskKind::kCompute) return compute_name(t);
+  if (t.kind == TaskKind::kCollective)
+    return std::string(nccl_name(t.collective)) + " " + to_string(g.groups[static_cast<size_t>(t.group)].kind);
+  return std::string(t.kind == TaskKind::kSend ? "ncclSend" : "ncclRecv") + " pp";
+}
+
+bool on_failed_host(const Sim& sim, const RankRt& r) {
+  const FailureInjection& in = sim.options.failure->injection;
+  return sim.failure_fired && in.component == "host" && sim.platform.shape.node_of(r.gpu) == in.node;
+}
+
+// Each simulated rank of the job after the injected failure: failed with its host, stalled in
+// an operation that waits on a failed peer (or crosses a failed link), still running when the
+// timeout fired, or done with the iteration.
+FailureReport failure_report(const Sim& sim, size_t job_index) {
+  const SimgridFailure& f = *sim.options.failure;
+  const PlanGraph& g = *sim.jobs[job_index].graph;
+  FailureReport rep;
+  rep.component = f.injection.component;
+  rep.node = f.injection.node;
+  rep.at_s = f.injection.at_s;
+  rep.detection_s = f.detection_s;
+  const double teardown_s = f.injection.at_s + f.detection_s;
+  for (const auto& r : sim.ranks) {
+    if (r.job != static_cast<int32_t>(job_index)) continue;
+    RankStall st;
+    st.rank = r.rank;
+    st.node = sim.platform.shape.node_of(r.gpu);
+    const bool failed = on_failed_host(sim, r);
+    const double stop_s = failed ? f.injection.at_s : teardown_s;  // where an unfinished task was cut
+    bool complete = true, computing = false;
+    double last_end = 0, blocked_since = -1;
+    for (size_t i = 0; i < r.prog->tasks.size(); ++i) {
+      const Task& t = r.prog->tasks[i];
+      if (r.done[i]) {
+        last_end = std::max(last_end, r.end_s[i]);
+        if (t.kind == TaskKind::kCompute) rep.lost_compute_gpu_s += r.end_s[i] - r.start_s[i];
+        continue;
+      }
+      complete = false;
+      if (r.entered_s[i] < 0) continue;  // never started: waits on an unfinished dependency
+      if (t.kind == TaskKind::kCompute) {
+        computing = true;
+        rep.lost_compute_gpu_s += std::max(0.0, stop_s - r.entered_s[i]);
+      } else if (t.kind != TaskKind::kAlloc && t.kind != TaskKind::kFree &&
+                 (blocked_since < 0 || r.entered_s[i] < blocked_since)) {
+        blocked_since = r.entered_s[i];
+        st.blocked_in = span_name(g, t);
+      }
+    }
+    if (complete) {
+      st.state = "completed";
+      st.stalled_at_s = last_end;
+      st.blocked_in.clear();
+    } else if (failed) {
+      st.state = "failed";
+      st.stalled_at_s = f.injection.at_s;
+      st.blocked_in.clear();
+    } else if (!st.blocked_in.empty()) {
+      st.state = "stalled";
+      st.stalled_at_s = last_end;
+      st.blocked_since_s = blocked_since;
+    } else {
+      st.state = computing ? "running" : "stalled";
+      st.stalled_at_s = computing ? teardown_s : last_end;
+    }
+    rep.affected = rep.affected || !complete;
+    rep.ranks.push_back(std::move(st));
+  }
+  if (rep.affected) {
+    rep.timeout_at_s = teardown_s;
+    rep.lost_s = teardown_s;
+  } else {
+    rep.lost_compute_gpu_s = 0;  // the iteration completed: nothing is lost
+  }
+  rep.lost_compute_gpu_s *= static_cast<double>(sim.jobs[job_index].replicas);
+  std::sort(rep.ranks.begin(), rep.ranks.end(), [](const RankStall& a, const RankStall& b) { return a.rank < b.rank; });
+  return rep;
+}
+
+// The unfinished tasks on the timeline: on the failed host, cut at the failure, then one
+// "failure" span per rank up to the timeout; elsewhere an operation that cannot complete is a
+// "stall" span from its start to the timeout, and a compute still running is cut there.
+void add_failure_spans(const Sim& sim, size_t job_index, const FailureReport& rep, std::vector<TimelineSpan>& out) {
+  if (!rep.affected) return;
+  const PlanGraph& g = *sim.jobs[job_index].graph;
+  for (const auto& r : sim.ranks) {
+    if (r.job != static_cast<int32_t>(job_index)) continue;
+    const bool failed = on_failed_host(sim, r);
+    bool any = false;
+    for (size_t i = 0; i < r.prog->tasks.size(); ++i) {
+      const Task& t = r.prog->tasks[i];
+      if (r.done[i] || r.entered_s[i] < 0 || t.kind == TaskKind::kAlloc || t.kind == TaskKind::kFree) continue;
+      any = true;
+      TimelineSpan s;
+      s.rank = r.rank;
+      s.stream = to_string(t.stream);
+      s.start_s = r.entered_s[i];
+      s.name = span_name(g, t);
+      if (failed || t.kind == TaskKind::kCompute) {
+        s.end_s = failed ? rep.at_s : rep.timeout_at_s;
+        s.category = t.kind == TaskKind::kCompute ? "compute" : t.kind == TaskKind::kCollective ? "collective" : "p2p";
+      } else {
+        s.end_s = rep.timeout_at_s;
+        s.name = "stalled: " + s.name;
+        s.category = "stall";
+      }
+      out.push_back(std::move(s));
+    }
+    if (failed && (any || std::find(r.done.begin(), r.done.end(), 0) != r.done.end())) {
+      TimelineSpan s;
+      s.rank = r.rank;
+      s.stream = to_string(Stream::kCompute);
+      s.name = "host down (node " + std::to_string(rep.node) + ")";
+      s.category = "failure";
+      s.start_s = rep.at_s;
+      s.end_s = rep.timeout_at_s;
+      out.push_back(std::move(s));
+    }
   }
 }
 
@@ -631,6 +801,7 @@ BackendResult assemble(const Sim& sim, size_t job_index) {
     res.memory.peak_gib = std::max(res.memory.peak_gib, v.total_gib);
   }
   res.memory.fits = !any_alloc || res.memory.capacity_gib <= 0 || res.memory.peak_gib <= res.memory.capacity_gib;
+  if (sim.options.failure) res.failure = failure_report(sim, job_index);
 
   if (sim.options.record_timeline) {
     for (const auto& r : sim.ranks) {
@@ -638,19 +809,18 @@ BackendResult assemble(const Sim& sim, size_t job_index) {
       for (size_t i = 0; i < r.prog->tasks.size(); ++i) {
         const Task& t = r.prog->tasks[i];
         if (t.kind == TaskKind::kAlloc || t.kind == TaskKind::kFree) continue;
+        if (!r.done[i]) continue;  // after an injected failure: failure_spans
         TimelineSpan s;
         s.rank = r.rank;
         s.stream = to_string(t.stream);
         s.start_s = r.start_s[i];
         s.end_s = r.end_s[i];
+        s.name = span_name(g, t);
         if (t.kind == TaskKind::kCompute) {
-          s.name = compute_name(t);
           s.category = t.phase == Phase::kOptimizer || t.op == OpKind::kOptimizerStep ? "optimizer" : "compute";
         } else if (t.kind == TaskKind::kCollective) {
-          s.name = std::string(nccl_name(t.collective)) + " " + to_string(g.groups[static_cast<size_t>(t.group)].kind);
           s.category = "collective";
         } else {
-          s.name = std::string(t.kind == TaskKind::kSend ? "ncclSend" : "ncclRecv") + " pp";
           s.category = "p2p";
           s.peer = t.peer;
           s.flow_id = r.flow_id.empty() ? -1 : r.flow_id[i];
@@ -659,6 +829,7 @@ BackendResult assemble(const Sim& sim, size_t job_index) {
       }
       res.memory_timeline.insert(res.memory_timeline.end(), r.samples.begin(), r.samples.end());
     }
+    if (res.failure) add_failure_spans(sim, job_index, *res.failure, res.timeline);
     std::stable_sort(res.timeline.begin(), res.timeline.end(),
                      [](const TimelineSpan& a, const TimelineSpan& b) { return a.start_s < b.start_s; });
   }
@@ -779,6 +950,7 @@ Expected<std::vector<BackendResult>> simulate(const ClusterConfig& cluster, cons
       r.start_s.assign(prog.tasks.size(), 0.0);
       r.end_s.assign(prog.tasks.size(), 0.0);
       if (options.record_timeline) r.flow_id.assign(prog.tasks.size(), -1);
+      if (options.failure) r.entered_s.assign(prog.tasks.size(), -1.0);
       sim->tasks_total += static_cast<int64_t>(prog.tasks.size());
     }
     sim->jobs.push_back(std::move(job));
@@ -798,6 +970,10 @@ Expected<std::vector<BackendResult>> simulate(const ClusterConfig& cluster, cons
     }
   }
 
+  if (options.failure)
+    sg::Actor::create("failure-injector", sim->platform.injector, inject_failure, sim.get(), cluster.gpus_per_node,
+                      cluster.nics_per_node)
+        ->daemonize();
   sg::Engine::on_time_advance_cb([s = sim.get()](double) { ++s->stats.solver_steps; });
   engine.run();
   sim->stats.tasks_run = sim->tasks_done;
@@ -807,7 +983,9 @@ Expected<std::vector<BackendResult>> simulate(const ClusterConfig& cluster, cons
   if (sim->show_progress) std::fprintf(stderr, "\r%70s\r", "");
 
   // Every task must have run; otherwise the graph deadlocks (mismatched collectives or messages).
+  // After an injected failure unfinished tasks are what the failure report describes.
   for (const auto& r : sim->ranks) {
+    if (sim->failure_fired) break;
     for (size_t i = 0; i < r.done.size(); ++i) {
       if (r.done[i]) continue;
       const Task& t = r.prog->tasks[i];

@@ -1,6 +1,9 @@
 #include "sim/simgrid_wire_io.h"
 
 #include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "core/result_io.h"
 
 namespace monarch::simgrid_backend {
 namespace {
@@ -65,6 +68,7 @@ json result_json(const BackendResult& r) {
   j["strings"] = strings;
   j["mem"] = json::array();
   for (const auto& s : r.memory_timeline) j["mem"].push_back({s.rank, s.time_s, s.allocated_bytes});
+  if (r.failure) j["failure"] = failure_to_json(*r.failure);
   return j;
 }
 
@@ -104,6 +108,11 @@ BackendResult result_from(const json& j) {
     r.timeline.push_back(std::move(t));
   }
   for (const auto& ms : j.at("mem")) r.memory_timeline.push_back({ms.at(0), ms.at(1), ms.at(2)});
+  if (j.contains("failure")) {
+    auto f = failure_from_json(j.at("failure"), "failure");
+    if (!f) throw std::runtime_error("failure: " + f.problems().front().to_string());
+    r.failure = std::move(f).value();
+  }
   return r;
 }
 
@@ -138,7 +147,7 @@ Expected<std::vector<BackendResult>> decode_results(const std::string& text, Sim
     std::vector<BackendResult> out;
     for (const auto& r : j.at("results")) out.push_back(result_from(r));
     return out;
-  } catch (const json::exception& e) {
+  } catch (const std::exception& e) {  // json::exception, or an unreadable failure section
     return Expected<std::vector<BackendResult>>::fail("simgrid", std::string("unreadable result from the simulation process: ") + e.what());
   }
 }

@@ -36,6 +36,9 @@ QColor span_color(const TimelineSpan& s) {
   }
   if (s.category == "optimizer") return QColor(120, 120, 120);
   if (s.category == "p2p") return QColor(214, 60, 60);
+  // An injected failure (SimGrid): the failed host's ranks, and the operations left waiting.
+  if (s.category == "failure") return QColor(30, 30, 30);
+  if (s.category == "stall") return QColor(250, 205, 60);
   if (s.category == "collective") {
     if (contains(s.name, "AllReduce") || contains(s.name, "all-reduce")) return QColor(240, 150, 30);
     if (contains(s.name, "AllGather") || contains(s.name, "all-gather")) return QColor(60, 170, 90);
@@ -486,6 +489,10 @@ TimelineView::TimelineView(QWidget* parent) : QWidget(parent) {
   bar->addWidget(legend_item(span_color(probe), QStringLiteral("send/recv"), this));
   probe.category = "optimizer";
   bar->addWidget(legend_item(span_color(probe), QStringLiteral("optimizer"), this));
+  probe.category = "stall";
+  bar->addWidget(legend_item(span_color(probe), QStringLiteral("stalled (failure)"), this));
+  probe.category = "failure";
+  bar->addWidget(legend_item(span_color(probe), QStringLiteral("host down"), this));
   bar->addWidget(legend_item(QColor(235, 120, 120), QStringLiteral("compute idle (bubble)"), this, Qt::BDiagPattern));
   bar->addStretch(1);
   layout->addLayout(bar);
@@ -531,13 +538,30 @@ void TimelineView::show_result(const BackendResult& r, const QString& title, con
                           .arg(rows.rows().front().rank)
                           .arg(measured_title, format_seconds(measured->iteration_time_s))
                     : QString();
+  QString failure_note;
+  if (const auto& f = r.failure) {
+    int stalled = 0, failed = 0;
+    for (const RankStall& st : f->ranks) {
+      stalled += st.state == "stalled" ? 1 : 0;
+      failed += st.state == "failed" ? 1 : 0;
+    }
+    failure_note = f->affected ? QStringLiteral(" Failed iteration: %1 of node %2 down at %3, %4 rank(s) failed, %5 stalled, timeout at %6.")
+                                     .arg(QString::fromStdString(f->component))
+                                     .arg(f->node)
+                                     .arg(format_seconds(f->at_s))
+                                     .arg(failed)
+                                     .arg(stalled)
+                                     .arg(format_seconds(f->timeout_at_s))
+                               : QStringLiteral(" The injected failure at %1 comes after the iteration: nothing changes.")
+                                     .arg(format_seconds(f->at_s));
+  }
   summary_->setText(QStringLiteral("%1 — iteration %2, bubble %3, %4 spans on %5 rows%6. "
                                    "Ctrl+wheel zooms, drag pans, F fits.%7")
                         .arg(title, format_seconds(r.iteration_time_s),
                              format_seconds(r.time_breakdown_s.bubble))
                         .arg(r.timeline.size())
                         .arg(rows.row_count())
-                        .arg(grouping, measured_note));
+                        .arg(grouping, measured_note + failure_note));
 }
 
 void TimelineView::clear(const QString& why) {
