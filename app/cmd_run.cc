@@ -188,7 +188,7 @@ void print_reliability(const run::RunReport& report) {
   for (const std::string& w : r.warnings) std::cout << "  warning: " << w << "\n";
 }
 
-// Ranks listed one by one in the failure summary; the rest are counted.
+// Groups of ranks listed in the failure summary; the rest are counted.
 constexpr size_t kFailureRanksListed = 8;
 
 // The injected failure of the best plan SimGrid simulated (reliability.inject_failure): which
@@ -213,22 +213,34 @@ void print_failure(const run::RunReport& report) {
   }
   std::cout << "; timeout " << seconds_text(f.detection_s) << " (reliability.detection_s): job declared failed at "
             << seconds_text(f.timeout_at_s) << "\n";
+  // Ranks of one state that wait in the same operation since the same instants, as ranges.
   for (const char* state : {"failed", "stalled", "running", "completed"}) {
-    std::vector<const RankStall*> ranks;
-    for (const RankStall& r : f.ranks)
-      if (r.state == state) ranks.push_back(&r);
-    if (ranks.empty()) continue;
-    std::cout << "  " << state << " (" << ranks.size() << "):";
-    for (size_t i = 0; i < ranks.size() && i < kFailureRanksListed; ++i) {
-      const RankStall& r = *ranks[i];
-      std::cout << (i ? "," : "") << " rank " << r.rank;
-      if (!r.blocked_in.empty())
-        std::cout << " in " << r.blocked_in << " since " << seconds_text(r.blocked_since_s) << " (idle from "
-                  << seconds_text(r.stalled_at_s) << ")";
-      else if (r.state == std::string("completed"))
-        std::cout << " at " << seconds_text(r.stalled_at_s);
+    std::vector<std::string> groups;
+    size_t count = 0;
+    for (size_t i = 0; i < f.ranks.size();) {
+      const RankStall& a = f.ranks[i];
+      size_t j = i + 1;
+      auto alike = [&](const RankStall& b) {
+        return b.state == a.state && b.blocked_in == a.blocked_in && b.blocked_since_s == a.blocked_since_s &&
+               b.stalled_at_s == a.stalled_at_s && b.rank == f.ranks[j - 1].rank + 1;
+      };
+      while (j < f.ranks.size() && alike(f.ranks[j])) ++j;
+      if (a.state == state) {
+        count += j - i;
+        std::string g = j - i == 1 ? "rank " + std::to_string(a.rank)
+                                   : "ranks " + std::to_string(a.rank) + "-" + std::to_string(f.ranks[j - 1].rank);
+        if (!a.blocked_in.empty())
+          g += " in " + a.blocked_in + " since " + seconds_text(a.blocked_since_s) + " (idle from " + seconds_text(a.stalled_at_s) + ")";
+        else if (a.state != "failed")
+          g += " at " + seconds_text(a.stalled_at_s);
+        groups.push_back(std::move(g));
+      }
+      i = j;
     }
-    if (ranks.size() > kFailureRanksListed) std::cout << ", ... " << ranks.size() - kFailureRanksListed << " more";
+    if (groups.empty()) continue;
+    std::cout << "  " << state << " (" << count << "):";
+    for (size_t k = 0; k < groups.size() && k < kFailureRanksListed; ++k) std::cout << (k ? "; " : " ") << groups[k];
+    if (groups.size() > kFailureRanksListed) std::cout << "; ... " << groups.size() - kFailureRanksListed << " more";
     std::cout << "\n";
   }
   std::cout << "  lost since the last completed iteration: " << seconds_text(f.lost_s) << " of wall time, "

@@ -355,6 +355,36 @@ TEST(ResultJson, ReliabilitySectionRoundTripsAndIsAbsentWithoutIt) {
   EXPECT_EQ(refused.problems()[0].where, "/results/0/reliability/badput_s/startup");
 }
 
+TEST(ResultJson, FailureSectionRoundTripsAndNamesItsBadFields) {
+  BackendResult b = sample_result(false);
+  EXPECT_FALSE(result_to_json(b).contains("failure"));
+  FailureReport f;
+  f.component = "host";
+  f.node = 1;
+  f.at_s = 0.5;
+  f.detection_s = 600;
+  f.affected = true;
+  f.timeout_at_s = 600.5;
+  f.lost_s = 600.5;
+  f.lost_compute_gpu_s = 3.25;
+  f.ranks = {{0, 0, "stalled", 0.52, "ncclRecv pp", 0.1}, {2, 1, "failed", 0.5, "", 0}};
+  b.failure = f;
+  const json j = result_to_json(b);
+  EXPECT_EQ(j["failure"]["timeout_at_s"], 600.5);
+  EXPECT_EQ(j["failure"]["ranks"][0]["blocked_in"], "ncclRecv pp");
+  EXPECT_FALSE(j["failure"]["ranks"][1].contains("blocked_in"));
+  auto back = result_from_json(j, "/results/0");
+  ASSERT_TRUE(back.ok()) << back.problems()[0].to_string();
+  ASSERT_TRUE(back->failure.has_value());
+  EXPECT_EQ(back->failure->ranks.size(), 2u);
+  EXPECT_EQ(normalized_dump(result_to_json(*back)), normalized_dump(j));
+  json bad = j;
+  bad["failure"]["ranks"][1]["state"] = 3;
+  auto refused = result_from_json(bad, "/results/0");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.problems()[0].where, "/results/0/failure/ranks/1/state");
+}
+
 TEST(ResultJson, MeasuredResultsCarryLosses) {
   json j = result_to_json(sample_result(true));
   EXPECT_EQ(j["measured"], true);

@@ -614,7 +614,8 @@ TEST(ScenarioIo, ReliabilityBlockReadsWithDefaultsAndRoundTrips) {
     "checkpoint": {"interval_s": 600, "async": true},
     "storage": {"write_GBps": 100, "read_GBps": 200, "node_write_GBps": 5},
     "reschedule_s": 300, "startup_s": 120, "recovery": "replica",
-    "spares": {"nodes": 16, "repair_s": 172800}})");
+    "spares": {"nodes": 16, "repair_s": 172800},
+    "inject_failure": {"component": "link", "node": 0, "at_s": 2.5}})");
   auto s = scenario_from_json(j);
   ASSERT_TRUE(s.ok()) << all_messages(s.problems());
   ASSERT_TRUE(s->reliability.has_value());
@@ -634,6 +635,10 @@ TEST(ScenarioIo, ReliabilityBlockReadsWithDefaultsAndRoundTrips) {
   EXPECT_EQ(r.trials, kDefaultMonteCarloTrials);
   EXPECT_EQ(r.spare_nodes, 16);
   EXPECT_DOUBLE_EQ(r.repair_s, 172800);
+  ASSERT_TRUE(r.inject_failure.has_value());
+  EXPECT_EQ(r.inject_failure->component, "link");
+  EXPECT_EQ(r.inject_failure->node, 0);
+  EXPECT_DOUBLE_EQ(r.inject_failure->at_s, 2.5);
   auto again = scenario_from_json(scenario_to_json(*s));
   ASSERT_TRUE(again.ok()) << all_messages(again.problems());
   EXPECT_EQ(scenario_to_json(*again), scenario_to_json(*s));

@@ -232,10 +232,17 @@ uint64_t coll_key(int32_t job, int32_t group, int32_t seq) {
          static_cast<uint32_t>(seq);
 }
 
+// A flow to or from a host the injected failure switched off: SimGrid refuses to start it, and
+// NCCL's transfer would never complete either.
+struct FailedEndpoint {};
+
 void run_phases(Sim& sim, const std::vector<FlowPhase>& phases) {
   std::vector<sg::CommPtr> comms;
   for (const auto& ph : phases) {
     comms.clear();
+    if (sim.failure_fired)
+      for (const auto& f : ph.flows)
+        if (!sim.platform.host(f.src)->is_on() || !sim.platform.host(f.dst)->is_on()) throw FailedEndpoint{};
     for (const auto& f : ph.flows) {
       // GPU -> GPU routes exist only inside a node (see build_platform).
       assert(f.src.kind != f.dst.kind || f.src.kind == Endpoint::Kind::kNic ||
@@ -333,6 +340,10 @@ double run_collective(Sim& sim, RankRt& r, const Task& t) {
     // Inside the NVLink domain: one timed activity, the time the flows take alone on the ports.
     const double d = static_cast<double>(calls) * alone_time_s(phases, sim.platform.shape.intra_bandwidth_Bps);
     if (d > 0) sg::this_actor::sleep_for(d);
+    // A member's GPU switched off by the injected failure during the call: it never completes.
+    if (sim.failure_fired)
+      for (int64_t gpu : gpus)
+        if (!sim.platform.gpu[static_cast<size_t>(gpu)]->is_on()) throw FailedEndpoint{};
     ++sim.stats.coarse_collectives;
   } else {
     run_phases(sim, repeat_phases(std::move(phases), calls, job.fidelity));
@@ -492,9 +503,12 @@ void run_stream(Sim* sim, RankRt* r, std::vector<int32_t> task_ids) {
     try {
       start = run_task(*sim, *r, t, id, start);
     } catch (const simgrid::Exception&) {
-      // A flow of this task crossed a host or link switched off by the injected failure: the
-      // operation can never complete (NCCL hangs), so the stream stops here; its peers and the
-      // tasks that depend on it stall until the timeout tears the job down.
+      // A flow of this task crossed a host or link switched off by the injected failure
+      // (SimGrid's NetworkFailureException): the operation can never complete (NCCL hangs), so
+      // the stream stops here; its peers and the tasks that depend on it stall until the
+      // timeout tears the job down.
+      return;
+    } catch (const FailedEndpoint&) {  // the same, for a flow that could not even start
       return;
     }
     r->start_s[static_cast<size_t>(id)] = start;
@@ -608,8 +622,9 @@ FailureReport failure_report(const Sim& sim, size_t job_index) {
       if (t.kind == TaskKind::kCompute) {
         computing = true;
         rep.lost_compute_gpu_s += std::max(0.0, stop_s - r.entered_s[i]);
-      } else if (t.kind != TaskKind::kAlloc && t.kind != TaskKind::kFree &&
-                 (blocked_since < 0 || r.entered_s[i] < blocked_since)) {
+      } else if (t.kind != TaskKind::kAlloc && t.kind != TaskKind::kFree && blocked_since < 0) {
+        // The first operation in program order that began and cannot finish: the one the
+        // rank's progress waits on (a receive its stream posted early may come later in it).
         blocked_since = r.entered_s[i];
         st.blocked_in = span_name(g, t);
       }

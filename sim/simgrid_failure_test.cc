@@ -117,6 +117,22 @@ TEST(SimgridFailure, HostFailureStopsItsRanksAndStallsTheOthersUntilTheTimeout) 
   EXPECT_NE(trace.find("\"cat\":\"stall\""), std::string::npos);
 }
 
+TEST(SimgridFailure, MessagesToTheFailedNodeAfterTheFailureStallTheirSenders) {
+  const Case c;
+  const BackendResult healthy = run(c, std::nullopt);
+  // Early: stage 0 still has forward activations to send to the failed stage 1.
+  const double at = 0.05 * healthy.iteration_time_s;
+  const BackendResult r = run(c, failure("host", 1, at));
+  ASSERT_TRUE(r.failure);
+  auto ranks = by_rank(*r.failure);
+  for (int32_t k : {0, 1}) {
+    EXPECT_EQ(ranks[k].state, "stalled") << k;
+    EXPECT_EQ(ranks[k].blocked_in, "ncclSend pp") << k;
+    EXPECT_GE(ranks[k].blocked_since_s, at) << k;
+  }
+  for (int32_t k : {2, 3}) EXPECT_EQ(ranks[k].state, "failed") << k;
+}
+
 TEST(SimgridFailure, FailureAfterTheIterationChangesNothing) {
   const Case c;
   const BackendResult healthy = run(c, std::nullopt);

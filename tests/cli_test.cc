@@ -265,6 +265,48 @@ TEST_F(Cli, SimgridReranksAndWritesATrace) {
   EXPECT_FALSE(t["traceEvents"].empty());
 }
 
+// A host failure injected in the middle of the SimGrid iteration (reliability.inject_failure):
+// the CLI prints which ranks failed and stalled and when the timeout fired; the result file
+// keeps the report and the stalls as timeline spans; the trace shows them.
+TEST_F(Cli, InjectedHostFailureIsReportedAndOnTheTimeline) {
+  json sc = json::parse(small_fixed_scenario());
+  sc["cluster"]["gpus_per_node"] = 4;  // pp 2 over two nodes: stage 1 on node 1
+  sc["reliability"] = json::parse(R"({"preset": "llama3-405b", "storage": {"write_GBps": 100, "read_GBps": 100},
+      "detection_s": 30, "reschedule_s": 300, "startup_s": 120,
+      "inject_failure": {"component": "host", "node": 1, "at_s": 0.01}})");
+  std::string path = write("failure.json", sc.dump());
+  const std::string out = (dir_ / "result.json").string();
+  const std::string trace = (dir_ / "trace.json").string();
+  Result r = run({path, "--no-db", "--backend", "analytical,simgrid", "--top-k", "1", "--output", out, "--trace", trace});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("injected failure (SimGrid, plan 1): host of node 1 down at 10 ms"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("job declared failed at 30.01 s"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("failed (4): ranks"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("stalled (4):"), std::string::npos) << r.out;
+  json j = json::parse(slurp(out));
+  ASSERT_EQ(j["results"].size(), 2u);
+  const json& f = j["results"][1]["failure"];
+  EXPECT_EQ(f["affected"], true);
+  EXPECT_DOUBLE_EQ(f["timeout_at_s"].get<double>(), 30.01);
+  int failed = 0, stalled = 0;
+  for (const auto& k : f["ranks"]) {
+    failed += k["state"] == "failed";
+    stalled += k["state"] == "stalled";
+  }
+  EXPECT_EQ(failed, 4);
+  EXPECT_EQ(stalled, 4);
+  int stall_spans = 0;
+  for (const auto& s : j["results"][1]["timeline"]) stall_spans += s["category"] == "stall";
+  EXPECT_GT(stall_spans, 0);
+  EXPECT_NE(slurp(trace).find("\"cat\":\"stall\""), std::string::npos);
+  // After the iteration: nothing changes, and the CLI says so.
+  sc["reliability"]["inject_failure"]["at_s"] = 1000;
+  path = write("late.json", sc.dump());
+  r = run({path, "--no-db", "--backend", "simgrid", "--top-k", "1"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("ends first: nothing changes"), std::string::npos) << r.out;
+}
+
 // The shipped Mixtral 8x7B scenario through both simulators, the plan fixed to the one the
 // search picks (tp 1, pp 1, dp 64, ep 8, ZeRO-2) so the test stays fast: every MoE layer's
 // dispatch and combine all-to-alls run in SimGrid, and the two backends agree on them.
