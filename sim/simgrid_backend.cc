@@ -352,6 +352,8 @@ Expected<std::vector<BackendResult>> run_simgrid_jobs(const ClusterConfig& clust
     }
   }
   if (options.failure) check_failure(cluster, jobs, *options.failure, ps);
+  if (options.failure && !options.isolate_process)  // SimGrid runs one engine per process
+    ps.push_back({"/reliability/inject_failure", "the failed iteration is a second simulation: it needs isolate_process"});
   if (!ps.empty()) return ps;
   SimgridOptions healthy = options;
   healthy.failure.reset();
