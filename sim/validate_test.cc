@@ -15,9 +15,9 @@ namespace {
 
 const std::string kCalibration = std::string(MONARCH_SOURCE_DIR) + "/tests/data/validation/calibration.json";
 // Bounds of the DLRM validation set (docs/dlrm.md, "Fidelity against published runs"): what
-// the model reaches now (29.5 % MAPE, worst +74.3 %), so a regression fails.
-constexpr double kDlrmMapePct = 30.0;
-constexpr double kDlrmWorstPct = 75.0;
+// the model reaches now (27.8 % MAPE, worst +65.6 %), so a regression fails.
+constexpr double kDlrmMapePct = 28.5;
+constexpr double kDlrmWorstPct = 67.0;
 
 std::string write_temp(const std::string& name, const std::string& text) {
   const auto dir = std::filesystem::temp_directory_path() / "monarch_validate_test";
