@@ -503,6 +503,8 @@ TEST(GraphVsClosedForm, UnevenPipelinesFillAndDrainAtEachStagesPace) {
   EXPECT_NEAR(ratio(compare(s64, d)), 1.0, 0.01);
   // GPipe: a forward pass and a backward pass, each filling and draining.
   EXPECT_NEAR(ratio(compare(on_h100("gpt3-1.3b", 8, 16), plan(2, 4, 1, Schedule::kGpipe))), 1.0, 0.01);
+  // torchtitan's interleaved order: 10 micro-batches on pp 4 in rounds of 5.
+  EXPECT_NEAR(ratio(compare(uneven_model(8, 20, "torchtitan"), plan(1, 4, 2, Schedule::kInterleaved, 2))), 1.0, 0.01);
 }
 
 }  // namespace
