@@ -67,14 +67,14 @@ double pipeline_bubble_s(const PipelineShape& sh) {
   std::vector<double> forward_from(at(chunks + 1), 0.0);
   for (int64_t i = chunks - 1; i >= 0; --i)
     forward_from[at(i)] = forward_from[at(i + 1)] + sh.forward_s[at(i)] + (i < chunks - 1 ? sh.hop_s : 0.0);
-  // In the warm-up a stage's forwards arrive no faster than the slowest chunk before them (in
-  // model order) passes them on; in the cool-down its backwards no faster than the slowest
-  // chunk after them. With virtual stages the lap comes back through the stage itself.
+  // In the warm-up a stage's forwards of lap j arrive no faster than the slowest chunk of that
+  // lap on the stages before it passes them on; in the cool-down its backwards no faster than
+  // the slowest chunk of the lap on the stages after it.
   std::vector<double> slowest_forward_to(at(chunks)), slowest_backward_from(at(chunks));
   for (int64_t i = 0; i < chunks; ++i)
-    slowest_forward_to[at(i)] = std::max(sh.forward_s[at(i)], i > 0 ? slowest_forward_to[at(i - 1)] : 0.0);
+    slowest_forward_to[at(i)] = std::max(sh.forward_s[at(i)], i % p > 0 ? slowest_forward_to[at(i - 1)] : 0.0);
   for (int64_t i = chunks - 1; i >= 0; --i)
-    slowest_backward_from[at(i)] = std::max(sh.backward_s[at(i)], i + 1 < chunks ? slowest_backward_from[at(i + 1)] : 0.0);
+    slowest_backward_from[at(i)] = std::max(sh.backward_s[at(i)], i % p < p - 1 ? slowest_backward_from[at(i + 1)] : 0.0);
 
   const int64_t total = sh.micro_batches * v;
   double bubble_s = 0;

@@ -26,9 +26,11 @@ struct PipelineShape {
 // warm-up forwards end, and the iteration ends when its last backward has passed the stages
 // before it again:
 //   M_s = F_<s + W_s + m (T_s + 2 v hop) + B_<s,  makespan = max_s M_s
-//   W_s = max(0, path_s - work_s): path_s is micro-batch 0's forward from stage s through every
-//   later chunk and its backward back from the last stage (chunk v - 1); work_s the forwards
-//   stage s runs before its first backward (the schedule's warm-up plus one).
+//   W_s = max(path_s, paced warm-up) - own warm-up: path_s is micro-batch 0's forward from
+//   stage s through every later chunk and its backward back from the last stage (chunk v - 1);
+//   the warm-up is the forwards stage s runs before its first backward (the schedule's warm-up
+//   plus one), each paced by the slowest chunk of its lap on the stages before s. The
+//   cool-down's backwards wait likewise for the slowest chunk of their lap after s.
 // GPipe runs all forwards, then all backwards: two such passes. Equal stages (no embedding or
 // output weight) give the textbook (p - 1) / v x (T + 2 v hop).
 double pipeline_bubble_s(const PipelineShape& shape);
