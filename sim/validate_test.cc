@@ -104,10 +104,11 @@ TEST(Validate, PublishedRunsSetHoldsTheFidelityReached) {
   expect_within({"published-runs.json", 45, 6.5, 17.5});
 }
 
-// Target 8% MAPE and 15% worst; reached 20.4% and 52.1% (host-bound micro-batch-1 runs): a
-// regression guard.
+// Target 8% MAPE and 15% worst; reached 21.7% and 52.1% (host-bound micro-batch-1 runs; the
+// pipeline cases were already too fast and the bubble that fills and drains at each stage's
+// pace makes them faster): a regression guard.
 TEST(Validate, VtrainSetHoldsTheFidelityReached) {
-  expect_within({"vtrain-single.json", 240, 21.0, 53.0});
+  expect_within({"vtrain-single.json", 240, 22.0, 53.0});
 }
 
 // Published DLRM training throughputs (tests/data/validation/dlrm-published.json: MLPerf
