@@ -339,7 +339,7 @@ Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan, const Lower
       }
     std::vector<char> forward_seen(static_cast<size_t>(V), 0);
 
-    const std::vector<PipelineStep> order = pipeline_order(plan.schedule, P, s, m, V);
+    const std::vector<PipelineStep> order = pipeline_order(plan.schedule, P, s, m, V, sc.training.framework);
     std::vector<size_t> last_bwd_of_chunk(static_cast<size_t>(V), 0);
     for (size_t i = 0; i < order.size(); ++i)
       if (!order[i].forward) last_bwd_of_chunk[static_cast<size_t>(order[i].chunk)] = i;
