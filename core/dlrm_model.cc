@@ -226,6 +226,10 @@ double dlrm_lookup_backward_s(const Scenario& sc, const DlrmRankLoad& l) {
 
 double dlrm_embedding_bytes_per_element(const Scenario& sc) { return bytes_per_element(sc.training.precision); }
 
+double dlrm_table_bytes_per_element(const Scenario& sc) {
+  return bytes_per_element(sc.model.dlrm.embedding_dtype.value_or(sc.training.precision));
+}
+
 double dlrm_optimizer_bytes_per_row(const Scenario& sc, int64_t dim) {
   const std::string& o = sc.model.dlrm.embedding_optimizer;
   if (o == "adam") return kAdamStateBytesPerElement * static_cast<double>(dim);
@@ -269,7 +273,8 @@ std::string check_dlrm_plan(const Scenario& sc, const DlrmShardingPlan& plan) {
 std::vector<DlrmRankLoad> dlrm_rank_loads(const Scenario& sc, const DlrmShardingPlan& plan) {
   assert(check_dlrm_plan(sc, plan).empty());
   const int64_t n = std::max<int64_t>(1, sc.cluster.num_gpus);
-  const double e = dlrm_embedding_bytes_per_element(sc);
+  const double e = dlrm_embedding_bytes_per_element(sc);  // pooled embeddings and their gradients
+  const double e_row = dlrm_table_bytes_per_element(sc);  // table rows as stored
   const int64_t B = sc.training.global_batch_size;
   const double b = static_cast<double>(B) / static_cast<double>(n);
   std::vector<DlrmRankLoad> loads(n);
@@ -284,12 +289,12 @@ std::vector<DlrmRankLoad> dlrm_rank_loads(const Scenario& sc, const DlrmSharding
     // output. Backward with the fused optimizer: read each id and its sample's pooled
     // gradient, then read and write every distinct row and its optimizer state once.
     auto forward_bytes = [&](double lookups, double samples, int64_t dim) {
-      return lookups * (static_cast<double>(dim) * e + kSparseIdBytes) + samples * static_cast<double>(dim) * e;
+      return lookups * (static_cast<double>(dim) * e_row + kSparseIdBytes) + samples * static_cast<double>(dim) * e;
     };
     auto backward_bytes = [&](double shard_rows, double lookups, int64_t dim) {
       const double opt = dlrm_optimizer_bytes_per_row(sc, dim);
       return lookups * (static_cast<double>(dim) * e + kSparseIdBytes) +
-             distinct_rows(shard_rows, lookups) * 2.0 * (static_cast<double>(dim) * e + (p.uvm_caching ? 0.0 : opt));
+             distinct_rows(shard_rows, lookups) * 2.0 * (static_cast<double>(dim) * e_row + (p.uvm_caching ? 0.0 : opt));
     };
     // One shard's rows and state on its GPU: all in HBM, or (UVM caching) in host memory with
     // an HBM cache of kUvmCacheLoadFactor of the rows. Every distinct row of the batch is
@@ -297,7 +302,7 @@ std::vector<DlrmRankLoad> dlrm_rank_loads(const Scenario& sc, const DlrmSharding
     // writes an evicted row back; the fused update reads and writes the state in host memory.
     const double hit_rate = sc.model.dlrm.uvm_cache_hit_rate >= 0 ? sc.model.dlrm.uvm_cache_hit_rate : kUvmCacheLoadFactor;
     auto hold = [&](DlrmRankLoad& l, double shard_rows, double lookups, int64_t dim) {
-      const double row = static_cast<double>(dim) * e, opt = dlrm_optimizer_bytes_per_row(sc, dim);
+      const double row = static_cast<double>(dim) * e_row, opt = dlrm_optimizer_bytes_per_row(sc, dim);
       if (!p.uvm_caching) {
         l.table_weight_bytes += shard_rows * row;
         l.table_optimizer_bytes += shard_rows * opt;
@@ -313,13 +318,13 @@ std::vector<DlrmRankLoad> dlrm_rank_loads(const Scenario& sc, const DlrmSharding
     switch (p.kind) {
       case TableSharding::kDataParallel:
         for (DlrmRankLoad& l : loads) {
-          l.table_weight_bytes += rows * t.dim * e;
+          l.table_weight_bytes += rows * t.dim * e_row;
           l.table_optimizer_bytes += rows * opt_row;
-          l.table_grad_bytes += rows * t.dim * e;
+          l.table_grad_bytes += rows * t.dim * e_row;
           l.lookup_forward_bytes += forward_bytes(b * p_f, b, t.dim);
           // Scatter the per-lookup gradients into the dense gradient, then a dense optimizer
           // pass over the whole table (read grad, read/write weights and state).
-          l.lookup_backward_bytes += b * p_f * t.dim * e + rows * (3.0 * t.dim * e + 2.0 * opt_row);
+          l.lookup_backward_bytes += b * p_f * t.dim * e + rows * (3.0 * t.dim * e_row + 2.0 * opt_row);
         }
         break;
       case TableSharding::kTableWise:

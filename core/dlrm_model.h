@@ -115,8 +115,12 @@ double dlrm_lookup_backward_s(const Scenario& scenario, const DlrmRankLoad& load
 // Bytes per second one GPU moves to or from host memory in one direction.
 double dlrm_host_link_bytes_per_s(const GpuSpec& gpu);
 
-// Bytes of one embedding element and of the optimizer state per row.
+// Bytes of one element of a pooled embedding (and of its gradient): the training precision.
 double dlrm_embedding_bytes_per_element(const Scenario& scenario);
+// Bytes of one element of a table row as stored: model.dlrm.embedding_dtype, or the training
+// precision when the scenario does not say.
+double dlrm_table_bytes_per_element(const Scenario& scenario);
+// Bytes of the optimizer state per row.
 double dlrm_optimizer_bytes_per_row(const Scenario& scenario, int64_t dim);
 
 // Checks that a plan is well formed for the scenario (a bug when not: the planner builds them).

@@ -109,6 +109,27 @@ TEST(DlrmModel, SgdAndAdagradEmbeddingOptimizers) {
   EXPECT_DOUBLE_EQ(dlrm_rank_loads(s, plan)[0].table_optimizer_bytes, 1000.0 * 4);
 }
 
+// Tables stored in fp32 under fp16 training (DeepLearningExamples' DLRM with AMP): rows, their
+// lookups and the table memory take 4 bytes per element, the pooled vectors sent in the
+// all-to-all stay in fp16.
+TEST(DlrmModel, EmbeddingDtypeSetsTheRowsNotThePooledVectors) {
+  Scenario s = small_dlrm(4);
+  s.training.precision = Precision::kFp16;
+  const auto plan = plan_of({{TableSharding::kTableWise, {2}}, {TableSharding::kTableWise, {3}}});
+  const DlrmRankLoad half = dlrm_rank_loads(s, plan)[2];
+  EXPECT_DOUBLE_EQ(half.table_weight_bytes, 1000.0 * 64 * 2);
+  s.model.dlrm.embedding_dtype = Precision::kFp32;
+  EXPECT_DOUBLE_EQ(dlrm_table_bytes_per_element(s), 4.0);
+  EXPECT_DOUBLE_EQ(dlrm_embedding_bytes_per_element(s), 2.0);
+  const DlrmRankLoad full = dlrm_rank_loads(s, plan)[2];
+  EXPECT_DOUBLE_EQ(full.table_weight_bytes, 1000.0 * 64 * 4);
+  EXPECT_EQ(full.a2a_send_bytes, half.a2a_send_bytes);
+  EXPECT_EQ(full.a2a_send_bytes, 1024 * 64 * 2);
+  // Forward: each of the 1024 lookups reads a 64-wide row, 2 more bytes per element.
+  EXPECT_DOUBLE_EQ(full.lookup_forward_bytes - half.lookup_forward_bytes, 1024.0 * 64 * 2);
+  EXPECT_GT(full.lookup_backward_bytes, half.lookup_backward_bytes);
+}
+
 // The TBE backward updates each distinct row once: a table of 3 rows looked up by 65536
 // samples costs 3 row updates, a table far larger than the batch about one per lookup.
 TEST(DlrmModel, BackwardUpdatesEachDistinctRowOnce) {

@@ -5,9 +5,11 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "core/collectives.h"
 #include "core/framework_rules.h"
+#include "core/pipeline_bubble.h"
 #include "core/placement.h"
 #include "core/plan_warnings.h"
 #include "core/profile.h"
@@ -97,6 +99,48 @@ Zero3Calls zero3_calls(Framework f, double layers, double params) {
   return z;
 }
 
+// One micro-batch's forward and backward time per model chunk, for the pipeline's fill and
+// drain: compute and host time by pass; the exposed TP / CP / EP time of a layer split by the
+// share of its collectives' time each pass issues (recomputation's in the backward); the
+// embedding's exposed collectives in the forward, the output layer's in the backward (its
+// input-gradient all-reduce and, with SP, the gather beside the backward GEMM).
+PipelineShape pipeline_shape(const Scenario& sc, const Plan& p, const ModelShape& m, const LayerCompute& lc,
+                             const LayerCosts& L, const std::vector<double>& stage_s) {
+  PipelineShape sh;
+  sh.schedule = p.schedule;
+  sh.framework = sc.training.framework;
+  sh.pp = p.pp;
+  sh.vpp = p.schedule == Schedule::kInterleaved ? std::max<int64_t>(p.vpp, 1) : 1;
+  sh.micro_batches = std::max<int64_t>(num_micro_batches(sc, p), 1);
+  sh.stage_s = stage_s;
+  sh.hop_s = L.pp_message_s;
+  double forward_comm_s = 0, all_comm_s = 0;
+  for (const LayerCosts::Collective& col : L.collectives) {
+    forward_comm_s += col.forward_count * col.time_s;
+    all_comm_s += (col.forward_count + col.backward_count + col.recompute_count) * col.time_s;
+  }
+  const double forward_share = all_comm_s > 0 ? forward_comm_s / all_comm_s : 0.5;
+  const double exposed_s = L.tp_exposed_s + L.cp_exposed_s + L.ep_exposed_s;
+  const double layer_forward_s = lc.fwd.s + L.host_forward_s + forward_share * exposed_s;
+  const double layer_backward_s = lc.bwd.s + lc.recompute.s + L.host_backward_s + L.host_recompute_s +
+                                  (1.0 - forward_share) * exposed_s;
+  // Chunks as the schedule runs them: with one chunk per stage (1F1B, GPipe) the stage's layers.
+  const std::vector<int64_t> layers = sh.vpp == 1 ? stage_layers(m, p) : virtual_stage_layers(m.layers, p);
+  const size_t n = layers.size();
+  sh.forward_s.resize(n);
+  sh.backward_s.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const double nl = static_cast<double>(layers[i]);
+    sh.forward_s[i] = nl * layer_forward_s;
+    sh.backward_s[i] = nl * layer_backward_s;
+  }
+  sh.forward_s.front() += L.embedding_forward_s + L.embedding_tp_exposed_s;
+  sh.backward_s.front() += L.embedding_backward_s;
+  sh.forward_s.back() += L.output_forward_s;
+  sh.backward_s.back() += L.output_backward_s + L.output_tp_exposed_s;
+  return sh;
+}
+
 struct IterationModel {
   TimeBreakdown breakdown;
   double iteration_s = 0;
@@ -136,6 +180,7 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
   // Slowest stage per micro-batch.
   double worst = -1, worst_compute = 0, worst_exposed = 0, worst_host = 0;
   int64_t worst_stage = 0;
+  std::vector<double> stage_s(static_cast<size_t>(pp));  // each stage's time per micro-batch
   for (int64_t st = 0; st < pp; ++st) {
     const double nl = static_cast<double>(layers[static_cast<size_t>(st)]);
     double comp = nl * layer_compute_s;
@@ -145,6 +190,7 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
     double exp = nl * layer_exposed_s;
     if (st == 0) exp += L.embedding_tp_exposed_s;
     if (st == pp - 1) exp += L.output_tp_exposed_s;
+    stage_s[static_cast<size_t>(st)] = comp + exp + host;
     if (comp + exp + host > worst) {
       worst = comp + exp + host;
       worst_compute = comp;
@@ -176,7 +222,7 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
     b.tp_comm += sp_ar;
     exposed += sp_ar;
   }
-  b.bubble = pp > 1 ? (static_cast<double>(pp) - 1.0) / v * (worst + pp_per_mb) : 0.0;
+  b.bubble = pp > 1 ? pipeline_bubble_s(pipeline_shape(sc, p, m, lc, L, stage_s)) : 0.0;
 
   // --- data parallel gradient reduction and parameter gathers
   const int64_t dense_group = p.dp * p.cp;

@@ -70,6 +70,10 @@ struct DlrmConfig {
   int64_t dcn_rank = 0;
   int64_t dcn_layers = 0;
   std::string embedding_optimizer = "rowwise-adagrad";  // | "adagrad" | "sgd" | "adam"
+  // Element type of the tables as stored (rows, lookups, updates, memory); absent: the
+  // training precision. DeepLearningExamples' PyTorch DLRM keeps fp32 tables under AMP (only
+  // the gathered vectors are cast); TorchRec's EmbeddingBagConfig.data_type is fp32 by default.
+  std::optional<Precision> embedding_dtype;
   // Hit rate of the HBM cache of tables kept in host memory (UVM caching); < 0: ids uniform
   // over the rows, so the cache's share of the rows (a skewed real stream hits more often).
   double uvm_cache_hit_rate = -1;

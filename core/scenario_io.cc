@@ -114,7 +114,7 @@ Expected<Scenario> scenario_from_json(const nlohmann::json& j_in, const std::str
   }
   read_model(ctx, section(ctx, top.get("model"), "/model"), base_dir, s.model);
   bool nodes_ok = false;
-  read_cluster(ctx, section(ctx, top.get("cluster"), "/cluster"), s.cluster, nodes_ok);
+  read_cluster(ctx, section(ctx, top.get("cluster"), "/cluster"), base_dir, s.cluster, nodes_ok);
   std::optional<double> training_capacity;
   read_training(ctx, section(ctx, top.get("training"), "/training"), s.training, training_capacity);
   if (training_capacity) {

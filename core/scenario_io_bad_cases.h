@@ -123,6 +123,7 @@ inline const BadCase kBadCases[] = {
     {"dp below -1", {{"/parallelism/dp", "-2"}}, "/parallelism/dp", "-1 (derived)"},
     {"seq length as a bool", {{"/model/seq_length", "true"}}, "/model/seq_length", "a boolean"},
     {"tie_embeddings not a bool", {{"/model/tie_embeddings", "\"no\""}}, "/model/tie_embeddings", "true or false"},
+    {"gpu profile missing", {{"/cluster/gpu", R"({"name": "A100-80GB", "profile": "/nonexistent/profile.json"})"}}, "/cluster/gpu/profile", "calibration profile \"/nonexistent/profile.json\""},
     {"transformer key on a dlrm model", {{"/model/architecture", "\"dlrm\""}}, "/model/num_layers", "not used by a dlrm model"},
     {"capacity factor given twice differently", {{"/model/moe_capacity_factor", "1.25"}, {"/training/moe_capacity_factor", "2"}}, "/training/moe_capacity_factor", "/model/moe_capacity_factor is 1.25"},
     {"dropless on a dense model", {{"/model/moe_dropless", "true"}}, "/model/moe_dropless", "the model is dense"},

@@ -2,14 +2,32 @@
 #include "core/scenario_io_detail.h"
 
 #include <algorithm>
+#include <filesystem>
 
+#include "core/cost_model.h"
 #include "core/presets.h"
 #include "core/units.h"
 
 namespace monarch::scenario_io_detail {
 namespace {
 
-void read_gpu(Ctx& ctx, const json* g, const std::string& where, GpuSpec& gpu, const GpuPreset** preset) {
+// `gpu.profile`: a relative path names a file beside the scenario (like model.hf_config). The
+// profile is read here, so that a missing or malformed one is an input error at this path
+// rather than a prediction silently made without it.
+void read_profile_path(Ctx& ctx, const std::string& file, const std::string& where, const std::string& base_dir,
+                       GpuSpec& gpu) {
+  std::filesystem::path p(file);
+  if (p.is_relative() && !base_dir.empty()) p = std::filesystem::path(base_dir) / p;
+  std::error_code ec;
+  const std::filesystem::path abs = std::filesystem::absolute(p, ec);
+  gpu.profile = (ec ? p : abs).lexically_normal().string();
+  Expected<const CalibrationProfile*> prof = calibration_profile(gpu.profile);
+  if (prof.ok()) return;
+  ctx.add(where, "calibration profile \"" + file + "\": " + prof.problems().front().to_string());
+}
+
+void read_gpu(Ctx& ctx, const json* g, const std::string& where, const std::string& base_dir, GpuSpec& gpu,
+              const GpuPreset** preset) {
   *preset = nullptr;
   if (!g) {
     ctx.add(where, "missing, expected a GPU preset (" + join(gpu_preset_names()) + ") or an object");
@@ -59,13 +77,13 @@ void read_gpu(Ctx& ctx, const json* g, const std::string& where, GpuSpec& gpu, c
   if (auto v = get_num(ctx, o, "memory_bandwidth_GBps", 0, kMaxBandwidth_GBps, true)) gpu.memory_bandwidth_GBps = *v;
   else if (custom && !o.has("memory_bandwidth_GBps"))
     ctx.add(o.at("memory_bandwidth_GBps"), "missing, expected a number > 0 (HBM bandwidth, GB/s)");
-  if (auto v = get_str(ctx, o, "profile")) gpu.profile = *v;
+  if (auto v = get_str(ctx, o, "profile")) read_profile_path(ctx, *v, o.at("profile"), base_dir, gpu);
   o.finish();
 }
 
 }  // namespace
 
-void read_cluster(Ctx& ctx, const json* cj, ClusterConfig& c, bool& nodes_ok) {
+void read_cluster(Ctx& ctx, const json* cj, const std::string& base_dir, ClusterConfig& c, bool& nodes_ok) {
   nodes_ok = false;
   if (!cj) {
     ctx.add("/cluster", "missing, expected an object {gpu, num_gpus, gpus_per_node, intra_node, inter_node}");
@@ -73,7 +91,7 @@ void read_cluster(Ctx& ctx, const json* cj, ClusterConfig& c, bool& nodes_ok) {
   }
   Obj o(ctx, cj, "/cluster", {"gpu", "num_gpus", "gpus_per_node", "intra_node", "inter_node"});
   const GpuPreset* preset = nullptr;
-  read_gpu(ctx, o.get("gpu"), o.at("gpu"), c.gpu, &preset);
+  read_gpu(ctx, o.get("gpu"), o.at("gpu"), base_dir, c.gpu, &preset);
   const bool gpu_ok = preset != nullptr || (o.get("gpu") && o.get("gpu")->is_object());
   auto n = get_int(ctx, o, "num_gpus", 1, kMaxNumGpus);
   if (n) c.num_gpus = *n;

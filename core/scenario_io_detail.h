@@ -134,7 +134,7 @@ std::optional<std::string> read_text_file(Ctx& ctx, const std::string& path, con
 // The sections, one reader each (scenario_io_model.cc, _cluster.cc, _parallelism.cc,
 // _training.cc, _reliability.cc).
 void read_model(Ctx& ctx, const json* mj, const std::string& base_dir, ModelConfig& m);
-void read_cluster(Ctx& ctx, const json* cj, ClusterConfig& c, bool& nodes_ok);
+void read_cluster(Ctx& ctx, const json* cj, const std::string& base_dir, ClusterConfig& c, bool& nodes_ok);
 void read_parallelism(Ctx& ctx, const json* pj, ParallelismConstraints& p);
 void read_training(Ctx& ctx, const json* tj, TrainingConfig& t, std::optional<double>& capacity_factor);
 void read_search(Ctx& ctx, const json* sj, SearchConfig& s);

@@ -19,7 +19,7 @@ const std::vector<std::string> kTransformerKeys = {
     "moe_dropless", "hidden_dropout", "attention_dropout", "activation", "attention_kernel"};
 const std::vector<std::string> kDlrmKeys = {"embedding_tables", "bottom_mlp", "top_mlp", "dense_features",
                                             "interaction", "dcn_rank", "dcn_layers", "embedding_optimizer",
-                                            "uvm_cache_hit_rate"};
+                                            "embedding_dtype", "uvm_cache_hit_rate"};
 
 struct ModelSeen {  // which values were given (by preset, hf_config or the file)
   bool architecture = false, kv_heads = false, ffn = false, tie = false;
@@ -200,6 +200,7 @@ void read_dlrm(Ctx& ctx, Obj& o, DlrmConfig& d, bool& tables_ok) {
       ctx.found(o.at("embedding_optimizer"), *v, "one of rowwise-adagrad, adagrad, sgd, adam");
     else if (s) d.embedding_optimizer = *s;
   }
+  if (auto t = get_enum(ctx, o, "embedding_dtype", kPrecisions)) d.embedding_dtype = *t;
   if (auto h = get_num(ctx, o, "uvm_cache_hit_rate", 0, 1, false)) d.uvm_cache_hit_rate = *h;
   // The dot interaction takes pairwise dot products of the bottom-MLP output and every
   // embedding vector, so they must share one width (Naumov et al. 2019, DLRM).

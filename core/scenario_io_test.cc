@@ -584,6 +584,29 @@ TEST(ScenarioIo, NormalizedJsonRoundTrips) {
   EXPECT_EQ(scenario_to_json(*again), n);
 }
 
+// model.dlrm.embedding_dtype: read, written back, absent by default (the training precision),
+// and a value that is not a precision is refused at its path.
+TEST(ScenarioIo, DlrmEmbeddingDtypeReadsAndRoundTrips) {
+  std::ifstream in(std::string(MONARCH_SOURCE_DIR) + "/scenarios/dlrm-dcnv2-8-h100.json");
+  ASSERT_TRUE(in);
+  json j = json::parse(in);
+  auto plain = scenario_from_json(j);
+  ASSERT_TRUE(plain.ok()) << all_messages(plain.problems());
+  EXPECT_FALSE(plain->model.dlrm.embedding_dtype.has_value());
+  EXPECT_FALSE(scenario_to_json(*plain)["model"].contains("embedding_dtype"));
+  j["model"]["embedding_dtype"] = "fp32";
+  auto s = scenario_from_json(j);
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  EXPECT_EQ(s->model.dlrm.embedding_dtype, Precision::kFp32);
+  auto again = scenario_from_json(scenario_to_json(*s));
+  ASSERT_TRUE(again.ok()) << all_messages(again.problems());
+  EXPECT_EQ(again->model.dlrm.embedding_dtype, Precision::kFp32);
+  j["model"]["embedding_dtype"] = "int8";
+  auto bad = scenario_from_json(j);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.problems().front().where, "/model/embedding_dtype") << all_messages(bad.problems());
+}
+
 TEST(ScenarioIo, DefaultBackendsIncludeSimgridOnlyWhenBuilt) {
   EXPECT_EQ(default_backends(false), std::vector<Backend>{Backend::kAnalytical});
   EXPECT_EQ(default_backends(true), (std::vector<Backend>{Backend::kAnalytical, Backend::kSimgrid}));

@@ -27,6 +27,7 @@ nlohmann::json scenario_to_json(const Scenario& s) {
       mj["dcn_layers"] = m.dlrm.dcn_layers;
     }
     mj["embedding_optimizer"] = m.dlrm.embedding_optimizer;
+    if (m.dlrm.embedding_dtype) mj["embedding_dtype"] = to_string(*m.dlrm.embedding_dtype);
     if (m.dlrm.uvm_cache_hit_rate >= 0) mj["uvm_cache_hit_rate"] = m.dlrm.uvm_cache_hit_rate;
   } else {
     mj["num_layers"] = m.num_layers;

@@ -258,6 +258,9 @@ int cmd_compare(Store& store, const std::vector<std::string>& ids, std::ostream&
   for (const StoredRun* r : {&*a, &*b})
     if (r->record.status == RunStatus::kFailed)
       out << "Note: run " << r->id << " failed: " << one_line(r->record.error_message) << "\n";
+  for (const auto& [name, r] : {std::pair{"A", &*a}, std::pair{"B", &*b}})
+    for (const std::string& w : r->record.result.warnings)
+      out << "Warning (" << name << ", run " << r->id << "): " << one_line(w) << "\n";
 
   auto section = [&](const char* title, auto fill) {
     Table t;

@@ -41,7 +41,7 @@ bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
-// A store with: 1 analytical (plan P), 2 real-gpu measured (plan P), 3 simgrid (plan Q),
+// A store with: 1 analytical (plan P), 2 real-gpu measured (plan P), 3 simgrid (plan Q, a warning),
 // 4 hostile scenario name (analytical, plan P).
 class RunsCommand : public ::testing::Test {
  protected:
@@ -58,6 +58,7 @@ class RunsCommand : public ::testing::Test {
     other.result.memory.stages.pop_back();
     other.result.communication.pop_back();
     other.started_at += std::chrono::seconds(20);
+    other.result.warnings = {"TP 4 x micro-batch 1: tiny GEMMs run below peak"};
     RunRecord hostile = sample_record(kHostile, "analytical");
     hostile.started_at += std::chrono::seconds(30);
     for (const RunRecord* r : {&sim, &real, &other, &hostile}) ASSERT_TRUE(store->record_run(*r).ok());
@@ -182,6 +183,20 @@ TEST_F(RunsCommand, CompareDifferentPlans) {
   }
   EXPECT_TRUE(absent_stage) << o.out;
   EXPECT_TRUE(absent_comm) << o.out;
+}
+
+// A stored run shows its plan's warnings as the live run's result file and table do.
+TEST_F(RunsCommand, ShowAndCompareGiveThePlansWarnings) {
+  Output show = runs({"show", "3"}, path_);
+  ASSERT_EQ(show.rc, 0) << show.err;
+  EXPECT_EQ(json::parse(show.out)["results"][0]["warnings"],
+            json::array({"TP 4 x micro-batch 1: tiny GEMMs run below peak"}));
+  Output plain = runs({"show", "1"}, path_);
+  EXPECT_FALSE(json::parse(plain.out)["results"][0].contains("warnings"));
+  Output o = runs({"compare", "1", "3"}, path_);
+  ASSERT_EQ(o.rc, 0) << o.err;
+  EXPECT_TRUE(contains(o.out, "Warning (B, run 3): TP 4 x micro-batch 1: tiny GEMMs run below peak")) << o.out;
+  EXPECT_FALSE(contains(o.out, "Warning (A"));
 }
 
 TEST_F(RunsCommand, CompareTwoPredictionsOfOnePlanHasNoPredictionError) {

@@ -144,8 +144,19 @@ CREATE TABLE sweep_points (
 ALTER TABLE runs ADD COLUMN sweep_point_id INTEGER REFERENCES sweep_points(id);
 CREATE INDEX runs_by_sweep_point ON runs(sweep_point_id) WHERE sweep_point_id IS NOT NULL;
 )sql",
+      // 4 -> 5: the warnings of a run (a valid but unwise plan: TP across nodes, a tiny
+      // micro-batch; the reliability estimate's caveats), in the order the result file lists them.
+      R"sql(
+CREATE TABLE warnings (
+  run_id    INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  position  INTEGER NOT NULL,
+  scope     TEXT NOT NULL CHECK (scope IN ('plan', 'reliability')),  -- results[].warnings or results[].reliability.warnings
+  text      TEXT NOT NULL,
+  PRIMARY KEY (run_id, position)
+) WITHOUT ROWID;
+)sql",
   };
-  static_assert(kStoreSchemaVersion == 4, "add a migration step for the new schema version");
+  static_assert(kStoreSchemaVersion == 5, "add a migration step for the new schema version");
   return steps;
 }
 
@@ -265,7 +276,8 @@ Problems check_location(const std::string& path, bool create) {
 }
 
 // Tables checked on open (all but timeline), constant names only.
-constexpr const char* kCheckedTables[] = {"scenarios", "plans", "runs", "metrics", "memory", "communication", "losses"};
+constexpr const char* kCheckedTables[] = {"scenarios", "plans",  "runs",    "metrics",
+                                          "memory",    "communication", "losses", "warnings"};
 
 // Refuses what must not be touched; reads only. Returns the schema version found.
 int64_t inspect(const Database& db, const std::string& path, Problems& problems) {
@@ -391,6 +403,17 @@ void read_metrics(const Database& db, int64_t id, BackendResult& b) {
       for (const auto& m : kBadputMetrics)
         if (name == m.name) b.reliability->badput.*m.field = v;
     }
+  }
+}
+
+// The run's warnings: the plan's into b.warnings, the reliability estimate's into
+// b.reliability->warnings (read_metrics has created the block when the run has one).
+void read_warnings(const Database& db, int64_t id, BackendResult& b) {
+  Statement s = db.prepare("SELECT scope, text FROM warnings WHERE run_id = ?1 ORDER BY position");
+  s.bind(1, id);
+  while (s.step()) {
+    if (s.text(0) == "plan") b.warnings.push_back(s.text(1));
+    else if (b.reliability) b.reliability->warnings.push_back(s.text(1));
   }
 }
 
@@ -564,6 +587,15 @@ int64_t insert_run(const Database& db, const RunRecord& run, const std::string& 
     for (const auto& m : kBadputMetrics) put(m.name, b.reliability->badput.*m.field);
   }
 
+  Statement warning = db.prepare("INSERT INTO warnings (run_id, position, scope, text) VALUES (?1, ?2, ?3, ?4)");
+  int64_t warning_position = 0;
+  auto put_warnings = [&](const char* scope, const std::vector<std::string>& texts) {
+    for (const std::string& text : texts)
+      warning.bind(1, id).bind(2, warning_position++).bind(3, std::string(scope)).bind(4, text).run();
+  };
+  put_warnings("plan", b.warnings);
+  if (b.reliability) put_warnings("reliability", b.reliability->warnings);
+
   Statement mem = db.prepare(
       "INSERT INTO memory (run_id, position, stage, rank, category, gib) VALUES (?1, ?2, ?3, NULL, ?4, ?5)");
   for (size_t i = 0; i < b.memory.stages.size(); ++i)
@@ -710,6 +742,7 @@ Expected<std::vector<StoredRun>> Store::list_runs(const RunFilter& filter) const
       Problems problems = read_run_row(s, path_, run, false);
       if (!problems.empty()) return problems;
       read_metrics(*db_, run.id, run.record.result);
+      read_warnings(*db_, run.id, run.record.result);
       runs.push_back(std::move(run));
     }
     return runs;
@@ -732,6 +765,7 @@ Expected<StoredRun> Store::load_run(int64_t id, bool with_timeline) const {
     if (!problems.empty()) return problems;
     BackendResult& b = run.record.result;
     read_metrics(*db_, id, b);
+    read_warnings(*db_, id, b);
 
     Statement mem = db_->prepare(
         "SELECT position, stage, category, gib FROM memory WHERE run_id = ?1 ORDER BY position");

@@ -15,6 +15,8 @@
 //   losses(run, step, loss)      measured runs
 //   run_sources(run, path, sha256, bytes)   files a measured run was imported from; runs.source_key
 //                                (unique) recognises a second import of the same files
+//   warnings(run, position, scope, text)   a valid but unwise plan's warnings (scope plan) and
+//                                the reliability estimate's (scope reliability), in result order
 //   sweep_points                 one row per computed point of a sweep (sweep id, point key,
 //                                overrides, status, error, best run); runs.sweep_point_id
 // Foreign keys are on, every statement is prepared with bound parameters, each run is written
@@ -48,7 +50,7 @@ class Database;
 }
 
 // Schema version written to PRAGMA user_version; bump it and add a migration for any change.
-constexpr int kStoreSchemaVersion = 4;
+constexpr int kStoreSchemaVersion = 5;
 // PRAGMA application_id of a monarch-sim store: "MNRC" in ASCII.
 constexpr int32_t kStoreApplicationId = 0x4d4e5243;
 

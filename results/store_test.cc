@@ -79,6 +79,39 @@ TEST(Store, RecordsAndLoadsEverythingAboutARun) {
   EXPECT_TRUE(no_timeline->record.result.timeline.empty());
 }
 
+// A valid but unwise plan's warnings and the reliability estimate's come back in their order
+// and scope, as the result file lists them; list_runs carries them too (the GUI's table).
+TEST(Store, KeepsThePlanAndReliabilityWarnings) {
+  TempDir dir;
+  Expected<Store> store = Store::open(dir.file("s.db"));
+  ASSERT_TRUE(store.ok()) << all_problems(store.problems());
+  RunRecord rec = sample_record("unwise", "analytical");
+  rec.result.warnings = {"TP 16 crosses nodes of 8 GPUs: its collectives run over the network",
+                         "micro-batch 1 x sequence 128: kernels this small run below peak"};
+  rec.result.reliability.emplace();
+  rec.result.reliability->goodput = 0.9;
+  rec.result.reliability->warnings = {"no checkpoint bandwidth given: the default is assumed"};
+  RunRecord plain = sample_record("plain", "analytical");
+  ASSERT_TRUE(store->record_run(plain).ok());
+  Expected<int64_t> id = store->record_run(rec);
+  ASSERT_TRUE(id.ok()) << all_problems(id.problems());
+
+  Expected<StoredRun> back = store->load_run(*id);
+  ASSERT_TRUE(back.ok()) << all_problems(back.problems());
+  EXPECT_EQ(back->record.result.warnings, rec.result.warnings);
+  ASSERT_TRUE(back->record.result.reliability.has_value());
+  EXPECT_EQ(back->record.result.reliability->warnings, rec.result.reliability->warnings);
+  expect_same_result(back->record.result, rec.result);
+  EXPECT_EQ(result_to_json(back->record.result)["warnings"], nlohmann::json(rec.result.warnings));
+
+  Expected<std::vector<StoredRun>> listed = store->list_runs();
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 2u);
+  for (const StoredRun& r : *listed)
+    EXPECT_EQ(r.record.result.warnings, r.id == *id ? rec.result.warnings : std::vector<std::string>{});
+  EXPECT_EQ(sql_int(dir.file("s.db"), "SELECT count(*) FROM warnings"), 3);
+}
+
 TEST(Store, FillsHostAndVersionWhenEmpty) {
   TempDir dir;
   Expected<Store> store = Store::open(dir.file("s.db"));
@@ -516,6 +549,36 @@ TEST(StoreMigration, UpgradesAVersion3StoreKeepingItsRuns) {
   }
   EXPECT_EQ(sql_int(path, "SELECT count(*) FROM runs"), 2);
   EXPECT_EQ(sql_int(path, "SELECT count(*) FROM runs WHERE sweep_point_id IS NULL"), 1);
+}
+
+// A version-4 store, as the current code lays it out before warnings were kept: its runs read
+// back without warnings, and runs recorded after the upgrade keep theirs.
+TEST(StoreMigration, UpgradesAVersion4StoreKeepingItsRuns) {
+  TempDir dir;
+  std::string path = dir.file("v4.db");
+  make_v1_store(path);
+  sql_exec(path, store_migration_sql(1) + store_migration_sql(2) + store_migration_sql(3) + "PRAGMA user_version = 4;");
+  ASSERT_EQ(sql_int(path, "SELECT count(*) FROM sqlite_schema WHERE name = 'warnings'"), 0);
+  {
+    Expected<Store> store = Store::open(path);
+    ASSERT_TRUE(store.ok()) << all_problems(store.problems());
+    EXPECT_EQ(store->schema_version(), 5);
+    Expected<StoredRun> old = store->load_run(1);
+    ASSERT_TRUE(old.ok()) << all_problems(old.problems());
+    EXPECT_EQ(old->record.result.iteration_time_s, 0.75);
+    EXPECT_TRUE(old->record.result.warnings.empty());
+    EXPECT_FALSE(result_to_json(old->record.result).contains("warnings"));
+    RunRecord rec = sample_record("after", "simgrid");
+    rec.result.warnings = {"EP 16 crosses nodes of 8 GPUs"};
+    Expected<int64_t> id = store->record_run(rec);
+    ASSERT_TRUE(id.ok()) << all_problems(id.problems());
+    EXPECT_EQ(store->load_run(*id)->record.result.warnings, rec.result.warnings);
+  }
+  EXPECT_EQ(sql_int(path, "PRAGMA user_version"), 5);
+  EXPECT_EQ(sql_int(path, "SELECT count(*) FROM runs"), 2);
+  // Deleting a run removes its warnings (ON DELETE CASCADE with foreign keys on).
+  sql_exec(path, "PRAGMA foreign_keys = ON; DELETE FROM runs WHERE id = 2;");
+  EXPECT_EQ(sql_int(path, "SELECT count(*) FROM warnings"), 0);
 }
 
 }  // namespace

@@ -139,7 +139,7 @@ struct Planner {
     const auto& tables = sc.model.dlrm.tables;
     std::vector<size_t> order(tables.size());
     std::iota(order.begin(), order.end(), size_t{0});
-    const double e = dlrm_embedding_bytes_per_element(sc);
+    const double e = dlrm_table_bytes_per_element(sc);
     auto size_of = [&](size_t i) {
       return static_cast<double>(tables[i].rows) * (tables[i].dim * e + dlrm_optimizer_bytes_per_row(sc, tables[i].dim));
     };

@@ -302,7 +302,7 @@ class RankLowering {
     // reduce-scatter, combine all-to-all (see lowering.h); the backward mirrors it.
     moe_split_ = !empty_cost(costs_.moe_fwd) &&
                  std::any_of(costs_.layer_fwd_comm.begin(), costs_.layer_fwd_comm.end(), is_expert_comm);
-    order_ = pipeline_order(plan_.schedule, P_, s_, in.micro_batches, V_);
+    order_ = pipeline_order(plan_.schedule, P_, s_, in.micro_batches, V_, in.sc.training.framework);
     last_bwd_of_chunk_.assign(static_cast<size_t>(V_), 0);
     for (size_t i = 0; i < order_.size(); ++i)
       if (!order_[i].forward) last_bwd_of_chunk_[static_cast<size_t>(order_[i].chunk)] = i;

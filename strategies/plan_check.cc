@@ -139,7 +139,7 @@ std::string batch_micro(const Scenario& s, const Plan& p) {
 
 std::string schedule(const Scenario& s, const Plan& p) {
   const int64_t micro_batches = s.training.global_batch_size / (p.dp * p.micro_batch_size);
-  return schedule_problem(p.schedule, p.pp, micro_batches, p.vpp);
+  return schedule_problem(p.schedule, p.pp, micro_batches, p.vpp, s.training.framework);
 }
 
 std::string zero_stage(const Scenario&, const Plan& p) {

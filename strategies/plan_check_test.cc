@@ -63,6 +63,41 @@ TEST(CheckPlan, NamesTheKeyAtFaultWithTheSearchsReason) {
   }
 }
 
+// torchtitan runs torch.distributed.pipelining's schedules: Schedule1F1B refuses fewer
+// micro-batches than stages, ScheduleInterleaved1F1B takes any count that its rounds
+// (max(1, m / pp)) divide, where Megatron needs a multiple of pp.
+TEST(CheckPlan, TorchtitansPipelineSchedulesHaveTheirOwnMicroBatchRules) {
+  Scenario s = scenario();
+  s.cluster.num_gpus = 8;
+  s.training.global_batch_size = 4;
+  Plan one = plan(1, 8, 1);  // 4 micro-batches on 8 stages
+  EXPECT_TRUE(check_plan(s, one).empty());
+  s.training.framework = Framework::kTorchtitan;
+  Problems pr = check_plan(s, one);
+  ASSERT_EQ(pr.size(), 1u);
+  EXPECT_EQ(pr[0].where, "/parallelism/pipeline_schedule");
+  EXPECT_EQ(pr[0].message, "torchtitan's Schedule1F1B (torch.distributed.pipelining) needs at least as many "
+                           "micro-batches (4) as pipeline stages (8)");
+  one.schedule = Schedule::kGpipe;
+  EXPECT_TRUE(check_plan(s, one).empty());
+
+  Plan inter = plan(1, 4, 2);
+  inter.schedule = Schedule::kInterleaved;
+  inter.vpp = 2;
+  s.training.global_batch_size = 20;  // 10 micro-batches per replica on pp 4
+  EXPECT_TRUE(check_plan(s, inter).empty());
+  s.training.framework = Framework::kMegatron;
+  pr = check_plan(s, inter);
+  ASSERT_EQ(pr.size(), 1u);
+  EXPECT_NE(pr[0].message.find("multiple of the pipeline degree"), std::string::npos) << pr[0].message;
+  s.training.framework = Framework::kTorchtitan;
+  s.training.global_batch_size = 18;  // 9 micro-batches: 2 rounds do not divide them
+  pr = check_plan(s, inter);
+  ASSERT_EQ(pr.size(), 1u);
+  EXPECT_EQ(pr[0].where, "/parallelism/pipeline_schedule");
+  EXPECT_NE(pr[0].message.find("multiple of its rounds (max(1, m / pp) = 2)"), std::string::npos) << pr[0].message;
+}
+
 TEST(CheckPlan, EveryRuleHasAKindAPathAndALevel) {
   for (const PlanRule& r : plan_rules()) {
     EXPECT_NE(std::string(r.kind), "");

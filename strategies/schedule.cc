@@ -5,15 +5,33 @@
 
 namespace monarch {
 
-std::string schedule_problem(Schedule schedule, int64_t pp, int64_t m, int64_t vpp) {
+namespace {
+
+// torch.distributed.pipelining ScheduleInterleaved1F1B: the micro-batches of one round.
+int64_t torch_round_size(int64_t pp, int64_t m) { return m / std::max<int64_t>(1, m / pp); }
+
+}  // namespace
+
+std::string schedule_problem(Schedule schedule, int64_t pp, int64_t m, int64_t vpp, Framework framework) {
   if (pp < 1) return "pipeline degree must be at least 1";
   if (m < 1) return "needs at least one micro-batch";
   if (vpp < 1) return "virtual pipeline degree must be at least 1";
+  const bool torch = framework == Framework::kTorchtitan;
   if (schedule != Schedule::kInterleaved) {
     if (vpp != 1) return std::string("virtual pipeline degree ") + std::to_string(vpp) + " needs the interleaved-1f1b schedule";
+    if (torch && schedule == Schedule::kOneFOneB && pp > 1 && m < pp)
+      return "torchtitan's Schedule1F1B (torch.distributed.pipelining) needs at least as many micro-batches (" +
+             std::to_string(m) + ") as pipeline stages (" + std::to_string(pp) + ")";
     return "";
   }
   if (pp < 2) return "interleaved-1f1b needs at least 2 pipeline stages";
+  if (torch) {
+    const int64_t rounds = std::max<int64_t>(1, m / pp);
+    if (m % rounds != 0)
+      return "torchtitan's ScheduleInterleaved1F1B (torch.distributed.pipelining) needs the micro-batch count (" +
+             std::to_string(m) + ") to be a multiple of its rounds (max(1, m / pp) = " + std::to_string(rounds) + ")";
+    return "";
+  }
   if (m % pp != 0)
     return "interleaved-1f1b needs the micro-batch count (" + std::to_string(m) +
            ") to be a multiple of the pipeline degree (" + std::to_string(pp) + ")";
@@ -32,11 +50,40 @@ PipelineStep interleaved_step(int64_t k, bool forward, int64_t pp, int64_t vpp) 
   return PipelineStep{forward, static_cast<int32_t>(mb), static_cast<int32_t>(chunk)};
 }
 
+// torch.distributed.pipelining ScheduleInterleaved1F1B's order of one stage (_get_1f1b_rank_ops
+// without zero bubble): forward op k runs chunk (k / r) mod v, backward op k chunk
+// v - 1 - (k / r) mod v; each chunk takes its micro-batches in order.
+std::vector<PipelineStep> torch_interleaved_order(int64_t pp, int64_t stage, int64_t m, int64_t vpp) {
+  const int64_t r = torch_round_size(pp, m);
+  const int64_t total = m * vpp;
+  const int64_t warmup = std::min((vpp - 1) * r + 2 * (pp - 1 - stage), total);
+  std::vector<int32_t> next_fwd(static_cast<size_t>(vpp), 0), next_bwd(static_cast<size_t>(vpp), 0);
+  std::vector<PipelineStep> out;
+  out.reserve(static_cast<size_t>(2 * total));
+  auto forward = [&](int64_t k) {
+    const auto chunk = static_cast<int32_t>((k / r) % vpp);
+    out.push_back(PipelineStep{true, next_fwd[static_cast<size_t>(chunk)]++, chunk});
+  };
+  auto backward = [&](int64_t k) {
+    const auto chunk = static_cast<int32_t>(vpp - 1 - (k / r) % vpp);
+    out.push_back(PipelineStep{false, next_bwd[static_cast<size_t>(chunk)]++, chunk});
+  };
+  for (int64_t k = 0; k < warmup; ++k) forward(k);
+  for (int64_t k = 0; k < total - warmup; ++k) {
+    forward(warmup + k);
+    backward(k);
+  }
+  for (int64_t k = total - warmup; k < total; ++k) backward(k);
+  return out;
+}
+
 }  // namespace
 
 std::vector<PipelineStep> pipeline_order(Schedule schedule, int64_t pp, int64_t stage, int64_t m,
-                                         int64_t vpp) {
-  assert(schedule_problem(schedule, pp, m, vpp).empty());
+                                         int64_t vpp, Framework framework) {
+  assert(schedule_problem(schedule, pp, m, vpp, framework).empty());
+  if (schedule == Schedule::kInterleaved && framework == Framework::kTorchtitan)
+    return torch_interleaved_order(pp, stage, m, vpp);
   assert(stage >= 0 && stage < pp);
   std::vector<PipelineStep> out;
   out.reserve(static_cast<size_t>(2 * m * vpp));

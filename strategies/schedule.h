@@ -11,6 +11,18 @@
 //     micro-batch (k / (p*v)) * p + k mod p (backward chunks in reverse order). Warm-up is
 //     (p - s - 1) * 2 + (v - 1) * p virtual steps (all of them when m == p), then 1F1B.
 //     Megatron requires m to be a multiple of p; so do we.
+//
+// With training.framework torchtitan the schedules are torch.distributed.pipelining's
+// (torch/distributed/pipelining/schedules.py), which torchtitan builds (torchtitan
+// distributed/pipeline_parallel.py, build_pipeline_schedule):
+//   ScheduleGPipe: the order above.
+//   Schedule1F1B: stage s warms up with min(p - s, m) forwards and then runs backward before
+//     forward ("1B1F"), the same order as Megatron's; its __init__ refuses m < p.
+//   ScheduleInterleaved1F1B: micro-batches in rounds of r = m / max(1, m / p) (the "flex_pp"
+//     relaxation, m a multiple of the round count, not of p); forward op k runs chunk
+//     (k / r) mod v, backward op k chunk v - 1 - (k / r) mod v, each chunk's micro-batches in
+//     order; warm-up min((v - 1) r + 2 (p - 1 - s), m v) forwards (_get_warmup_ops,
+//     _get_1f1b_rank_ops), also when m = p (Megatron then runs every forward first).
 #pragma once
 
 #include <cstdint>
@@ -28,13 +40,15 @@ struct PipelineStep {
   bool operator==(const PipelineStep&) const = default;
 };
 
-// Why `schedule` cannot run p stages, m micro-batches and v chunks; empty when it can.
-std::string schedule_problem(Schedule schedule, int64_t pp, int64_t num_micro_batches, int64_t vpp);
+// Why `schedule` of `framework` cannot run p stages, m micro-batches and v chunks; empty when it can.
+std::string schedule_problem(Schedule schedule, int64_t pp, int64_t num_micro_batches, int64_t vpp,
+                             Framework framework = Framework::kMegatron);
 
 // Steps of `stage` (0-based) in execution order: m * v forwards and m * v backwards.
 // Precondition: schedule_problem(...) is empty.
 std::vector<PipelineStep> pipeline_order(Schedule schedule, int64_t pp, int64_t stage,
-                                         int64_t num_micro_batches, int64_t vpp);
+                                         int64_t num_micro_batches, int64_t vpp,
+                                         Framework framework = Framework::kMegatron);
 
 // Compact text form, e.g. "F0 F1 B0 F2 B1 B2" (chunks as "F0.1" when vpp > 1), for tests and logs.
 std::string to_string(const std::vector<PipelineStep>& steps, bool show_chunk);

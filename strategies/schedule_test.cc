@@ -39,6 +39,45 @@ TEST(Schedule, InterleavedMatchesMegatron) {
             "F4.1 B4.1 F5.1 B5.1 F6.1 B6.1 F7.1 B7.1 B4.0 B5.0 B6.0 B7.0");
 }
 
+std::string torch_order(Schedule s, int64_t pp, int64_t stage, int64_t m, int64_t v) {
+  return to_string(pipeline_order(s, pp, stage, m, v, Framework::kTorchtitan), v > 1);
+}
+
+// torch.distributed.pipelining ScheduleInterleaved1F1B with 10 micro-batches on pp 4: rounds of
+// r = 10 / max(1, 10 / 4) = 5; forward op k runs chunk (k / 5) mod 2, backward op k chunk
+// 1 - (k / 5) mod 2; the last stage warms up with (2 - 1) x 5 + 2 x 0 = 5 forwards.
+TEST(Schedule, TorchInterleavedRunsRoundsOfMicroBatches) {
+  EXPECT_EQ(torch_order(Schedule::kInterleaved, 4, 3, 10, 2),
+            "F0.0 F1.0 F2.0 F3.0 F4.0 F0.1 B0.1 F1.1 B1.1 F2.1 B2.1 F3.1 B3.1 F4.1 B4.1 F5.0 B0.0 F6.0 B1.0 "
+            "F7.0 B2.0 F8.0 B3.0 F9.0 B4.0 F5.1 B5.1 F6.1 B6.1 F7.1 B7.1 F8.1 B8.1 F9.1 B9.1 "
+            "B5.0 B6.0 B7.0 B8.0 B9.0");
+  // With m a multiple of p the rounds are p micro-batches: Megatron's order, except that
+  // Megatron runs every forward first when m = p.
+  EXPECT_EQ(torch_order(Schedule::kInterleaved, 4, 0, 8, 2), order(Schedule::kInterleaved, 4, 0, 8, 2));
+  EXPECT_EQ(torch_order(Schedule::kInterleaved, 4, 3, 8, 2), order(Schedule::kInterleaved, 4, 3, 8, 2));
+  EXPECT_NE(torch_order(Schedule::kInterleaved, 4, 3, 4, 2), order(Schedule::kInterleaved, 4, 3, 4, 2));
+  // 1F1B and GPipe: the same orders as Megatron's (torch's Schedule1F1B warms up with p - s
+  // forwards and runs B before F: the same sequence).
+  EXPECT_EQ(torch_order(Schedule::kOneFOneB, 4, 1, 8, 1), order(Schedule::kOneFOneB, 4, 1, 8, 1));
+  EXPECT_EQ(torch_order(Schedule::kGpipe, 4, 1, 8, 1), order(Schedule::kGpipe, 4, 1, 8, 1));
+  // Every forward and backward once, backward after forward, for counts Megatron refuses.
+  for (int64_t m : {5, 6, 10, 12, 14}) {
+    if (!schedule_problem(Schedule::kInterleaved, 4, m, 3, Framework::kTorchtitan).empty()) continue;
+    for (int64_t stage = 0; stage < 4; ++stage) {
+      const auto steps = pipeline_order(Schedule::kInterleaved, 4, stage, m, 3, Framework::kTorchtitan);
+      ASSERT_EQ(steps.size(), static_cast<size_t>(2 * m * 3));
+      std::vector<int> seen_f(static_cast<size_t>(m * 3), 0), seen_b(static_cast<size_t>(m * 3), 0);
+      for (const auto& st : steps) {
+        const auto i = static_cast<size_t>(st.micro_batch * 3 + st.chunk);
+        if (!st.forward) EXPECT_EQ(seen_f[i], 1) << "m " << m << " stage " << stage;
+        ++(st.forward ? seen_f : seen_b)[i];
+      }
+      for (int x : seen_f) EXPECT_EQ(x, 1);
+      for (int x : seen_b) EXPECT_EQ(x, 1);
+    }
+  }
+}
+
 TEST(Schedule, EveryStepRunsOnceForwardAndOnceBackward) {
   for (Schedule s : {Schedule::kGpipe, Schedule::kOneFOneB, Schedule::kInterleaved}) {
     const int64_t v = s == Schedule::kInterleaved ? 3 : 1;
@@ -62,6 +101,12 @@ TEST(Schedule, ExplainsWhatCannotRun) {
   EXPECT_NE(schedule_problem(Schedule::kOneFOneB, 4, 8, 2).find("needs the interleaved"), std::string::npos);
   EXPECT_NE(schedule_problem(Schedule::kInterleaved, 1, 8, 2).find("at least 2"), std::string::npos);
   EXPECT_EQ(schedule_problem(Schedule::kInterleaved, 4, 8, 2), "");
+  const Framework tt = Framework::kTorchtitan;
+  EXPECT_NE(schedule_problem(Schedule::kOneFOneB, 4, 3, 1, tt).find("at least as many micro-batches (3)"), std::string::npos);
+  EXPECT_EQ(schedule_problem(Schedule::kGpipe, 4, 3, 1, tt), "");
+  EXPECT_EQ(schedule_problem(Schedule::kInterleaved, 4, 6, 2, tt), "");  // 1 round of 6
+  EXPECT_EQ(schedule_problem(Schedule::kInterleaved, 4, 3, 2, tt), "");  // 1 round of 3
+  EXPECT_NE(schedule_problem(Schedule::kInterleaved, 4, 9, 2, tt).find("rounds"), std::string::npos);
 }
 
 }  // namespace

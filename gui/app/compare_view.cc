@@ -9,6 +9,7 @@
 #include <QFormLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <utility>
 #include <QHBoxLayout>
 #include <QLegend>
 #include <QPushButton>
@@ -170,8 +171,13 @@ void CompareView::refresh() {
     const RunChoice& b = runs_[static_cast<size_t>(ib)];
     model_->set_results(*a.result, QStringLiteral("A"), *b.result, QStringLiteral("B"));
     most_different_ = differs_most(model_->rows(), kMostDifferentShown);
-    note_->setText(ia == ib ? QStringLiteral("A and B are the same run; pick another B.")
-                            : QStringLiteral("Differences are B - A; percentages are (B - A) / A."));
+    QString note = ia == ib ? QStringLiteral("A and B are the same run; pick another B.")
+                            : QStringLiteral("Differences are B - A; percentages are (B - A) / A.");
+    for (const auto& [name, run] : {std::pair{"A", &a}, std::pair{"B", &b}})
+      for (const std::string& w : run->result->warnings)
+        note += QStringLiteral("<br><span style='color:#b46400'>Warning (%1): %2</span>")
+                    .arg(QLatin1String(name), QString::fromStdString(w).toHtmlEscaped());
+    note_->setText(note);
     const TimeBreakdown& ta = a.result->time_breakdown_s;
     const TimeBreakdown& tb = b.result->time_breakdown_s;
     const std::pair<const char*, double TimeBreakdown::*> kParts[] = {

@@ -53,6 +53,24 @@ QString cell(const QAbstractItemModel& m, int row, int col, int role = Qt::Displ
   return m.data(m.index(row, col), role).toString();
 }
 
+// A valid but unwise plan is listed with its warnings, in the cell and the row's tooltip; the
+// text filter finds it by them.
+TEST(PlansModel, ShowsEachPlansWarnings) {
+  PlansModel model;
+  BackendResult unwise = make_result(16, 1, 4, 20.0, true);
+  unwise.warnings = {"TP 16 crosses nodes of 8 GPUs", "micro-batch 1: small GEMMs"};
+  model.set_results({make_result(8, 8, 1, 13.8, true), unwise});
+  EXPECT_EQ(model.headerData(PlansModel::kWarnings, Qt::Horizontal).toString(), "Warnings");
+  EXPECT_EQ(cell(model, 0, PlansModel::kWarnings), "");
+  EXPECT_EQ(cell(model, 1, PlansModel::kWarnings), "TP 16 crosses nodes of 8 GPUs; micro-batch 1: small GEMMs");
+  const QString tip = model.data(model.index(1, PlansModel::kTp), Qt::ToolTipRole).toString();
+  EXPECT_TRUE(tip.contains("warning: TP 16 crosses nodes of 8 GPUs\nwarning: micro-batch 1")) << tip.toStdString();
+  PlansFilterModel filter;
+  filter.setSourceModel(&model);
+  filter.set_text(QStringLiteral("crosses nodes"));
+  EXPECT_EQ(filter.rowCount(), 1);
+}
+
 TEST(PlansModel, PassesModelTesterAndShowsEachPlan) {
   PlansModel model;
   Tester tester(&model, Tester::FailureReportingMode::Fatal);
@@ -70,6 +88,7 @@ TEST(PlansModel, PassesModelTesterAndShowsEachPlan) {
   EXPECT_TRUE(model.data(model.index(2, 0), Qt::ForegroundRole).value<QBrush>().color().red() > 150);
   EXPECT_FALSE(model.data(model.index(0, 0), Qt::ForegroundRole).isValid());
   EXPECT_EQ(model.headerData(PlansModel::kIterationTime, Qt::Horizontal).toString(), "Iteration");
+  EXPECT_EQ(cell(model, 0, PlansModel::kWarnings), "");
   model.set_results({});
   EXPECT_EQ(model.rowCount(), 0);
 }

@@ -2,6 +2,7 @@
 
 #include <QBrush>
 #include <QColor>
+#include <QStringList>
 
 #include "gui/models/format.h"
 
@@ -9,6 +10,12 @@ namespace monarch::gui {
 namespace {
 
 QString yes_no(bool b) { return b ? QStringLiteral("yes") : QStringLiteral("no"); }
+
+QString joined(const std::vector<std::string>& texts, const QString& separator) {
+  QStringList parts;
+  for (const std::string& t : texts) parts << QString::fromStdString(t);
+  return parts.join(separator);
+}
 
 }  // namespace
 
@@ -55,13 +62,15 @@ QVariant PlansModel::data(const QModelIndex& index, int role) const {
       case kPeakMemory: return r.memory.peak_gib;
       case kFits: return r.memory.fits;
       case kBackend: return QString::fromStdString(r.backend);
+      case kWarnings: return joined(r.warnings, QStringLiteral("; "));
     }
     return {};
   }
   if (role == Qt::DisplayRole) {
     switch (col) {
       case kSchedule:
-      case kBackend: return data(index, kSortRole);
+      case kBackend:
+      case kWarnings: return data(index, kSortRole);
       case kSequenceParallel: return yes_no(p.sequence_parallel);
       case kRecompute: return QString::fromLatin1(to_string(p.recompute));
       case kFits: return yes_no(r.memory.fits);
@@ -73,7 +82,8 @@ QVariant PlansModel::data(const QModelIndex& index, int role) const {
     }
   }
   if (role == Qt::TextAlignmentRole) {
-    if (col == kSchedule || col == kRecompute || col == kBackend) return int(Qt::AlignLeft | Qt::AlignVCenter);
+    if (col == kSchedule || col == kRecompute || col == kBackend || col == kWarnings)
+      return int(Qt::AlignLeft | Qt::AlignVCenter);
     return int(Qt::AlignRight | Qt::AlignVCenter);
   }
   if (role == Qt::ForegroundRole && !r.memory.fits) return QBrush(QColor(180, 30, 30));
@@ -83,6 +93,7 @@ QVariant PlansModel::data(const QModelIndex& index, int role) const {
       tip += QStringLiteral("\npeak %1 GiB of %2 GiB usable")
                  .arg(r.memory.peak_gib, 0, 'f', 1)
                  .arg(r.memory.capacity_gib, 0, 'f', 1);
+    if (!r.warnings.empty()) tip += QStringLiteral("\nwarning: ") + joined(r.warnings, QStringLiteral("\nwarning: "));
     return tip;
   }
   return {};
@@ -92,7 +103,7 @@ QVariant PlansModel::headerData(int section, Qt::Orientation o, int role) const 
   if (o != Qt::Horizontal || role != Qt::DisplayRole) return QAbstractTableModel::headerData(section, o, role);
   static const char* const kNames[kColumnCount] = {
       "Rank", "TP", "PP", "DP", "CP", "EP", "VPP", "MBS", "Schedule", "SP", "Recompute",
-      "ZeRO", "Iteration", "Tokens/s", "MFU", "Peak mem", "Fits", "Backend"};
+      "ZeRO", "Iteration", "Tokens/s", "MFU", "Peak mem", "Fits", "Backend", "Warnings"};
   if (section < 0 || section >= kColumnCount) return {};
   return QString::fromLatin1(kNames[section]);
 }

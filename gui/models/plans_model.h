@@ -21,6 +21,7 @@ class PlansModel : public QAbstractTableModel {
   enum Column {
     kRank, kTp, kPp, kDp, kCp, kEp, kVpp, kMicroBatch, kSchedule, kSequenceParallel,
     kRecompute, kZero, kIterationTime, kTokensPerS, kMfu, kPeakMemory, kFits, kBackend,
+    kWarnings,  // why a valid plan is unwise (TP across nodes, a tiny micro-batch); empty when none
     kColumnCount
   };
 
