@@ -5,7 +5,7 @@
 #include "app/commands.h"
 #include "sim/analytical_backend.h"
 #include "sim/validate.h"
-#include "strategies/graph_check.h"
+#include "core/graph_check.h"
 #include "strategies/plan_costs.h"
 
 #ifdef MONARCH_HAVE_SIMGRID

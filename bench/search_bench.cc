@@ -10,7 +10,7 @@
 
 #include "core/graph_time.h"
 #include "core/scenario_io.h"
-#include "strategies/graph_check.h"
+#include "core/graph_check.h"
 #include "strategies/plan_costs.h"
 
 namespace monarch {

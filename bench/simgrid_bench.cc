@@ -22,7 +22,7 @@
 #include "sim/analytical_backend.h"
 #include "sim/simgrid_backend.h"
 #include "sim/simgrid_symmetry.h"
-#include "strategies/graph_check.h"
+#include "core/graph_check.h"
 #include "strategies/plan_costs.h"
 
 namespace monarch {

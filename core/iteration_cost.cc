@@ -10,6 +10,7 @@
 #include "core/collectives.h"
 #include "core/framework_rules.h"
 #include "core/pipeline_bubble.h"
+#include "core/placement.h"
 #include "core/plan_warnings.h"
 #include "core/profile.h"
 #include "core/units.h"
@@ -30,11 +31,8 @@ std::string plan_problem(const Scenario& sc, const Plan& p, const ModelShape& m)
     return "the analytical model covers transformer models (gpt, llama); dlrm is not modelled";
   if (p.tp < 1 || p.pp < 1 || p.dp < 1 || p.cp < 1 || p.ep < 1 || p.vpp < 1 || p.micro_batch_size < 1)
     return "every parallel degree and the micro-batch size must be at least 1";
-  if (sc.cluster.num_gpus > 0 && p.world_size() != sc.cluster.num_gpus) {
-    std::snprintf(buf, sizeof buf, "tp x pp x dp x cp = %lld, the cluster has %lld GPUs",
-                  static_cast<long long>(p.world_size()), static_cast<long long>(sc.cluster.num_gpus));
-    return buf;
-  }
+  if (sc.cluster.num_gpus > 0)
+    if (std::string w = world_size_problem(p, sc.cluster.num_gpus); !w.empty()) return w;
   if (m.heads % p.tp != 0 || m.kv_heads % p.tp != 0) return "tensor parallel degree must divide the attention and key/value heads";
   if (p.layers_per_stage.empty()) {
     if (m.layers < p.pp * p.vpp) return "fewer layers than pipeline stages x virtual stages";

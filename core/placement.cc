@@ -5,6 +5,11 @@
 
 namespace monarch {
 
+std::string world_size_problem(const Plan& plan, int64_t num_gpus) {
+  if (plan.world_size() == num_gpus) return "";
+  return "tp x pp x dp x cp = " + std::to_string(plan.world_size()) + " but the cluster has " + std::to_string(num_gpus) + " GPUs";
+}
+
 RankCoords rank_to_coords(int64_t rank, const Plan& p) {
   assert(rank >= 0 && rank < p.world_size());
   RankCoords c;

@@ -22,12 +22,18 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/plan_ir.h"
 #include "core/scenario.h"
 
 namespace monarch {
+
+// Why `plan` cannot place one rank on each of `num_gpus` GPUs (tp x pp x dp x cp must equal
+// the GPU count), or "" when it can. The one statement of the rule: check_plan, the analytical
+// model's own plan check and a fixed plan's completion call it.
+std::string world_size_problem(const Plan& plan, int64_t num_gpus);
 
 // Coordinates of one rank in the plan.
 struct RankCoords {

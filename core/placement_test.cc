@@ -205,5 +205,11 @@ TEST(Placement, GroupsStraddlingAnNvlinkDomainAreSeen) {
   EXPECT_EQ(group_span(GroupKind::kTp, tp8, 8).nodes, 1);
 }
 
+TEST(Placement, APlanPlacesOneRankOnEachGpuOrSaysWhyNot) {
+  EXPECT_EQ(world_size_problem(make_plan(2, 1, 4, 2), 16), "");
+  EXPECT_EQ(world_size_problem(make_plan(2, 1, 2, 2), 16), "tp x pp x dp x cp = 8 but the cluster has 16 GPUs");
+  EXPECT_EQ(world_size_problem(make_plan(2, 2, 2, 2), 8), "tp x pp x dp x cp = 16 but the cluster has 8 GPUs");
+}
+
 }  // namespace
 }  // namespace monarch

@@ -10,7 +10,7 @@
 // unknown keys, values of the wrong type, unknown names, dependencies that do not point to
 // an earlier task of the same rank, groups and peers that do not exist are errors naming the
 // JSON path. Whole-graph properties (matching sends and receives, complete collectives,
-// balanced memory events, no deadlock) are checked by strategies/graph_check.
+// balanced memory events, no deadlock) are checked by core/graph_check.
 #pragma once
 
 #include <optional>

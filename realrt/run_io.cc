@@ -12,7 +12,7 @@
 #include "core/result_io.h"
 #include "core/scenario_io.h"
 #include "core/placement.h"
-#include "strategies/graph_check.h"
+#include "core/graph_check.h"
 #include "strategies/lowering.h"
 #include "strategies/plan_costs.h"
 

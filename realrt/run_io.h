@@ -5,7 +5,7 @@
 //    scenario it was planned for (--scenario optional: when given it must agree on the model and
 //    training settings, steps aside); "monarch-plan/1" does not (--scenario required). The
 //    runtime follows the file's task graph, which must place ranks as the plan does and pass
-//    strategies/graph_check; or
+//    core/graph_check; or
 //  - a scenario file (docs/spec/scenario.md) whose parallel plan is fully fixed —
 // parallelism degrees (absent ones default: tp, pp, cp, ep, vpp 1; dp = num_gpus / (tp pp cp)),
 // schedule (1f1b; interleaved-1f1b when vpp > 1), sequence_parallel (false),

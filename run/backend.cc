@@ -7,7 +7,7 @@
 
 #include "sim/analytical_backend.h"
 #include "strategies/dlrm_lowering.h"
-#include "strategies/graph_check.h"
+#include "core/graph_check.h"
 #include "strategies/plan_check.h"
 #include "strategies/plan_costs.h"
 #ifdef MONARCH_HAVE_SIMGRID

@@ -90,7 +90,7 @@ class ExecutionBackend {
 Expected<std::unique_ptr<ExecutionBackend>> make_backend(Backend kind, const BackendSettings& settings,
                                                          const std::string& where);
 
-// The candidate lowered to its per-rank task graph and verified (strategies/graph_check.h): a
+// The candidate lowered to its per-rank task graph and verified (core/graph_check.h): a
 // graph that fails verification is a lowering bug, reported rather than run.
 Expected<PlanGraph> lower_candidate(const Scenario& scenario, const Candidate& candidate);
 

@@ -4,6 +4,7 @@
 
 #include "core/cost_model.h"
 #include "core/model_math.h"
+#include "core/placement.h"
 
 namespace monarch {
 
@@ -32,9 +33,7 @@ Expected<Plan> resolve_plan(const Scenario& s) {
   if (c.overlap_grad_reduce) base.overlap_grad_reduce = *c.overlap_grad_reduce;
   if (c.overlap_param_gather) base.overlap_param_gather = *c.overlap_param_gather;
   if (c.tp_comm_overlap) base.tp_comm_overlap = *c.tp_comm_overlap;
-  if (base.world_size() != s.cluster.num_gpus)
-    return Expected<Plan>::fail("/parallelism", "tp x pp x dp x cp = " + std::to_string(base.world_size()) +
-                                                    ", the cluster has " + std::to_string(s.cluster.num_gpus) + " GPUs");
+  if (std::string w = world_size_problem(base, s.cluster.num_gpus); !w.empty()) return Expected<Plan>::fail("/parallelism", w);
 
   std::vector<int64_t> mbs;
   if (s.training.micro_batch_size && *s.training.micro_batch_size > 0) {

@@ -158,7 +158,7 @@ PlanGraph training_graph(const StepShape& sh) {
           std::vector<int32_t> deps;
           if (p + 1 < sh.pp) deps.push_back(p2p(TaskKind::kRecv, rank_of(t, d, p + 1), 1000 + m, {}));
           const int32_t c = compute(Phase::kBackward, m, sh.bwd_s, deps);
-          mem(TaskKind::kFree, MemCategory::kActivations, 1 + m, 0);
+          mem(TaskKind::kFree, MemCategory::kActivations, 1 + m, sh.activation_bytes);  // a free names its size (core/graph_check.h)
           last = tp_allreduce(c);
           if (p > 0) p2p(TaskKind::kSend, rank_of(t, d, p - 1), 1000 + m, {last});
         }

@@ -1,7 +1,8 @@
 #include "sim/simgrid_wire_io.h"
 
-#include <nlohmann/json.hpp>
 #include <stdexcept>
+
+#include <nlohmann/json.hpp>
 
 #include "core/result_io.h"
 
@@ -9,40 +10,17 @@ namespace monarch::simgrid_backend {
 namespace {
 using nlohmann::json;
 
-json plan_json(const Plan& p) {
-  return json{{"tp", p.tp}, {"pp", p.pp}, {"dp", p.dp}, {"cp", p.cp}, {"ep", p.ep}, {"etp", p.etp}, {"vpp", p.vpp},
-              {"mbs", p.micro_batch_size}, {"schedule", static_cast<int>(p.schedule)},
-              {"sp", p.sequence_parallel}, {"recompute", static_cast<int>(p.recompute)},
-              {"zero", p.zero_stage}, {"ogr", p.overlap_grad_reduce}, {"opg", p.overlap_param_gather},
-              {"tco", p.tp_comm_overlap}, {"lps", p.layers_per_stage}, {"es", p.embedding_sharding}};
-}
-
+// The plan travels in the result file's form (core/result_io.h), read back strictly.
 Plan plan_from(const json& j) {
-  Plan p;
-  p.tp = j.at("tp");
-  p.pp = j.at("pp");
-  p.dp = j.at("dp");
-  p.cp = j.at("cp");
-  p.ep = j.at("ep");
-  p.etp = j.at("etp");
-  p.vpp = j.at("vpp");
-  p.micro_batch_size = j.at("mbs");
-  p.schedule = static_cast<Schedule>(j.at("schedule").get<int>());
-  p.sequence_parallel = j.at("sp");
-  p.recompute = static_cast<Recompute>(j.at("recompute").get<int>());
-  p.zero_stage = j.at("zero");
-  p.overlap_grad_reduce = j.at("ogr");
-  p.overlap_param_gather = j.at("opg");
-  p.tp_comm_overlap = j.at("tco");
-  p.layers_per_stage = j.at("lps").get<std::vector<int64_t>>();
-  p.embedding_sharding = j.at("es").get<std::string>();
-  return p;
+  auto p = plan_from_json(j, "/plan");
+  if (!p) throw std::runtime_error(p.problems().front().to_string());
+  return std::move(p).value();
 }
 
 json result_json(const BackendResult& r) {
   json j;
   j["backend"] = r.backend;
-  j["plan"] = plan_json(r.plan);
+  j["plan"] = plan_to_json(r.plan);
   j["scalars"] = {r.iteration_time_s, r.tokens_per_s, r.model_tflops_per_gpu, r.hardware_tflops_per_gpu,
                   r.mfu, r.hfu, r.model_flops_per_iteration, r.hardware_flops_per_iteration};
   const auto& m = r.memory;
@@ -147,7 +125,7 @@ Expected<std::vector<BackendResult>> decode_results(const std::string& text, Sim
     std::vector<BackendResult> out;
     for (const auto& r : j.at("results")) out.push_back(result_from(r));
     return out;
-  } catch (const std::exception& e) {  // json::exception, or an unreadable failure section
+  } catch (const std::exception& e) {  // json::exception, a plan plan_from_json refuses, or an unreadable failure section
     return Expected<std::vector<BackendResult>>::fail("simgrid", std::string("unreadable result from the simulation process: ") + e.what());
   }
 }

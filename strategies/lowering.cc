@@ -208,6 +208,533 @@ class RankBuilder {
 
 void append(Deps& to, const Deps& from) { to.insert(to.end(), from.begin(), from.end()); }
 
+// What every rank's lowering shares: the plan, its costs and its layer split.
+struct LoweringInput {
+  const Scenario& sc;
+  const Plan& plan;
+  const LoweringCosts& costs;
+  const std::vector<std::vector<ChunkLayers>>& layers;  // [stage][chunk]
+  int64_t micro_batches = 0;
+};
+
+// The layers of one model chunk on this rank and its place in the pipeline.
+struct ChunkInfo {
+  int64_t first_layer = 0;
+  int64_t n = 0;      // layers
+  bool first = false;  // holds the embedding (the first virtual stage)
+  bool last = false;   // holds the output layer and the loss (the last virtual stage)
+  int64_t vst = 0;     // virtual stage: chunk * pp + stage
+};
+
+// One pipeline step being lowered: the i-th of the schedule, its chunk and micro-batch.
+struct StepAt {
+  size_t index = 0;
+  int32_t chunk = 0;
+  int32_t mb = -1;
+  ChunkInfo info;
+};
+
+// A run of layers as one call site sees it: the phase, the first layer and how many.
+struct LayerSpan {
+  Phase phase = Phase::kForward;
+  int64_t layer = 0;
+  int64_t count = 0;
+  int32_t chunk = 0;
+  int32_t mb = -1;
+};
+
+// The collectives of an MoE layer's step, by where they run (lowering.h, MoE): the EP
+// all-to-alls come as one CommOp per direction pair, each half becoming its own task.
+struct MoeOps {
+  std::vector<CommOp> dense, ep_halves, etp_gather, etp_scatter;
+};
+
+bool is_ep(const CommOp& op) { return op.group == GroupKind::kEp && op.kind == CollectiveKind::kAllToAll; }
+bool is_etp(const CommOp& op) { return op.group == GroupKind::kExpertTp; }
+bool is_expert_comm(const CommOp& op) { return is_ep(op) || is_etp(op); }
+
+MoeOps moe_ops(const std::vector<CommOp>& layer_comm) {
+  MoeOps out;
+  for (const CommOp& op : layer_comm) {
+    if (is_etp(op)) {
+      // Forward: gather the dispatched rows, scatter the fc2 partial sums. Backward: gather
+      // the output gradients (of the scatter), scatter the input gradients (of the gather).
+      (op.kind == CollectiveKind::kAllGather ? out.etp_gather : out.etp_scatter).push_back(op);
+      continue;
+    }
+    if (!is_ep(op)) {
+      out.dense.push_back(op);
+      continue;
+    }
+    assert(op.count % 2 == 0);  // dispatch and combine (or their gradients) per layer
+    CommOp half = op;
+    half.count = op.count / 2;
+    out.ep_halves.push_back(half);
+  }
+  return out;
+}
+
+// Lowers one rank's program: persistent state, the pipeline steps of its schedule (each
+// with its layers, collectives and pipeline messages), the gradient finalization and the
+// optimizer step.
+class RankLowering {
+ public:
+  RankLowering(const LoweringInput& in, RankProgram& prog, GroupTable& groups)
+      : in_(in), costs_(in.costs), plan_(in.plan), b_(prog, groups), s_(prog.stage), P_(in.plan.pp), V_(in.plan.vpp) {
+    const RankCoords rc = rank_to_coords(prog.rank, plan_);
+    RankCoords prev_c = rc, next_c = rc;
+    prev_c.pp = (s_ + P_ - 1) % P_;
+    next_c.pp = (s_ + 1) % P_;
+    prev_rank_ = static_cast<int32_t>(coords_to_rank(prev_c, plan_));
+    next_rank_ = static_cast<int32_t>(coords_to_rank(next_c, plan_));
+    zero3_ = plan_.zero_stage == 3;
+    zero2_ = plan_.zero_stage == 2;  // reduce-scatter per micro-batch (DeepSpeed stage 2)
+    zero12_ = plan_.zero_stage == 1 || plan_.zero_stage == 2;
+    // Overlapped data-parallel communication works bucket by bucket (a bucket per layer):
+    // the first forward of each chunk runs layer by layer, each layer waiting only for its
+    // own parameter all-gather (ZeRO-1/2 with overlap_param_gather), and the last backward of
+    // each chunk runs layer by layer, each layer's gradient reduction starting as soon as
+    // that layer is done (overlap_grad_reduce). Every other step is one task per chunk.
+    split_first_fwd_ = zero12_ && plan_.overlap_param_gather && !costs_.layer_param_gather.empty();
+    split_last_bwd_ = !zero3_ && plan_.overlap_grad_reduce && !costs_.layer_grad_reduce.empty();
+    // MoE layers with expert (tensor) parallelism: attention (with its TP collectives and the
+    // router), dispatch all-to-all (kEp), ETP all-gather (kExpertTp), experts, ETP
+    // reduce-scatter, combine all-to-all (see lowering.h); the backward mirrors it.
+    moe_split_ = !empty_cost(costs_.moe_fwd) &&
+                 std::any_of(costs_.layer_fwd_comm.begin(), costs_.layer_fwd_comm.end(), is_expert_comm);
+    order_ = pipeline_order(plan_.schedule, P_, s_, in.micro_batches, V_, in.sc.training.framework);
+    last_bwd_of_chunk_.assign(static_cast<size_t>(V_), 0);
+    for (size_t i = 0; i < order_.size(); ++i)
+      if (!order_[i].forward) last_bwd_of_chunk_[static_cast<size_t>(order_[i].chunk)] = i;
+  }
+
+  void run() {
+    alloc_persistent_state();
+    if (zero12_ && plan_.overlap_param_gather) issue_overlapped_gathers();
+    forward_seen_.assign(static_cast<size_t>(V_), 0);
+    for (size_t i = 0; i < order_.size(); ++i) {
+      const PipelineStep& ps = order_[i];
+      const StepAt st{i, static_cast<int32_t>(ps.chunk), ps.micro_batch, chunk(ps.chunk)};
+      if (ps.forward) forward_step(st);
+      else backward_step(st);
+    }
+    finalize_grads();
+    optimizer_step();
+  }
+
+ private:
+  ChunkInfo chunk(int64_t k) const {
+    const ChunkLayers& cl = in_.layers[static_cast<size_t>(s_)][static_cast<size_t>(k)];
+    const int64_t vst = k * P_ + s_;
+    return ChunkInfo{cl.first_layer, cl.num_layers, vst == 0, vst == P_ * V_ - 1, vst};
+  }
+
+  int32_t tag_of(int64_t mb, int64_t receiver_vstage, bool backward) const {
+    return static_cast<int32_t>((mb * P_ * V_ + receiver_vstage) * 2 + (backward ? 1 : 0));
+  }
+
+  // Weights, gradients and optimizer state of every chunk, for the whole iteration.
+  void alloc_persistent_state() {
+    for (int64_t k = 0; k < V_; ++k) {
+      const ChunkInfo c = chunk(k);
+      const auto n = static_cast<double>(c.n);
+      MemoryBytes mem{costs_.layer_memory.weights * n, costs_.layer_memory.gradients * n, costs_.layer_memory.optimizer * n};
+      if (c.first) mem = {mem.weights + costs_.embedding_memory.weights, mem.gradients + costs_.embedding_memory.gradients,
+                          mem.optimizer + costs_.embedding_memory.optimizer};
+      if (c.last) mem = {mem.weights + costs_.output_memory.weights, mem.gradients + costs_.output_memory.gradients,
+                         mem.optimizer + costs_.output_memory.optimizer};
+      const auto c32 = static_cast<int32_t>(k);
+      b_.alloc(MemCategory::kWeights, mem.weights, Stream::kCompute, c32, -1, {});
+      b_.alloc(MemCategory::kGradients, mem.gradients, Stream::kCompute, c32, -1, {});
+      b_.alloc(MemCategory::kOptimizer, mem.optimizer, Stream::kCompute, c32, -1, {});
+    }
+  }
+
+  // ZeRO-1/2 with overlap_param_gather: every parameter all-gather is issued up front, one per
+  // layer (and the embedding / output layer), and each first forward waits for its own.
+  void issue_overlapped_gathers() {
+    layer_gather_.assign(static_cast<size_t>(V_), {});
+    start_gather_.assign(static_cast<size_t>(V_), {});
+    for (int64_t k = 0; k < V_; ++k) {
+      const ChunkInfo c = chunk(k);
+      const auto c32 = static_cast<int32_t>(k);
+      Deps& start = start_gather_[static_cast<size_t>(k)];
+      if (c.first)
+        for (const CommOp& op : costs_.embedding_param_gather) start.push_back(b_.collective(op, 1, Phase::kForward, -1, 0, c32, -1, {}));
+      if (c.last)
+        for (const CommOp& op : costs_.output_param_gather) start.push_back(b_.collective(op, 1, Phase::kForward, -1, 0, c32, -1, {}));
+      auto& per_layer = layer_gather_[static_cast<size_t>(k)];
+      per_layer.resize(static_cast<size_t>(c.n));
+      for (int64_t l = 0; l < c.n; ++l)
+        for (const CommOp& op : costs_.layer_param_gather)
+          per_layer[static_cast<size_t>(l)].push_back(b_.collective(op, 1, Phase::kForward, c.first_layer + l, 1, c32, -1, {}));
+    }
+  }
+
+  // Parameter all-gather of a whole chunk (ZeRO-1/2 once per iteration).
+  void gather_chunk(int64_t k, Phase phase, const Deps& deps) {
+    const ChunkInfo c = chunk(k);
+    const auto c32 = static_cast<int32_t>(k);
+    for (const CommOp& op : costs_.layer_param_gather) b_.collective(op, c.n, phase, c.first_layer, c.n, c32, -1, deps);
+    if (c.first)
+      for (const CommOp& op : costs_.embedding_param_gather) b_.collective(op, 1, phase, -1, 0, c32, -1, deps);
+    if (c.last)
+      for (const CommOp& op : costs_.output_param_gather) b_.collective(op, 1, phase, -1, 0, c32, -1, deps);
+  }
+
+  // ZeRO-3: the embedding / output layer parameters chunk k holds, gathered per use.
+  Deps gather_extras(const StepAt& st, Phase phase) {
+    Deps out;
+    if (st.info.first)
+      for (const CommOp& op : costs_.embedding_param_gather) out.push_back(b_.collective(op, 1, phase, -1, 0, st.chunk, st.mb, {}));
+    if (st.info.last)
+      for (const CommOp& op : costs_.output_param_gather) out.push_back(b_.collective(op, 1, phase, -1, 0, st.chunk, st.mb, {}));
+    return out;
+  }
+
+  // Gradient reduction of chunk k: its layers (unless they were reduced layer by layer) and
+  // the embedding / output layer it holds.
+  Deps reduce_chunk(int64_t k, int32_t mb, const Deps& deps, bool with_layers) {
+    const ChunkInfo c = chunk(k);
+    Deps out;
+    const auto c32 = static_cast<int32_t>(k);
+    if (with_layers)
+      for (const CommOp& op : costs_.layer_grad_reduce)
+        out.push_back(b_.collective(op, c.n, Phase::kBackward, c.first_layer, c.n, c32, mb, deps));
+    if (c.first)
+      for (const CommOp& op : costs_.embedding_grad_reduce) out.push_back(b_.collective(op, 1, Phase::kBackward, -1, 0, c32, mb, deps));
+    if (c.last)
+      for (const CommOp& op : costs_.output_grad_reduce) out.push_back(b_.collective(op, 1, Phase::kBackward, -1, 0, c32, mb, deps));
+    return out;
+  }
+
+  // Runs `ops` (per layer x span.count) beside or after compute task `t`; returns what
+  // consumers wait on. Overlapped ones first: on a shared stream they must not queue behind
+  // the blocking ones.
+  Deps layer_comm(const std::vector<CommOp>& ops, const LayerSpan& sp, int32_t t, const Deps& before) {
+    Deps out{t};
+    for (const CommOp& op : ops)
+      if (!op.blocking) out.push_back(b_.collective(op, sp.count, sp.phase, sp.layer, sp.count, sp.chunk, sp.mb, before));
+    for (const CommOp& op : ops)
+      if (op.blocking) out.push_back(b_.collective(op, sp.count, sp.phase, sp.layer, sp.count, sp.chunk, sp.mb, {t}));
+    return out;
+  }
+
+  // Collectives of the embedding / output layer (not per layer): `pre` ones before the
+  // compute task (it waits for them), the rest after it (blocking) or beside it.
+  Deps pre_comm(const std::vector<CommOp>& ops, Phase phase, const StepAt& st, Deps cur) {
+    for (const CommOp& op : ops) {
+      const int32_t t = b_.collective(op, 1, phase, -1, 0, st.chunk, st.mb, cur);
+      if (t >= 0) cur.push_back(t);
+    }
+    return cur;
+  }
+  Deps post_comm(const std::vector<CommOp>& ops, Phase phase, const StepAt& st, int32_t t, const Deps& before) {
+    Deps out{t};
+    for (const CommOp& op : ops)
+      if (!op.blocking) out.push_back(b_.collective(op, 1, phase, -1, 0, st.chunk, st.mb, before));
+    for (const CommOp& op : ops)
+      if (op.blocking) out.push_back(b_.collective(op, 1, phase, -1, 0, st.chunk, st.mb, {t}));
+    return out;
+  }
+
+  // --- MoE layers -------------------------------------------------------------------------
+  Deps moe_a2a(const std::vector<CommOp>& halves, const LayerSpan& sp, const Deps& d) {
+    Deps out;
+    for (const CommOp& op : halves) out.push_back(b_.collective(op, sp.count, sp.phase, sp.layer, sp.count, sp.chunk, sp.mb, d));
+    return out;
+  }
+  // The ETP collectives, one task each per chunk step (count: per layer x layers), in a chain:
+  // each waits for what came before.
+  Deps moe_chain(const std::vector<CommOp>& ops, const LayerSpan& sp, const Deps& d) {
+    Deps cur = d;
+    for (const CommOp& op : ops)
+      if (const int32_t t = b_.collective(op, sp.count, sp.phase, sp.layer, sp.count, sp.chunk, sp.mb, cur); t >= 0) cur = Deps{t};
+    return cur;
+  }
+  Deps moe_attention(const ComputeCost& attn, const MoeOps& ops, const LayerSpan& sp, const Deps& d) {
+    const int32_t t = b_.compute(sp.phase, OpKind::kAttention, scaled(attn, static_cast<double>(sp.count)), sp.layer, sp.count,
+                                 sp.chunk, sp.mb, d);
+    last_layer_compute_ = t;
+    return layer_comm(ops.dense, sp, t, d);
+  }
+  Deps moe_experts(const ComputeCost& moe, const MoeOps& ops, const LayerSpan& sp, const Deps& d) {
+    const int32_t t = b_.compute(sp.phase, OpKind::kMlp, scaled(moe, static_cast<double>(sp.count)), sp.layer, sp.count, sp.chunk,
+                                 sp.mb, moe_chain(ops.etp_gather, sp, d));
+    last_layer_compute_ = t;
+    return moe_chain(ops.etp_scatter, sp, Deps{t});
+  }
+  Deps emit_moe(const LayerSpan& sp, const Deps& deps) {
+    const bool fwd = sp.phase == Phase::kForward;
+    const ComputeCost& whole = fwd ? costs_.layer_fwd : costs_.layer_bwd;
+    const ComputeCost& moe = fwd ? costs_.moe_fwd : costs_.moe_bwd;
+    const ComputeCost attn{whole.flops - moe.flops, whole.mem_bytes - moe.mem_bytes, whole.duration_s - moe.duration_s};
+    const MoeOps ops = moe_ops(fwd ? costs_.layer_fwd_comm : costs_.layer_bwd_comm);
+    if (fwd) {
+      // Overlapped dense collectives (returned with the attention) are waited on at the end.
+      Deps after_attn = moe_attention(attn, ops, sp, deps);
+      Deps cur = moe_a2a(ops.ep_halves, sp, after_attn);
+      cur = moe_a2a(ops.ep_halves, sp, moe_experts(moe, ops, sp, cur));
+      append(cur, after_attn);
+      return cur;
+    }
+    Deps cur = moe_a2a(ops.ep_halves, sp, deps);
+    cur = moe_a2a(ops.ep_halves, sp, moe_experts(moe, ops, sp, cur));
+    return moe_attention(attn, ops, sp, cur);
+  }
+
+  // --- Layers ------------------------------------------------------------------------------
+  // One compute task for `count` layers from `layer` with their collectives (MoE: the expert
+  // block's tasks), in phase `phase` of a step of phase `step_phase`.
+  Deps emit_layers(Phase step_phase, Phase phase, const ComputeCost& c, int64_t layer, int64_t count, const StepAt& st,
+                   const Deps& deps) {
+    const LayerSpan sp{phase, layer, count, st.chunk, st.mb};
+    if (phase != Phase::kRecompute && moe_split_) return emit_moe(sp, deps);
+    const int32_t t = b_.compute(phase, OpKind::kLayer, scaled(c, static_cast<double>(count)), layer, count, st.chunk, st.mb, deps);
+    last_layer_compute_ = t;
+    const std::vector<CommOp>& comm = phase == Phase::kRecompute     ? costs_.layer_recompute_comm
+                                      : step_phase == Phase::kForward ? costs_.layer_fwd_comm
+                                                                      : costs_.layer_bwd_comm;
+    return layer_comm(comm, sp, t, deps);
+  }
+
+  // What the i-th layer of the step's chunk (the j-th to run) waits for when the step runs
+  // layer by layer: ZeRO-3's gather of that layer (issuing the next one's), or ZeRO-1/2's
+  // overlapped gather on the chunk's first forward.
+  Deps layer_deps(const StepAt& st, bool fwd, int64_t i, int64_t j) {
+    if (zero3_) return z3_before(st.index, st.info.n, i, j);
+    if (!fwd || layer_gather_.empty()) return {};
+    const std::vector<Deps>& gathers = layer_gather_[static_cast<size_t>(st.chunk)];
+    return static_cast<size_t>(i) < gathers.size() ? gathers[static_cast<size_t>(i)] : Deps{};
+  }
+
+  // After the i-th layer of a step run layer by layer: ZeRO-3 frees the gathered parameters;
+  // a backward reduces the layer's gradients (per micro-batch under ZeRO-2).
+  void after_layer(const StepAt& st, bool fwd, int64_t i, const Deps& d) {
+    if (zero3_) z3_after(st.index, i, d);
+    if (fwd) return;
+    const int32_t mb = zero3_ || zero2_ ? st.mb : -1;
+    for (const CommOp& op : costs_.layer_grad_reduce)
+      grad_reduces_.push_back(b_.collective(op, 1, Phase::kBackward, st.info.first_layer + i, 1, st.chunk, mb, d));
+  }
+
+  // Runs the step's layers as one compute task with their collectives, or layer by layer when
+  // `split` (backward: last layer first; recomputation, when the plan has it, right before
+  // each layer's backward). Returns what follows waits on.
+  Deps run_layers(Phase ph, const StepAt& st, Deps cur, bool split) {
+    const int64_t n = st.info.n;
+    if (n <= 0) return cur;
+    const bool fwd = ph == Phase::kForward;
+    const ComputeCost& per_layer = fwd ? costs_.layer_fwd : costs_.layer_bwd;
+    const bool recompute = !fwd && !empty_cost(costs_.layer_recompute);
+    const int64_t first_layer = st.info.first_layer;
+    if (!split) {
+      if (recompute) cur = emit_layers(ph, Phase::kRecompute, costs_.layer_recompute, first_layer, n, st, cur);
+      return emit_layers(ph, ph, per_layer, first_layer, n, st, cur);
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t i = fwd ? j : n - 1 - j;
+      Deps d = cur;
+      append(d, layer_deps(st, fwd, i, j));
+      if (recompute) d = emit_layers(ph, Phase::kRecompute, costs_.layer_recompute, first_layer + i, 1, st, d);
+      cur = emit_layers(ph, ph, per_layer, first_layer + i, 1, st, d);
+      after_layer(st, fwd, i, cur);
+    }
+    return cur;
+  }
+
+  // --- ZeRO-3 (FSDP) -----------------------------------------------------------------------
+  // Every layer's parameters are all-gathered into a buffer of their own just before use, one
+  // layer ahead (the gather of the next layer starts when the layer before the current one
+  // has finished, so at most two layers are gathered at a time), and freed after use; each
+  // layer's gradients are reduce-scattered after its backward.
+  int64_t z3_key(size_t step, int64_t l) const { return static_cast<int64_t>(step) * (in_.sc.model.num_layers + 1) + l; }
+  void z3_gather(size_t step, int64_t l) {
+    const PipelineStep& ps = order_[step];
+    const ChunkInfo c = chunk(ps.chunk);
+    const Phase ph = ps.forward ? Phase::kForward : Phase::kBackward;
+    const auto c32 = static_cast<int32_t>(ps.chunk);
+    Gathered gth;
+    auto [a, buf] = b_.alloc(MemCategory::kWeights, costs_.layer_gathered_param_bytes, Stream::kDpComm, c32, ps.micro_batch,
+                             {last_layer_compute_});
+    gth.buffer = buf;
+    gth.tasks.push_back(a);
+    for (const CommOp& op : costs_.layer_param_gather)
+      gth.tasks.push_back(b_.collective(op, 1, ph, c.first_layer + l, 1, c32, ps.micro_batch, {a}));
+    z3_[z3_key(step, l)] = std::move(gth);
+  }
+  Deps z3_before(size_t step, int64_t n, int64_t i, int64_t j) {
+    if (!z3_.count(z3_key(step, i))) z3_gather(step, i);
+    const bool fwd = order_[step].forward;
+    if (j + 1 < n) {
+      z3_gather(step, fwd ? i + 1 : i - 1);
+    } else if (step + 1 < order_.size()) {
+      const int64_t nn = chunk(order_[step + 1].chunk).n;
+      if (nn > 0) z3_gather(step + 1, order_[step + 1].forward ? 0 : nn - 1);
+    }
+    return z3_[z3_key(step, i)].tasks;
+  }
+  void z3_after(size_t step, int64_t i, const Deps& d) {
+    auto it = z3_.find(z3_key(step, i));
+    b_.free_buffer(it->second.buffer, d);
+    z3_.erase(it);
+  }
+
+  // --- Pipeline steps ----------------------------------------------------------------------
+  // What a step waits for first. Megatron's pipeline communication is synchronous (batched
+  // isend/irecv, then wait): the next step's compute starts after the previous step's send
+  // has completed.
+  Deps step_inputs() {
+    Deps in{sent_};
+    sent_ = -1;
+    append(in, reduce_hold_);
+    reduce_hold_.clear();
+    return in;
+  }
+
+  // The activation buffer of the step's micro-batch and chunk, allocated by the forward.
+  void alloc_activations(const StepAt& st, Deps& in) {
+    double act = costs_.layer_activation_bytes * static_cast<double>(st.info.n);
+    if (st.info.first) act += costs_.embedding_activation_bytes;
+    if (st.info.last) act += costs_.output_activation_bytes;
+    auto [a, buf] = b_.alloc(MemCategory::kActivations, act, Stream::kCompute, st.chunk, st.mb, {});
+    act_buffer_[st.mb * V_ + st.chunk] = buf;
+    in.push_back(a);
+  }
+
+  void forward_step(const StepAt& st) {
+    const ChunkInfo& c = st.info;
+    Deps in = step_inputs();
+    const bool split = split_first_fwd_ && !forward_seen_[static_cast<size_t>(st.chunk)];
+    forward_seen_[static_cast<size_t>(st.chunk)] = 1;
+    if (!c.first)
+      in.push_back(b_.p2p(TaskKind::kRecv, Stream::kPpRecv, prev_rank_, tag_of(st.mb, c.vst, false), costs_.pp_activation_bytes,
+                          costs_.pp_p2p_time_s, Phase::kForward, st.chunk, st.mb, {}));
+    if (zero3_) append(in, gather_extras(st, Phase::kForward));
+    if (!start_gather_.empty() && !start_gather_[static_cast<size_t>(st.chunk)].empty()) {
+      append(in, start_gather_[static_cast<size_t>(st.chunk)]);
+      start_gather_[static_cast<size_t>(st.chunk)].clear();
+    }
+    alloc_activations(st, in);
+    Deps cur = in;
+    if (c.first) {
+      const int32_t t = b_.compute(Phase::kForward, OpKind::kEmbedding, costs_.embedding_fwd, -1, 0, st.chunk, st.mb, cur);
+      cur = post_comm(costs_.embedding_fwd_comm, Phase::kForward, st, t, cur);
+    }
+    cur = run_layers(Phase::kForward, st, cur, zero3_ || split);
+    if (c.last) {
+      cur = pre_comm(costs_.output_fwd_comm_pre, Phase::kForward, st, cur);
+      const int32_t t = b_.compute(Phase::kForward, OpKind::kOutputLoss, costs_.output_fwd, -1, 0, st.chunk, st.mb, cur);
+      cur = post_comm(costs_.output_fwd_comm, Phase::kForward, st, t, cur);
+    }
+    if (!c.last)
+      sent_ = b_.p2p(TaskKind::kSend, Stream::kPpSend, next_rank_, tag_of(st.mb, c.vst + 1, false), costs_.pp_activation_bytes,
+                     costs_.pp_p2p_time_s, Phase::kForward, st.chunk, st.mb, cur);
+    end_deps_ = cur;
+  }
+
+  void backward_step(const StepAt& st) {
+    const ChunkInfo& c = st.info;
+    Deps in = step_inputs();
+    const bool last_of_chunk = st.index == last_bwd_of_chunk_[static_cast<size_t>(st.chunk)];
+    const bool split = split_last_bwd_ && (last_of_chunk || zero2_);
+    if (!c.last)
+      in.push_back(b_.p2p(TaskKind::kRecv, Stream::kPpRecv, next_rank_, tag_of(st.mb, c.vst, true), costs_.pp_activation_bytes,
+                          costs_.pp_p2p_time_s, Phase::kBackward, st.chunk, st.mb, {}));
+    if (zero3_) append(in, gather_extras(st, Phase::kBackward));
+    Deps cur = in;
+    if (c.last) {
+      const int32_t t = b_.compute(Phase::kBackward, OpKind::kOutputLoss, costs_.output_bwd, -1, 0, st.chunk, st.mb, cur);
+      cur = post_comm(costs_.output_bwd_comm, Phase::kBackward, st, t, cur);
+    }
+    const size_t reduces_before = grad_reduces_.size();  // this micro-batch's reductions follow
+    cur = run_layers(Phase::kBackward, st, cur, zero3_ || split);
+    if (c.first) {
+      cur = pre_comm(costs_.embedding_bwd_comm_pre, Phase::kBackward, st, cur);
+      cur = {b_.compute(Phase::kBackward, OpKind::kEmbedding, costs_.embedding_bwd, -1, 0, st.chunk, st.mb, cur)};
+    }
+    b_.free_buffer(act_buffer_[st.mb * V_ + st.chunk], cur);
+    if (zero3_) append(grad_reduces_, reduce_chunk(st.chunk, st.mb, cur, false));
+    if (!c.first)
+      sent_ = b_.p2p(TaskKind::kSend, Stream::kPpSend, prev_rank_, tag_of(st.mb, c.vst - 1, true), costs_.pp_activation_bytes,
+                     costs_.pp_p2p_time_s, Phase::kBackward, st.chunk, st.mb, cur);
+    if (zero2_) {
+      append(grad_reduces_, reduce_chunk(st.chunk, st.mb, cur, !split));
+      // DeepSpeed stage 2 waits for a micro-batch's reductions at the end of its backward
+      // (independent_gradient_partition_epilogue synchronizes the reduction stream), so they
+      // overlap that backward only, as the cost model counts them: the next step waits.
+      reduce_hold_.assign(grad_reduces_.begin() + static_cast<std::ptrdiff_t>(reduces_before), grad_reduces_.end());
+    } else if (!zero3_ && plan_.overlap_grad_reduce && last_of_chunk) {
+      append(grad_reduces_, reduce_chunk(st.chunk, -1, cur, !split));
+    }
+    end_deps_ = cur;
+  }
+
+  // --- After the last step -----------------------------------------------------------------
+  // The gradient reduction left for the end, then (Megatron finalize_model_grads) the
+  // sequence-parallel replicated gradients over TP and the tied embedding between the first
+  // and last stage.
+  void finalize_grads() {
+    if (!zero3_ && !zero2_ && !plan_.overlap_grad_reduce)
+      for (int64_t k = 0; k < V_; ++k) append(grad_reduces_, reduce_chunk(k, -1, end_deps_, true));
+    Deps reduced = grad_reduces_;
+    append(reduced, end_deps_);
+    append(reduced, reduce_hold_);
+    for (int64_t k = 0; k < V_; ++k) {
+      const size_t idx = static_cast<size_t>(s_ * V_ + k);
+      if (idx < costs_.chunk_sp_grad_reduce.size())
+        grad_reduces_.push_back(
+            b_.collective(costs_.chunk_sp_grad_reduce[idx], 1, Phase::kBackward, -1, 0, static_cast<int32_t>(k), -1, reduced));
+    }
+    for (int64_t k = 0; k < V_; ++k) {
+      const ChunkInfo c = chunk(k);
+      if (c.first || c.last)
+        for (const CommOp& op : costs_.tied_embedding_grad_reduce)
+          grad_reduces_.push_back(b_.collective(op, 1, Phase::kBackward, -1, 0, static_cast<int32_t>(k), -1, reduced));
+    }
+  }
+
+  // The optimizer step of this rank's shard, then (ZeRO-1/2 without overlap) the parameter
+  // all-gather of every chunk.
+  void optimizer_step() {
+    ComputeCost opt;
+    int64_t total_layers = 0;
+    for (int64_t k = 0; k < V_; ++k) total_layers += chunk(k).n;
+    if (static_cast<int64_t>(costs_.optimizer_per_stage.size()) == P_) opt = costs_.optimizer_per_stage[static_cast<size_t>(s_)];
+    Deps opt_deps = grad_reduces_;
+    append(opt_deps, end_deps_);
+    const int32_t opt_task = b_.compute(Phase::kOptimizer, OpKind::kOptimizerStep, opt,
+                                        in_.layers[static_cast<size_t>(s_)][0].first_layer, total_layers, 0, -1, opt_deps);
+    if (zero12_ && !plan_.overlap_param_gather)
+      for (int64_t k = 0; k < V_; ++k) gather_chunk(k, Phase::kOptimizer, {opt_task});
+  }
+
+  struct Gathered {
+    int32_t buffer = -1;
+    Deps tasks;
+  };
+
+  const LoweringInput& in_;
+  const LoweringCosts& costs_;
+  const Plan& plan_;
+  RankBuilder b_;
+  const int64_t s_, P_, V_;  // stage, pipeline stages, chunks per rank
+  int32_t prev_rank_ = 0, next_rank_ = 0;
+  bool zero3_ = false, zero2_ = false, zero12_ = false;
+  bool split_first_fwd_ = false, split_last_bwd_ = false, moe_split_ = false;
+  std::vector<PipelineStep> order_;
+  std::vector<size_t> last_bwd_of_chunk_;
+  std::vector<std::vector<Deps>> layer_gather_;  // [chunk][layer in chunk]: overlapped gathers
+  std::vector<Deps> start_gather_;               // [chunk]: overlapped embedding / output gathers
+  std::vector<char> forward_seen_;               // [chunk]
+  std::unordered_map<int64_t, int32_t> act_buffer_;  // (micro-batch, chunk) -> activation buffer
+  std::unordered_map<int64_t, Gathered> z3_;         // z3_key(step, layer in chunk) -> gathered layer
+  Deps grad_reduces_, end_deps_;
+  Deps reduce_hold_;                 // ZeRO-2: the next step waits for the previous micro-batch's reductions
+  int32_t sent_ = -1;                // the previous step's send
+  int32_t last_layer_compute_ = -1;  // the latest layer compute task emitted (ZeRO-3 prefetch)
+};
+
 }  // namespace
 
 Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan, const LoweringCosts& costs, const std::vector<char>& only) {
@@ -215,459 +742,22 @@ Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan, const Lower
   if (!only.empty() && static_cast<int64_t>(only.size()) != plan.world_size())
     return Expected<PlanGraph>::fail("/parallelism", "the rank filter has " + std::to_string(only.size()) +
                                                          " entries for " + std::to_string(plan.world_size()) + " ranks");
-  const int64_t m = num_micro_batches(sc, plan);
   auto layers_or = chunk_layers(plan, sc.model.num_layers);
   if (!layers_or) return layers_or.problems();
-  const auto& layers = *layers_or;
+  const LoweringInput in{sc, plan, costs, *layers_or, num_micro_batches(sc, plan)};
 
-  const int64_t P = plan.pp, V = plan.vpp, num_vstages = P * V;
   PlanGraph g;
   g.plan = plan;
   g.world_size = static_cast<int32_t>(plan.world_size());
-  g.num_micro_batches = m;
+  g.num_micro_batches = in.micro_batches;
   g.ranks.resize(static_cast<size_t>(g.world_size));
   GroupTable groups(plan, g);
-
-  auto tag_of = [&](int64_t mb, int64_t receiver_vstage, bool backward) {
-    return static_cast<int32_t>((mb * num_vstages + receiver_vstage) * 2 + (backward ? 1 : 0));
-  };
-  const bool zero3 = plan.zero_stage == 3;
-  const bool zero2 = plan.zero_stage == 2;  // reduce-scatter per micro-batch (DeepSpeed stage 2)
-  const bool zero12 = plan.zero_stage == 1 || plan.zero_stage == 2;
-
   for (int32_t r = 0; r < g.world_size; ++r) {
     RankProgram& prog = g.ranks[static_cast<size_t>(r)];
     prog.rank = r;
-    const RankCoords rc = rank_to_coords(r, plan);
-    const int64_t s = rc.pp;
-    prog.stage = static_cast<int32_t>(s);
+    prog.stage = static_cast<int32_t>(rank_to_coords(r, plan).pp);
     if (!only.empty() && !only[static_cast<size_t>(r)]) continue;  // left empty: not simulated
-    RankBuilder b(prog, groups);
-    RankCoords prev_c = rc, next_c = rc;
-    prev_c.pp = (s + P - 1) % P;
-    next_c.pp = (s + 1) % P;
-    const auto prev_rank = static_cast<int32_t>(coords_to_rank(prev_c, plan));
-    const auto next_rank = static_cast<int32_t>(coords_to_rank(next_c, plan));
-
-    auto chunk_info = [&](int64_t k) {
-      const ChunkLayers& cl = layers[static_cast<size_t>(s)][static_cast<size_t>(k)];
-      const int64_t vst = k * P + s;
-      return std::tuple{cl.first_layer, cl.num_layers, vst == 0, vst == num_vstages - 1, vst};
-    };
-
-    // Persistent state of every chunk.
-    for (int64_t k = 0; k < V; ++k) {
-      auto [first_layer, n, first, last, vst] = chunk_info(k);
-      MemoryBytes mem{costs.layer_memory.weights * n, costs.layer_memory.gradients * n, costs.layer_memory.optimizer * n};
-      if (first) mem = {mem.weights + costs.embedding_memory.weights, mem.gradients + costs.embedding_memory.gradients,
-                        mem.optimizer + costs.embedding_memory.optimizer};
-      if (last) mem = {mem.weights + costs.output_memory.weights, mem.gradients + costs.output_memory.gradients,
-                       mem.optimizer + costs.output_memory.optimizer};
-      const auto c32 = static_cast<int32_t>(k);
-      b.alloc(MemCategory::kWeights, mem.weights, Stream::kCompute, c32, -1, {});
-      b.alloc(MemCategory::kGradients, mem.gradients, Stream::kCompute, c32, -1, {});
-      b.alloc(MemCategory::kOptimizer, mem.optimizer, Stream::kCompute, c32, -1, {});
-    }
-
-    // Parameter all-gather of a whole chunk (ZeRO-1/2 once per iteration; ZeRO-3 per use).
-    auto gather_chunk = [&](int64_t k, Phase phase, int32_t mb, const Deps& deps) {
-      auto [first_layer, n, first, last, vst] = chunk_info(k);
-      Deps out;
-      const auto c32 = static_cast<int32_t>(k);
-      for (const CommOp& op : costs.layer_param_gather)
-        out.push_back(b.collective(op, n, phase, first_layer, n, c32, mb, deps));
-      if (first)
-        for (const CommOp& op : costs.embedding_param_gather) out.push_back(b.collective(op, 1, phase, -1, 0, c32, mb, deps));
-      if (last)
-        for (const CommOp& op : costs.output_param_gather) out.push_back(b.collective(op, 1, phase, -1, 0, c32, mb, deps));
-      return out;
-    };
-    // ZeRO-3: the embedding / output layer parameters chunk k holds, gathered per use.
-    auto gather_extras = [&](int64_t k, Phase phase, int32_t mb) {
-      auto [first_layer, n, first, last, vst] = chunk_info(k);
-      Deps out;
-      const auto c32 = static_cast<int32_t>(k);
-      if (first)
-        for (const CommOp& op : costs.embedding_param_gather) out.push_back(b.collective(op, 1, phase, -1, 0, c32, mb, {}));
-      if (last)
-        for (const CommOp& op : costs.output_param_gather) out.push_back(b.collective(op, 1, phase, -1, 0, c32, mb, {}));
-      return out;
-    };
-    // Gradient reduction of chunk k: its layers (unless they were reduced layer by layer) and
-    // the embedding / output layer it holds.
-    auto reduce_chunk = [&](int64_t k, int32_t mb, const Deps& deps, bool with_layers) {
-      auto [first_layer, n, first, last, vst] = chunk_info(k);
-      Deps out;
-      const auto c32 = static_cast<int32_t>(k);
-      if (with_layers)
-        for (const CommOp& op : costs.layer_grad_reduce)
-          out.push_back(b.collective(op, n, Phase::kBackward, first_layer, n, c32, mb, deps));
-      if (first)
-        for (const CommOp& op : costs.embedding_grad_reduce)
-          out.push_back(b.collective(op, 1, Phase::kBackward, -1, 0, c32, mb, deps));
-      if (last)
-        for (const CommOp& op : costs.output_grad_reduce)
-          out.push_back(b.collective(op, 1, Phase::kBackward, -1, 0, c32, mb, deps));
-      return out;
-    };
-
-    // Overlapped data-parallel communication works bucket by bucket (a bucket per layer):
-    // the first forward of each chunk runs layer by layer, each layer waiting only for its
-    // own parameter all-gather (ZeRO-1/2 with overlap_param_gather), and the last backward of
-    // each chunk runs layer by layer, each layer's gradient reduction starting as soon as
-    // that layer is done (overlap_grad_reduce). Every other step is one task per chunk.
-    const bool split_first_fwd = zero12 && plan.overlap_param_gather && !costs.layer_param_gather.empty();
-    const bool split_last_bwd = !zero3 && plan.overlap_grad_reduce && !costs.layer_grad_reduce.empty();
-    Deps reduce_hold;  // ZeRO-2: the next step waits for the previous micro-batch's reductions
-    std::vector<std::vector<Deps>> layer_gather(static_cast<size_t>(V));  // [chunk][layer in chunk]
-    std::vector<Deps> start_gather(static_cast<size_t>(V));               // embedding / output gathers
-    if (zero12 && plan.overlap_param_gather)
-      for (int64_t k = 0; k < V; ++k) {
-        auto [first_layer, n, first, last, vst] = chunk_info(k);
-        const auto c32 = static_cast<int32_t>(k);
-        if (first)
-          for (const CommOp& op : costs.embedding_param_gather)
-            start_gather[static_cast<size_t>(k)].push_back(b.collective(op, 1, Phase::kForward, -1, 0, c32, -1, {}));
-        if (last)
-          for (const CommOp& op : costs.output_param_gather)
-            start_gather[static_cast<size_t>(k)].push_back(b.collective(op, 1, Phase::kForward, -1, 0, c32, -1, {}));
-        layer_gather[static_cast<size_t>(k)].resize(static_cast<size_t>(n));
-        for (int64_t l = 0; l < n; ++l)
-          for (const CommOp& op : costs.layer_param_gather)
-            layer_gather[static_cast<size_t>(k)][static_cast<size_t>(l)].push_back(
-                b.collective(op, 1, Phase::kForward, first_layer + l, 1, c32, -1, {}));
-      }
-    std::vector<char> forward_seen(static_cast<size_t>(V), 0);
-
-    const std::vector<PipelineStep> order = pipeline_order(plan.schedule, P, s, m, V, sc.training.framework);
-    std::vector<size_t> last_bwd_of_chunk(static_cast<size_t>(V), 0);
-    for (size_t i = 0; i < order.size(); ++i)
-      if (!order[i].forward) last_bwd_of_chunk[static_cast<size_t>(order[i].chunk)] = i;
-
-    // Activation buffer of (micro-batch, chunk), allocated by the forward, freed by the backward.
-    std::unordered_map<int64_t, int32_t> act_buffer;
-    Deps grad_reduces, end_deps;
-
-    // Runs `ops` (per layer x n) beside or after compute task `t`; returns what consumers wait on.
-    auto layer_comm = [&](const std::vector<CommOp>& ops, int64_t n, Phase phase, int64_t first_layer, int32_t chunk,
-                          int32_t mb, int32_t t, const Deps& before) {
-      // Overlapped ones first: on a shared stream they must not queue behind the blocking ones.
-      Deps out{t};
-      for (const CommOp& op : ops)
-        if (!op.blocking) out.push_back(b.collective(op, n, phase, first_layer, n, chunk, mb, before));
-      for (const CommOp& op : ops)
-        if (op.blocking) out.push_back(b.collective(op, n, phase, first_layer, n, chunk, mb, {t}));
-      return out;
-    };
-    // Collectives of the embedding / output layer (not per layer): `pre` ones before the
-    // compute task (it waits for them), the rest after it (blocking) or beside it.
-    auto pre_comm = [&](const std::vector<CommOp>& ops, Phase phase, int32_t chunk, int32_t mb, Deps cur) {
-      for (const CommOp& op : ops) {
-        const int32_t t = b.collective(op, 1, phase, -1, 0, chunk, mb, cur);
-        if (t >= 0) cur.push_back(t);
-      }
-      return cur;
-    };
-    auto post_comm = [&](const std::vector<CommOp>& ops, Phase phase, int32_t chunk, int32_t mb, int32_t t,
-                         const Deps& before) {
-      Deps out{t};
-      for (const CommOp& op : ops)
-        if (!op.blocking) out.push_back(b.collective(op, 1, phase, -1, 0, chunk, mb, before));
-      for (const CommOp& op : ops)
-        if (op.blocking) out.push_back(b.collective(op, 1, phase, -1, 0, chunk, mb, {t}));
-      return out;
-    };
-    int32_t last_layer_compute = -1;  // the latest layer compute task emitted (ZeRO-3 prefetch)
-    // MoE layers with expert (tensor) parallelism: attention (with its TP collectives and the
-    // router), dispatch all-to-all (kEp), ETP all-gather (kExpertTp), experts, ETP
-    // reduce-scatter, combine all-to-all (see lowering.h); the backward mirrors it. The EP
-    // all-to-alls of a layer come as one CommOp per direction pair (forward: dispatch +
-    // combine = 2 calls; backward: their gradients); each half becomes its own task.
-    const auto is_ep = [](const CommOp& op) { return op.group == GroupKind::kEp && op.kind == CollectiveKind::kAllToAll; };
-    const auto is_etp = [](const CommOp& op) { return op.group == GroupKind::kExpertTp; };
-    const auto is_expert_comm = [&](const CommOp& op) { return is_ep(op) || is_etp(op); };
-    const bool moe_split = !empty_cost(costs.moe_fwd) &&
-                           std::any_of(costs.layer_fwd_comm.begin(), costs.layer_fwd_comm.end(), is_expert_comm);
-    auto emit_moe = [&](Phase phase, int64_t layer, int64_t count, int32_t chunk, int32_t mb, const Deps& deps,
-                        int32_t& first_compute) {
-      const bool fwd = phase == Phase::kForward;
-      const ComputeCost& whole = fwd ? costs.layer_fwd : costs.layer_bwd;
-      const ComputeCost& moe = fwd ? costs.moe_fwd : costs.moe_bwd;
-      const ComputeCost attn{whole.flops - moe.flops, whole.mem_bytes - moe.mem_bytes, whole.duration_s - moe.duration_s};
-      std::vector<CommOp> dense_ops, ep_halves, etp_gather, etp_scatter;
-      for (const CommOp& op : fwd ? costs.layer_fwd_comm : costs.layer_bwd_comm) {
-        if (is_etp(op)) {
-          // Forward: gather the dispatched rows, scatter the fc2 partial sums. Backward: gather
-          // the output gradients (of the scatter), scatter the input gradients (of the gather).
-          (op.kind == CollectiveKind::kAllGather ? etp_gather : etp_scatter).push_back(op);
-          continue;
-        }
-        if (!is_ep(op)) {
-          dense_ops.push_back(op);
-          continue;
-        }
-        assert(op.count % 2 == 0);  // dispatch and combine (or their gradients) per layer
-        CommOp half = op;
-        half.count = op.count / 2;
-        ep_halves.push_back(half);
-      }
-      const double n = static_cast<double>(count);
-      auto a2a = [&](const Deps& d) {
-        Deps out;
-        for (const CommOp& op : ep_halves) out.push_back(b.collective(op, count, phase, layer, count, chunk, mb, d));
-        return out;
-      };
-      auto attention = [&](const Deps& d) {
-        const int32_t t = b.compute(phase, OpKind::kAttention, scaled(attn, n), layer, count, chunk, mb, d);
-        if (first_compute < 0) first_compute = t;
-        last_layer_compute = t;
-        return layer_comm(dense_ops, count, phase, layer, chunk, mb, t, d);
-      };
-      // The ETP collectives, one task each per chunk step (count: per layer x layers), in a
-      // chain: each waits for what came before.
-      auto chain = [&](const std::vector<CommOp>& ops, const Deps& d) {
-        if (ops.empty()) return d;
-        Deps cur = d;
-        for (const CommOp& op : ops)
-          if (const int32_t t = b.collective(op, count, phase, layer, count, chunk, mb, cur); t >= 0) cur = Deps{t};
-        return cur;
-      };
-      auto experts = [&](const Deps& d) {
-        const int32_t t = b.compute(phase, OpKind::kMlp, scaled(moe, n), layer, count, chunk, mb, chain(etp_gather, d));
-        if (first_compute < 0) first_compute = t;
-        last_layer_compute = t;
-        return chain(etp_scatter, Deps{t});
-      };
-      if (fwd) {
-        // Overlapped dense collectives (returned with the attention) are waited on at the end.
-        Deps after_attn = attention(deps);
-        Deps cur = a2a(after_attn);
-        cur = a2a(experts(cur));
-        append(cur, after_attn);
-        return cur;
-      }
-      Deps cur = a2a(deps);
-      cur = a2a(experts(cur));
-      return attention(cur);
-    };
-    // Runs n layers from first_layer as one compute task with its collectives, or layer by
-    // layer when `split` (backward: last layer first; recomputation, when the plan has it,
-    // right before each layer's backward). extra_deps(i, j) adds what the i-th layer of the
-    // chunk (the j-th to run) waits for; after(i, deps) runs after it. Returns what follows
-    // waits on.
-    auto run_layers = [&](Phase ph, int64_t first_layer, int64_t n, int32_t chunk, int32_t mb, Deps cur, bool split,
-                          int32_t& first_compute, const auto& extra_deps, const auto& after) {
-      if (n <= 0) return cur;
-      const bool fwd = ph == Phase::kForward;
-      const ComputeCost& per_layer = fwd ? costs.layer_fwd : costs.layer_bwd;
-      const std::vector<CommOp>& comm = fwd ? costs.layer_fwd_comm : costs.layer_bwd_comm;
-      const bool recompute = !fwd && !empty_cost(costs.layer_recompute);
-      auto emit = [&](Phase phase, const ComputeCost& c, int64_t layer, int64_t count, const Deps& deps) {
-        if (phase != Phase::kRecompute && moe_split) return emit_moe(phase, layer, count, chunk, mb, deps, first_compute);
-        const int32_t t = b.compute(phase, OpKind::kLayer, scaled(c, static_cast<double>(count)), layer, count, chunk, mb, deps);
-        if (first_compute < 0) first_compute = t;
-        last_layer_compute = t;
-        return layer_comm(phase == Phase::kRecompute ? costs.layer_recompute_comm : comm, count, phase, layer, chunk, mb, t, deps);
-      };
-      if (!split) {
-        if (recompute) cur = emit(Phase::kRecompute, costs.layer_recompute, first_layer, n, cur);
-        return emit(ph, per_layer, first_layer, n, cur);
-      }
-      for (int64_t j = 0; j < n; ++j) {
-        const int64_t i = fwd ? j : n - 1 - j;
-        Deps d = cur;
-        append(d, extra_deps(i, j));
-        if (recompute) d = emit(Phase::kRecompute, costs.layer_recompute, first_layer + i, 1, d);
-        cur = emit(ph, per_layer, first_layer + i, 1, d);
-        after(i, cur);
-      }
-      return cur;
-    };
-
-    // ZeRO-3 (FSDP): every layer's parameters are all-gathered into a buffer of their own
-    // just before use, one layer ahead (the gather of the next layer starts when the layer
-    // before the current one has finished, so at most two layers are gathered at a time),
-    // and freed after use; each layer's gradients are reduce-scattered after its backward.
-    struct Gathered {
-      int32_t buffer = -1;
-      Deps tasks;
-    };
-    std::unordered_map<int64_t, Gathered> z3;  // key: step * (layers + 1) + layer in chunk
-    const int64_t z3_stride = sc.model.num_layers + 1;
-    auto z3_gather = [&](size_t step, int64_t l) {
-      const PipelineStep& ps = order[step];
-      auto [fl, nl, f0, l0, v0] = chunk_info(ps.chunk);
-      const Phase ph = ps.forward ? Phase::kForward : Phase::kBackward;
-      Gathered gth;
-      auto [a, buf] = b.alloc(MemCategory::kWeights, costs.layer_gathered_param_bytes, Stream::kDpComm, ps.chunk, ps.micro_batch,
-                              {last_layer_compute});
-      gth.buffer = buf;
-      gth.tasks.push_back(a);
-      for (const CommOp& op : costs.layer_param_gather)
-        gth.tasks.push_back(b.collective(op, 1, ph, fl + l, 1, ps.chunk, ps.micro_batch, {a}));
-      z3[static_cast<int64_t>(step) * z3_stride + l] = std::move(gth);
-    };
-    auto z3_before = [&](size_t step, int64_t n, int64_t i, int64_t j) {
-      if (!z3.count(static_cast<int64_t>(step) * z3_stride + i)) z3_gather(step, i);
-      const bool fwd = order[step].forward;
-      if (j + 1 < n) {
-        z3_gather(step, fwd ? i + 1 : i - 1);
-      } else if (step + 1 < order.size()) {
-        const int64_t nn = std::get<1>(chunk_info(order[step + 1].chunk));
-        if (nn > 0) z3_gather(step + 1, order[step + 1].forward ? 0 : nn - 1);
-      }
-      return z3[static_cast<int64_t>(step) * z3_stride + i].tasks;
-    };
-    auto z3_after = [&](size_t step, int64_t i, const Deps& d) {
-      auto it = z3.find(static_cast<int64_t>(step) * z3_stride + i);
-      b.free_buffer(it->second.buffer, d);
-      z3.erase(it);
-    };
-    const auto no_deps = [](int64_t, int64_t) { return Deps{}; };
-    int32_t sent = -1;  // the previous step's send
-    const auto nothing = [](int64_t, const Deps&) {};
-
-    for (size_t i = 0; i < order.size(); ++i) {
-      const PipelineStep& st = order[i];
-      const int64_t k = st.chunk;
-      const int32_t mb = st.micro_batch;
-      const auto c32 = static_cast<int32_t>(k);
-      auto [first_layer, n, first, last, vst] = chunk_info(k);
-      // Megatron's pipeline communication is synchronous (batched isend/irecv, then wait):
-      // the next step's compute starts after the previous step's send has completed.
-      Deps in{sent};
-      sent = -1;
-      append(in, reduce_hold);
-      reduce_hold.clear();
-      int32_t first_compute = -1;
-      auto note = [&](int32_t t) {
-        if (first_compute < 0) first_compute = t;
-        return t;
-      };
-      if (st.forward) {
-        const bool split = split_first_fwd && !forward_seen[static_cast<size_t>(k)];
-        forward_seen[static_cast<size_t>(k)] = 1;
-        if (!first)
-          in.push_back(b.p2p(TaskKind::kRecv, Stream::kPpRecv, prev_rank, tag_of(mb, vst, false), costs.pp_activation_bytes,
-                             costs.pp_p2p_time_s, Phase::kForward, c32, mb, {}));
-        if (zero3) append(in, gather_extras(k, Phase::kForward, mb));
-        if (!start_gather[static_cast<size_t>(k)].empty()) {
-          append(in, start_gather[static_cast<size_t>(k)]);
-          start_gather[static_cast<size_t>(k)].clear();
-        }
-        double act = costs.layer_activation_bytes * n;
-        if (first) act += costs.embedding_activation_bytes;
-        if (last) act += costs.output_activation_bytes;
-        auto [a, buf] = b.alloc(MemCategory::kActivations, act, Stream::kCompute, c32, mb, {});
-        act_buffer[mb * V + k] = buf;
-        in.push_back(a);
-        Deps cur = in;
-        if (first) {
-          const int32_t t = note(b.compute(Phase::kForward, OpKind::kEmbedding, costs.embedding_fwd, -1, 0, c32, mb, cur));
-          cur = post_comm(costs.embedding_fwd_comm, Phase::kForward, c32, mb, t, cur);
-        }
-        const auto& gathers = layer_gather[static_cast<size_t>(k)];
-        if (zero3)
-          cur = run_layers(Phase::kForward, first_layer, n, c32, mb, cur, true, first_compute,
-                           [&](int64_t l, int64_t j) { return z3_before(i, n, l, j); },
-                           [&](int64_t l, const Deps& d) { z3_after(i, l, d); });
-        else
-          cur = run_layers(Phase::kForward, first_layer, n, c32, mb, cur, split, first_compute,
-                           [&](int64_t l, int64_t) {
-                             return static_cast<size_t>(l) < gathers.size() ? gathers[static_cast<size_t>(l)] : Deps{};
-                           },
-                           nothing);
-        if (last) {
-          cur = pre_comm(costs.output_fwd_comm_pre, Phase::kForward, c32, mb, cur);
-          const int32_t t = note(b.compute(Phase::kForward, OpKind::kOutputLoss, costs.output_fwd, -1, 0, c32, mb, cur));
-          cur = post_comm(costs.output_fwd_comm, Phase::kForward, c32, mb, t, cur);
-        }
-        if (!last)
-          sent = b.p2p(TaskKind::kSend, Stream::kPpSend, next_rank, tag_of(mb, vst + 1, false), costs.pp_activation_bytes,
-                       costs.pp_p2p_time_s, Phase::kForward, c32, mb, cur);
-        end_deps = cur;
-      } else {
-        const bool last_of_chunk = i == last_bwd_of_chunk[static_cast<size_t>(k)];
-        const bool split = split_last_bwd && (last_of_chunk || zero2);
-        if (!last)
-          in.push_back(b.p2p(TaskKind::kRecv, Stream::kPpRecv, next_rank, tag_of(mb, vst, true), costs.pp_activation_bytes,
-                             costs.pp_p2p_time_s, Phase::kBackward, c32, mb, {}));
-        if (zero3) append(in, gather_extras(k, Phase::kBackward, mb));
-        Deps cur = in;
-        if (last) {
-          const int32_t t = note(b.compute(Phase::kBackward, OpKind::kOutputLoss, costs.output_bwd, -1, 0, c32, mb, cur));
-          cur = post_comm(costs.output_bwd_comm, Phase::kBackward, c32, mb, t, cur);
-        }
-        const size_t reduces_before = grad_reduces.size();  // this micro-batch's reductions follow
-        if (zero3)
-          cur = run_layers(Phase::kBackward, first_layer, n, c32, mb, cur, true, first_compute,
-                           [&](int64_t l, int64_t j) { return z3_before(i, n, l, j); },
-                           [&](int64_t l, const Deps& d) {
-                             z3_after(i, l, d);
-                             for (const CommOp& op : costs.layer_grad_reduce)
-                               grad_reduces.push_back(b.collective(op, 1, Phase::kBackward, first_layer + l, 1, c32, mb, d));
-                           });
-        else
-          cur = run_layers(Phase::kBackward, first_layer, n, c32, mb, cur, split, first_compute, no_deps,
-                           [&](int64_t l, const Deps& d) {
-                             for (const CommOp& op : costs.layer_grad_reduce)
-                               grad_reduces.push_back(
-                                   b.collective(op, 1, Phase::kBackward, first_layer + l, 1, c32, zero2 ? mb : -1, d));
-                           });
-        if (first) {
-          cur = pre_comm(costs.embedding_bwd_comm_pre, Phase::kBackward, c32, mb, cur);
-          cur = {note(b.compute(Phase::kBackward, OpKind::kEmbedding, costs.embedding_bwd, -1, 0, c32, mb, cur))};
-        }
-        b.free_buffer(act_buffer[mb * V + k], cur);
-        if (zero3) append(grad_reduces, reduce_chunk(k, mb, cur, false));
-        if (!first)
-          sent = b.p2p(TaskKind::kSend, Stream::kPpSend, prev_rank, tag_of(mb, vst - 1, true), costs.pp_activation_bytes,
-                       costs.pp_p2p_time_s, Phase::kBackward, c32, mb, cur);
-        if (zero2) {
-          const Deps r = reduce_chunk(k, mb, cur, !split);
-          append(grad_reduces, r);
-          // DeepSpeed stage 2 waits for a micro-batch's reductions at the end of its backward
-          // (independent_gradient_partition_epilogue synchronizes the reduction stream), so they
-          // overlap that backward only, as the cost model counts them: the next step waits.
-          reduce_hold.assign(grad_reduces.begin() + static_cast<std::ptrdiff_t>(reduces_before), grad_reduces.end());
-        } else if (!zero3 && plan.overlap_grad_reduce && last_of_chunk) {
-          append(grad_reduces, reduce_chunk(k, -1, cur, !split));
-        }
-        end_deps = cur;
-      }
-    }
-    if (!zero3 && !zero2 && !plan.overlap_grad_reduce)
-      for (int64_t k = 0; k < V; ++k) append(grad_reduces, reduce_chunk(k, -1, end_deps, true));
-    // After the gradient reduction (Megatron finalize_model_grads): the sequence-parallel
-    // replicated gradients over TP, then the tied embedding between the first and last stage.
-    {
-      Deps reduced = grad_reduces;
-      append(reduced, end_deps);
-      append(reduced, reduce_hold);
-      for (int64_t k = 0; k < V; ++k) {
-        const size_t idx = static_cast<size_t>(s * V + k);
-        if (idx < costs.chunk_sp_grad_reduce.size())
-          grad_reduces.push_back(b.collective(costs.chunk_sp_grad_reduce[idx], 1, Phase::kBackward, -1, 0,
-                                              static_cast<int32_t>(k), -1, reduced));
-      }
-      for (int64_t k = 0; k < V; ++k) {
-        auto [first_layer, n, first, last, vst] = chunk_info(k);
-        if (first || last)
-          for (const CommOp& op : costs.tied_embedding_grad_reduce)
-            grad_reduces.push_back(b.collective(op, 1, Phase::kBackward, -1, 0, static_cast<int32_t>(k), -1, reduced));
-      }
-    }
-
-    ComputeCost opt;
-    int64_t total_layers = 0;
-    for (int64_t k = 0; k < V; ++k) total_layers += std::get<1>(chunk_info(k));
-    if (static_cast<int64_t>(costs.optimizer_per_stage.size()) == P) opt = costs.optimizer_per_stage[static_cast<size_t>(s)];
-    Deps opt_deps = grad_reduces;
-    append(opt_deps, end_deps);
-    const int32_t opt_task = b.compute(Phase::kOptimizer, OpKind::kOptimizerStep, opt, layers[static_cast<size_t>(s)][0].first_layer,
-                                       total_layers, 0, -1, opt_deps);
-    if (zero12 && !plan.overlap_param_gather)
-      for (int64_t k = 0; k < V; ++k) gather_chunk(k, Phase::kOptimizer, -1, {opt_task});
+    RankLowering(in, prog, groups).run();
   }
   return g;
 }

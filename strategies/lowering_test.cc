@@ -10,7 +10,7 @@
 #include "core/plan_io.h"
 
 #include <cstdio>
-#include "strategies/graph_check.h"
+#include "core/graph_check.h"
 
 namespace monarch {
 namespace {

@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "core/placement.h"
 #include "strategies/schedule.h"
 
 namespace monarch {
@@ -81,11 +82,7 @@ std::string pp_layers(const Scenario& s, const Plan& p) {
   return "PP " + to_string(p.pp) + " exceeds the " + to_string(layers) + " layers";
 }
 
-std::string world_size(const Scenario& s, const Plan& p) {
-  const int64_t n = s.cluster.num_gpus;
-  if (p.world_size() == n) return "";
-  return "tp x pp x dp x cp = " + to_string(p.world_size()) + " but the cluster has " + to_string(n) + " GPUs";
-}
+std::string world_size(const Scenario& s, const Plan& p) { return world_size_problem(p, s.cluster.num_gpus); }
 
 std::string batch_dp(const Scenario& s, const Plan& p) {
   const int64_t gbs = s.training.global_batch_size;

@@ -9,7 +9,7 @@
 #include "core/graph_time.h"
 #include "core/model_math.h"
 #include "core/scenario_io.h"
-#include "strategies/graph_check.h"
+#include "core/graph_check.h"
 #include "strategies/partition.h"
 
 namespace monarch {
