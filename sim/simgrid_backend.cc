@@ -3,6 +3,7 @@
 #include "sim/simgrid_backend.h"
 
 #include "core/graph_check.h"
+#include "core/graph_replica.h"
 #include "core/plan_warnings.h"
 
 #include <poll.h>
@@ -63,8 +64,6 @@ void check_whatif(const ClusterConfig& c, const WhatIf& w, Problems& ps) {
   }
 }
 
-// How often the parent asks options.cancelled while the child simulates: short enough that
-// Cancel feels immediate in the GUI, long enough to cost nothing.
 // The injected failure names a node of the cluster, and its run needs every rank's program.
 void check_failure(const ClusterConfig& c, const std::vector<SimgridJob>& jobs, const SimgridFailure& f, Problems& ps) {
   const std::string at = "/reliability/inject_failure";
@@ -80,6 +79,8 @@ void check_failure(const ClusterConfig& c, const std::vector<SimgridJob>& jobs, 
       ps.push_back({at, "the failed iteration simulates every rank; the graph was lowered for one data-parallel replica"});
 }
 
+// How often the parent asks options.cancelled while the child simulates: short enough that
+// Cancel feels immediate in the GUI, long enough to cost nothing.
 constexpr int kCancelPollInterval_ms = 100;
 
 Results run_child(const ClusterConfig& cluster, const WhatIf& whatif, const std::vector<SimgridJob>& jobs,

@@ -104,10 +104,10 @@ TEST(Validate, PublishedRunsSetHoldsTheFidelityReached) {
   expect_within({"published-runs.json", 45, 6.5, 17.5});
 }
 
-// Target 8% MAPE and 15% worst; far from it (host-bound micro-batch-1 runs; the cases take the
-// data set's measured all-reduce table as their profile): a regression guard.
+// Target 8% MAPE and 15% worst; reached 18.3% and 45.9% (host-bound micro-batch-1 runs; the
+// cases take the data set's measured all-reduce table as their profile): a regression guard.
 TEST(Validate, VtrainSetHoldsTheFidelityReached) {
-  expect_within({"vtrain-single.json", 240, 22.0, 53.0});
+  expect_within({"vtrain-single.json", 240, 19.0, 47.0});
 }
 
 // Published DLRM training throughputs (tests/data/validation/dlrm-published.json: MLPerf
