@@ -199,8 +199,8 @@ void print_summary(const BackendResult& r, const std::vector<RankStats>& ranks) 
                 rk.iterations.size(), it / n, idle / n, 100.0 * overlap / n, rk.source.c_str());
   }
   for (const CommEntry& c : r.communication)
-    std::printf("  %-14s %-10s %14lld bytes %6lld ops %10.6g s per rank per iteration\n", c.kind.c_str(),
-                c.group.c_str(), static_cast<long long>(c.bytes), static_cast<long long>(c.count), c.time_s);
+    std::printf("  %-14s %-10s %14lld bytes %6lld ops %10.6g s per rank per iteration\n", to_string(c.kind),
+                group_name(c).c_str(), static_cast<long long>(c.bytes), static_cast<long long>(c.count), c.time_s);
 }
 
 }  // namespace

@@ -4,7 +4,7 @@
 //
 // nccl-tests (doc/PERFORMANCE.md): busbw = algbw x factor, with factor 2(n-1)/n for all-reduce,
 // (n-1)/n for all-gather, reduce-scatter and all-to-all, 1 for broadcast, reduce and
-// point-to-point. For a ring this is also the fraction of the buffer each rank sends.
+// point-to-point (send-recv). For a ring this is also the fraction of the buffer each rank sends.
 #pragma once
 
 #include <cstdint>
@@ -15,14 +15,10 @@
 
 namespace monarch {
 
-// `ranks` >= 1 (one rank gives 0 for all but broadcast).
+// `ranks` >= 1 (one rank gives 0 for all but broadcast and send-recv).
 double collective_bus_factor(CollectiveKind kind, double ranks);
 
-// The same for a kind named as in results ("all-reduce", ..., "send-recv", "p2p", "reduce");
-// 0 when the name is not a known kind or ranks < 1.
-double collective_bus_factor(std::string_view kind, int64_t ranks);
-
-// "all-reduce" -> kAllReduce, ... (the names of to_string(CollectiveKind)); nullopt otherwise.
+// "all-reduce" -> kAllReduce, ..., "send-recv" (the names of to_string(CollectiveKind)); nullopt otherwise.
 std::optional<CollectiveKind> collective_kind_from_string(std::string_view name);
 
 }  // namespace monarch

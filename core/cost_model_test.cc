@@ -318,7 +318,7 @@ TEST(Iteration, Zero3CollectivesArePerModuleAndPayTheirLatency) {
   p.recompute = Recompute::kFull;
   auto gathers = [](const BackendResult& r) {
     for (const CommEntry& c : r.communication)
-      if (c.kind == "all-gather" && c.group == "dp") return c;
+      if (c.kind == CollectiveKind::kAllGather && c.group == GroupKind::kDp) return c;
     return CommEntry{};
   };
   s.training.framework = Framework::kTorchtitan;
@@ -473,7 +473,7 @@ TEST(Iteration, MixtureOfExpertsWithExpertParallelism) {
   ASSERT_GT(r.iteration_time_s, 0);
   EXPECT_GT(r.time_breakdown_s.ep_comm, 0);
   bool a2a = false;
-  for (const CommEntry& c : r.communication) a2a |= c.kind == "all-to-all" && c.group == "ep";
+  for (const CommEntry& c : r.communication) a2a |= c.kind == CollectiveKind::kAllToAll && c.group == GroupKind::kEp;
   EXPECT_TRUE(a2a);
   // Experts are sharded 8 ways: less memory than with ep = 1.
   Plan no_ep = p;
@@ -499,7 +499,7 @@ TEST(Iteration, MixtureOfExpertsAllToAllMovesThePaddedCapacity) {
   auto a2a_bytes = [&](double cf) {
     s.model.moe_capacity_factor = cf;
     for (const CommEntry& c : estimate_plan(s, p).communication)
-      if (c.kind == "all-to-all" && c.group == "ep") return c.bytes;
+      if (c.kind == CollectiveKind::kAllToAll && c.group == GroupKind::kEp) return c.bytes;
     return int64_t{-1};
   };
   const int64_t T = s.model.seq_length;  // micro-batch 1

@@ -584,20 +584,20 @@ BackendResult estimate_dlrm(const Scenario& sc, const DlrmShardingPlan& plan) {
     r.hfu = r.mfu;
   }
 
-  auto add = [&](const char* kind, const char* group, CollectiveKind ck, int64_t size, int64_t count, double s) {
+  auto add = [&](CollectiveKind ck, GroupKind group, int64_t size, int64_t count, double s) {
     if (size <= 0 || n <= 1) return;
-    r.communication.push_back({kind, group, static_cast<int64_t>(count * collective_wire_bytes(ck, size, n)), count, count * s});
+    r.communication.push_back({ck, group, static_cast<int64_t>(count * collective_wire_bytes(ck, size, n)), count, count * s, n});
   };
-  add("all-to-all", "world", CollectiveKind::kAllToAll, id_max, 1, id_s);
+  add(CollectiveKind::kAllToAll, GroupKind::kWorld, id_max, 1, id_s);
   // Pooled embeddings forward and their gradients backward: one entry of two calls.
   if (a2a_max > 0 && n > 1)
-    r.communication.push_back({"all-to-all", "world",
+    r.communication.push_back({CollectiveKind::kAllToAll, GroupKind::kWorld,
                                static_cast<int64_t>(collective_wire_bytes(CollectiveKind::kAllToAll, a2a_max, n) +
                                                     collective_wire_bytes(CollectiveKind::kAllToAll, sizes.pooled_a2a_backward_bytes, n)),
-                               2, a2a_s + a2a_bwd_s});
-  add("reduce-scatter", "world", CollectiveKind::kReduceScatter, rs_max, 1, rs_s);
-  add("all-gather", "world", CollectiveKind::kAllGather, rs_max, 1, ag_s);
-  add("all-reduce", "dp", CollectiveKind::kAllReduce, dp_grad_bytes, 1, ar_s);
+                               2, a2a_s + a2a_bwd_s, n});
+  add(CollectiveKind::kReduceScatter, GroupKind::kWorld, rs_max, 1, rs_s);
+  add(CollectiveKind::kAllGather, GroupKind::kWorld, rs_max, 1, ag_s);
+  add(CollectiveKind::kAllReduce, GroupKind::kDp, dp_grad_bytes, 1, ar_s);
 
   // ---- memory of the busiest GPU (the highest total).
   StageMemory m = dlrm_rank_memory(sc, loads[busiest]);

@@ -200,15 +200,15 @@ TEST(DlrmModel, ResultHasAllToAllsAllReduceAndBusiestGpuMemory) {
   EXPECT_TRUE(r.memory.fits);
   bool a2a = false, ar = false, rs = false;
   for (const auto& c : r.communication) {
-    if (c.kind == "all-to-all" && c.count == 2) {
+    if (c.kind == CollectiveKind::kAllToAll && c.count == 2) {
       a2a = true;
       // Forward: the owner sends B x dim (keeping its own 1/8); backward: every GPU sends its
       // b = B / 8 samples' gradients of the one table-wise table to the owner, which so
       // receives B x dim: the busiest port sizes both exchanges.
       EXPECT_EQ(c.bytes, 2 * (1024 * 64 * 4 * 7 / 8));
     }
-    ar |= c.kind == "all-reduce" && c.group == "dp";
-    rs |= c.kind == "reduce-scatter";
+    ar |= c.kind == CollectiveKind::kAllReduce && c.group == GroupKind::kDp;
+    rs |= c.kind == CollectiveKind::kReduceScatter;
   }
   EXPECT_TRUE(a2a);
   EXPECT_TRUE(ar);
@@ -222,7 +222,7 @@ TEST(DlrmModel, AllToAllAcrossNodesCostsMoreThanInsideOne) {
   Scenario in = small_dlrm(8, 65536), across = small_dlrm(16, 65536);
   auto a2a_s = [](const BackendResult& r) {
     for (const auto& c : r.communication)
-      if (c.kind == "all-to-all" && c.count == 2) return c.time_s;
+      if (c.kind == CollectiveKind::kAllToAll && c.count == 2) return c.time_s;
     return 0.0;
   };
   EXPECT_GT(a2a_s(estimate_dlrm(across, plan)), a2a_s(estimate_dlrm(in, plan)));

@@ -148,7 +148,8 @@ struct IterationModel {
   int64_t critical_stage = 0;
 };
 
-void add_comm(std::vector<CommEntry>& v, const char* kind, const char* group, double bytes, int64_t count, double time_s) {
+void add_comm(std::vector<CommEntry>& v, CollectiveKind kind, GroupKind group, int64_t group_size, double bytes,
+              int64_t count, double time_s) {
   if (count <= 0 || bytes <= 0) return;
   for (CommEntry& c : v) {
     if (c.kind == kind && c.group == group) {
@@ -158,7 +159,7 @@ void add_comm(std::vector<CommEntry>& v, const char* kind, const char* group, do
       return;
     }
   }
-  v.push_back(CommEntry{kind, group, static_cast<int64_t>(bytes), count, time_s});
+  v.push_back(CommEntry{kind, group, static_cast<int64_t>(bytes), count, time_s, group_size});
 }
 
 IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m, const Ctx& c,
@@ -248,7 +249,7 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
     const double fwd_window = nl_w * (lc.fwd.s + L.host_forward_s);
     // Fp8 primary weights (see stage_memory): the linear layers' weights are gathered in fp8.
     const bool fp8_params = sc.training.precision == Precision::kFp8;
-    auto group_cost = [&](double params, double gemm_params, const GroupSpan& span, const char* name) {
+    auto group_cost = [&](double params, double gemm_params, const GroupSpan& span, GroupKind group) {
       if (span.size <= 1 || params <= 0) return;
       const int64_t g_bytes = static_cast<int64_t>(kGradReduceBytes * params);
       const int64_t w_all = static_cast<int64_t>(w_bytes * params - (fp8_params ? (w_bytes - kFp8WeightBytes) * gemm_params : 0.0));
@@ -256,7 +257,7 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
         const double ar = collective_time_s(CollectiveKind::kAllReduce, g_bytes, span, cl);
         dp_total += ar;
         dp_exposed += overlap_grads ? std::max(0.0, ar - kOverlapEfficiency * bwd_window) : ar;
-        if (detail) add_comm(it.comm, "all-reduce", name, collective_wire_bytes(CollectiveKind::kAllReduce, g_bytes, span.size), 1, ar);
+        if (detail) add_comm(it.comm, CollectiveKind::kAllReduce, group, span.size, collective_wire_bytes(CollectiveKind::kAllReduce, g_bytes, span.size), 1, ar);
       } else if (p.zero_stage <= 2) {
         // ZeRO-1 (Megatron's distributed optimizer): one reduce-scatter per step, after the
         // last micro-batch. ZeRO-2 (DeepSpeed stage 2) keeps only the gradient shard, so it
@@ -272,9 +273,9 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
         dp_exposed += rs_n * (overlap_grads ? std::max(0.0, rs - kOverlapEfficiency * bwd_window) : rs);
         dp_exposed += p.overlap_param_gather ? std::max(0.0, ag - kOverlapEfficiency * fwd_window) : ag;
         if (detail) {
-          add_comm(it.comm, "reduce-scatter", name,
+          add_comm(it.comm, CollectiveKind::kReduceScatter, group, span.size,
                    rs_n * collective_wire_bytes(CollectiveKind::kReduceScatter, g_bytes, span.size), n_rs, rs_n * rs);
-          add_comm(it.comm, "all-gather", name, collective_wire_bytes(CollectiveKind::kAllGather, w_all, span.size), 1, ag);
+          add_comm(it.comm, CollectiveKind::kAllGather, group, span.size, collective_wire_bytes(CollectiveKind::kAllGather, w_all, span.size), 1, ag);
         }
       } else {
         // ZeRO-3 / FSDP: per micro-batch the weights are gathered before the forward and again
@@ -302,15 +303,17 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
         if (detail) {
           // Bytes of the whole stage per pass (the calls split them; the bus factor is linear).
           const double n_rs = mb * z.reduce_scatters, n_ag = 2.0 * mb * z.gathers;
-          add_comm(it.comm, "reduce-scatter", name, mb * collective_wire_bytes(CollectiveKind::kReduceScatter, g_bytes, span.size),
+          add_comm(it.comm, CollectiveKind::kReduceScatter, group, span.size,
+                   mb * collective_wire_bytes(CollectiveKind::kReduceScatter, g_bytes, span.size),
                    static_cast<int64_t>(n_rs), mb * rs);
-          add_comm(it.comm, "all-gather", name, 2.0 * mb * collective_wire_bytes(CollectiveKind::kAllGather, w_all, span.size),
+          add_comm(it.comm, CollectiveKind::kAllGather, group, span.size,
+                   2.0 * mb * collective_wire_bytes(CollectiveKind::kAllGather, w_all, span.size),
                    static_cast<int64_t>(n_ag), 2.0 * mb * ag);
         }
       }
     };
-    group_cost(most.dense, most.gemm_dense, dspan, "dp");
-    group_cost(most.expert, most.gemm_expert, espan, "edp");
+    group_cost(most.dense, most.gemm_dense, dspan, dense_gradient_group(p));
+    group_cost(most.expert, most.gemm_expert, espan, GroupKind::kExpertDp);
     // Tied embeddings over a pipeline: the first and last stage all-reduce the word
     // embedding gradient after the backward (Megatron's embedding group).
     if (m.tied_embeddings && pp > 1) {
@@ -319,7 +322,7 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
       const double ar = collective_time_s(CollectiveKind::kAllReduce, bytes, two, cl);
       dp_total += ar;
       dp_exposed += ar;
-      if (detail) add_comm(it.comm, "all-reduce", "embedding", collective_wire_bytes(CollectiveKind::kAllReduce, bytes, 2), 1, ar);
+      if (detail) add_comm(it.comm, CollectiveKind::kAllReduce, GroupKind::kEmbedding, 2, collective_wire_bytes(CollectiveKind::kAllReduce, bytes, 2), 1, ar);
     }
     const double shards_dense = p.zero_stage >= 1 ? static_cast<double>(dense_group) : 1.0;
     const double shards_expert = p.zero_stage >= 1 ? static_cast<double>(group_size(GroupKind::kExpertDp, p)) : 1.0;
@@ -345,7 +348,7 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
       auto add = [&](const LayerCosts::Collective& col, int64_t count) {
         if (count <= 0) return;
         const GroupSpan span = group_span(col.group, p, gpn);
-        add_comm(mine, to_string(col.kind), to_string(col.group),
+        add_comm(mine, col.kind, col.group, span.size,
                  static_cast<double>(count) * collective_wire_bytes(col.kind, col.bytes, span.size), count,
                  static_cast<double>(count) * col.time_s);
       };
@@ -358,27 +361,27 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
         for (const LayerCosts::Collective& col : L.output_collectives) add(col, nmb * (col.forward_count + col.backward_count));
       if (p.tp > 1 && p.sequence_parallel) {
         const int64_t bytes = sp_grad_reduce_bytes(L, layers[static_cast<size_t>(st)], st == 0, st == pp - 1);
-        add_comm(mine, "all-reduce", "tp", collective_wire_bytes(CollectiveKind::kAllReduce, bytes, p.tp), 1,
+        add_comm(mine, CollectiveKind::kAllReduce, GroupKind::kTp, p.tp, collective_wire_bytes(CollectiveKind::kAllReduce, bytes, p.tp), 1,
                  collective_time_s(CollectiveKind::kAllReduce, bytes, group_span(GroupKind::kTp, p, gpn), cl));
       }
       for (const CommEntry& e : mine) {
         auto it_b = std::find_if(busiest.begin(), busiest.end(),
-                                 [&](const CommEntry& x) { return x.kind == e.kind && x.group == e.group; });
+                                 [&](const CommEntry& x) { return same_key(x, e); });
         if (it_b == busiest.end()) busiest.push_back(e);
         else if (e.bytes > it_b->bytes) *it_b = e;
       }
     }
-    for (const CommEntry& e : busiest) add_comm(it.comm, e.kind.c_str(), e.group.c_str(), static_cast<double>(e.bytes), e.count, e.time_s);
+    for (const CommEntry& e : busiest) add_comm(it.comm, e.kind, *e.group, e.group_size, static_cast<double>(e.bytes), e.count, e.time_s);
     if (p.cp > 1) {
       const double fwd_mult = p.recompute == Recompute::kFull ? 2.0 : 1.0;
       const int64_t count = static_cast<int64_t>(nl_mb * (fwd_mult + 2.0) * static_cast<double>(p.cp - 1));
-      add_comm(it.comm, "send-recv", "cp",
+      add_comm(it.comm, CollectiveKind::kSendRecv, GroupKind::kCp, p.cp,
                nl_mb * (fwd_mult * static_cast<double>(L.cp_send_bytes_forward) + static_cast<double>(L.cp_send_bytes_backward)),
                count, b.cp_comm);
     }
     if (pp > 1) {
       const int64_t count = static_cast<int64_t>(2.0 * v * mb);
-      add_comm(it.comm, "send-recv", "pp", static_cast<double>(count) * static_cast<double>(L.pp_message_bytes), count, b.pp_comm);
+      add_comm(it.comm, CollectiveKind::kSendRecv, GroupKind::kPp, pp, static_cast<double>(count) * static_cast<double>(L.pp_message_bytes), count, b.pp_comm);
     }
   }
   return it;

@@ -114,17 +114,23 @@ const char* to_string(Phase p) {
   return n[static_cast<int>(p)];
 }
 const char* to_string(CollectiveKind k) {
-  static const char* n[] = {"all-reduce", "all-gather", "reduce-scatter", "all-to-all", "broadcast"};
+  static const char* n[] = {"all-reduce", "all-gather", "reduce-scatter", "all-to-all", "broadcast", "send-recv"};
   return n[static_cast<int>(k)];
 }
 const char* nccl_name(CollectiveKind k) {
   static const char* n[] = {"ncclAllReduce", "ncclAllGather", "ncclReduceScatter", "ncclAllToAll",
-                            "ncclBroadcast"};
+                            "ncclBroadcast", "ncclSendRecv"};
   return n[static_cast<int>(k)];
 }
 const char* to_string(GroupKind k) {
   static const char* n[] = {"tp", "cp", "ep", "dp", "pp", "edp", "world", "dp-cp", "embedding", "etp"};
   return n[static_cast<int>(k)];
+}
+std::optional<GroupKind> group_kind_from_string(std::string_view name) {
+  for (GroupKind k : {GroupKind::kTp, GroupKind::kCp, GroupKind::kEp, GroupKind::kDp, GroupKind::kPp, GroupKind::kExpertDp,
+                      GroupKind::kWorld, GroupKind::kDpCp, GroupKind::kEmbedding, GroupKind::kExpertTp})
+    if (name == to_string(k)) return k;
+  return std::nullopt;
 }
 const char* to_string(DType d) {
   static const char* n[] = {"fp32", "bf16", "fp16", "fp8"};

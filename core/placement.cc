@@ -49,6 +49,8 @@ int64_t group_size(GroupKind kind, const Plan& p) {
   return 1;
 }
 
+GroupKind dense_gradient_group(const Plan& plan) { return plan.cp > 1 ? GroupKind::kDpCp : GroupKind::kDp; }
+
 int64_t group_stride(GroupKind kind, const Plan& p) {
   switch (kind) {
     case GroupKind::kTp: return 1;

@@ -55,6 +55,9 @@ int64_t coords_to_rank(const RankCoords& c, const Plan& plan);
 // kEmbedding: the first and last stage (2 ranks when pp > 1); group_ranks of it is meaningful
 // for ranks of those two stages only. kEp, kExpertDp, kExpertTp follow the expert layout above.
 int64_t group_size(GroupKind kind, const Plan& plan);
+// The group the dense gradients are reduced over: kDpCp with context parallelism, else kDp
+// (the same ranks when cp = 1; results name it "dp" then).
+GroupKind dense_gradient_group(const Plan& plan);
 // Distance between consecutive members of a group of `kind`.
 int64_t group_stride(GroupKind kind, const Plan& plan);
 

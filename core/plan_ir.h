@@ -11,7 +11,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/scenario.h"
@@ -21,7 +23,10 @@ namespace monarch {
 enum class TaskKind : uint8_t { kCompute, kCollective, kSend, kRecv, kAlloc, kFree };
 enum class Stream : uint8_t { kCompute, kTpComm, kCpComm, kEpComm, kDpComm, kPpSend, kPpRecv };
 enum class Phase : uint8_t { kForward, kBackward, kRecompute, kOptimizer, kOther };
-enum class CollectiveKind : uint8_t { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kBroadcast };
+// kSendRecv: point-to-point sends and receives (pipeline and context-parallel ring messages) as a
+// result's communication entry names them; the plan IR carries them as kSend / kRecv tasks, never
+// as a CommOp (nccl-tests measures them as sendrecv_perf, busbw = algbw).
+enum class CollectiveKind : uint8_t { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kBroadcast, kSendRecv };
 // kDpCp: data x context parallel ranks, the group over which gradients are reduced when cp > 1.
 // kEmbedding: the first and the last pipeline stage's ranks of one (tp, cp, dp) position, which
 // all-reduce the tied word-embedding gradient (Megatron's embedding group).
@@ -112,6 +117,8 @@ const char* to_string(Stream);
 const char* to_string(Phase);
 const char* to_string(CollectiveKind);
 const char* to_string(GroupKind);
+// "tp" -> kTp, ... (the names of to_string(GroupKind)); nullopt otherwise.
+std::optional<GroupKind> group_kind_from_string(std::string_view name);
 const char* to_string(DType);
 const char* to_string(MemCategory);
 const char* to_string(OpKind);

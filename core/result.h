@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/plan_ir.h"
 #include "core/scenario.h"
 
 namespace monarch {
@@ -42,13 +43,29 @@ struct TimeBreakdown {
   double host = 0;          // GPU idle while the host dispatches kernels (CPU-bound layers), not in compute
 };
 
+// One (kind, group) line of a result's communication. The result file names the kind and the
+// group with to_string(); a measured group that is none of the plan's keeps its trace's name.
 struct CommEntry {
-  std::string kind;   // "all-reduce", "all-gather", "reduce-scatter", "all-to-all", "send-recv"
-  std::string group;  // "tp", "cp", "ep", "dp", "pp", ...
-  int64_t bytes = 0;  // sent per rank per iteration
-  int64_t count = 0;  // operations per iteration
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  std::optional<GroupKind> group = {};  // empty: a measured group that is none of the plan's groups
+  int64_t bytes = 0;       // sent per rank per iteration
+  int64_t count = 0;       // operations per iteration
   double time_s = 0;
+  int64_t group_size = 0;  // ranks in the group; 0 = not known
+  std::string group_label = {};  // without `group`: the group as the trace names it ("[0, 4]", a process group)
 };
+
+// The group's name in results: to_string(*group), else the label.
+std::string group_name(const CommEntry& e);
+// Ranks in the entry's group: its group_size, else (results stored without it) the size of its
+// plan group under `plan`; 0 when neither is known.
+int64_t comm_group_size(const CommEntry& e, const Plan& plan);
+// Entries of the same collective over the same group (the key a comparison matches them by).
+bool same_key(const CommEntry& a, const CommEntry& b);
+// The time term a group's communication counts in: expert blocks (ep, etp) and a
+// recommendation model's embedding exchanges over every rank (world) in ep_comm; the gradient
+// reductions (dp, dp-cp, edp and the tied-embedding all-reduce) in dp_comm.
+double TimeBreakdown::*comm_time_term(GroupKind group);
 
 // One span of a timeline: what one rank's stream did between two instants.
 struct TimelineSpan {

@@ -142,6 +142,9 @@ class Reader {
   Problems& problems_;
 };
 
+constexpr std::array<CollectiveKind, 6> kCollectiveKinds = {CollectiveKind::kAllReduce,     CollectiveKind::kAllGather,
+                                                             CollectiveKind::kReduceScatter, CollectiveKind::kAllToAll,
+                                                             CollectiveKind::kBroadcast,     CollectiveKind::kSendRecv};
 constexpr std::array<Schedule, 3> kSchedules = {Schedule::kGpipe, Schedule::kOneFOneB, Schedule::kInterleaved};
 constexpr std::array<Recompute, 3> kRecomputes = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
 
@@ -348,6 +351,13 @@ void read_failure(Reader& r, const json& fj, const std::string& fpath, FailureRe
 
 }  // namespace
 
+json comm_entry_to_json(const CommEntry& c) {
+  json j = {{"kind", to_string(c.kind)}, {"group", group_name(c)}, {"bytes", c.bytes}, {"count", c.count},
+            {"time_s", number_or_null(c.time_s)}};
+  if (c.group_size > 0) j["group_size"] = c.group_size;
+  return j;
+}
+
 json result_to_json(const BackendResult& b) {
   json stages = json::array();
   for (const StageMemory& s : b.memory.stages) {
@@ -363,8 +373,7 @@ json result_to_json(const BackendResult& b) {
   const TimeBreakdown& t = b.time_breakdown_s;
   json comm = json::array();
   for (const CommEntry& c : b.communication)
-    comm.push_back({{"kind", c.kind}, {"group", c.group}, {"bytes", c.bytes}, {"count", c.count},
-                    {"time_s", number_or_null(c.time_s)}});
+    comm.push_back(comm_entry_to_json(c));
   json j = {
       {"backend", b.backend},
       {"plan", plan_to_json(b.plan)},
@@ -485,8 +494,12 @@ Expected<BackendResult> result_from_json(const json& j, const std::string& path)
         std::string epath = cpath + "/" + std::to_string(i);
         if (!r.is_object(e, epath)) continue;
         CommEntry ce;
-        r.get_string(e, epath, "kind", ce.kind, true);
-        r.get_string(e, epath, "group", ce.group, true);
+        r.get_enum(e, epath, "kind", ce.kind, true, kCollectiveKinds);
+        std::string group;
+        r.get_string(e, epath, "group", group, true);
+        ce.group = group_kind_from_string(group);
+        if (!ce.group) ce.group_label = group;
+        r.get_int(e, epath, "group_size", ce.group_size, false, 0);
         r.get_int(e, epath, "bytes", ce.bytes, true, 0);
         r.get_int(e, epath, "count", ce.count, false, 0);
         r.get_double(e, epath, "time_s", ce.time_s, false);

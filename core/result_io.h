@@ -37,11 +37,15 @@ Expected<Plan> plan_from_json(const nlohmann::json& j, const std::string& json_p
 nlohmann::json result_to_json(const BackendResult& result);
 Expected<BackendResult> result_from_json(const nlohmann::json& j, const std::string& json_path);
 
-// One entry of the result file's "rejected" array: {"plan": {...}, "reason": "..."}.
+// One entry of a result's "communication" array: {"kind", "group", "bytes", "count", "time_s"}
+// and, when known, "group_size".
+nlohmann::json comm_entry_to_json(const CommEntry& entry);
+
 // The result's "failure" section (an injected failure, core/result.h FailureReport).
 nlohmann::json failure_to_json(const FailureReport& failure);
 Expected<FailureReport> failure_from_json(const nlohmann::json& j, const std::string& json_path);
 
+// One entry of the result file's "rejected" array: {"plan": {...}, "reason": "..."}.
 nlohmann::json rejected_to_json(const RejectedPlan& rejected);
 Expected<RejectedPlan> rejected_from_json(const nlohmann::json& j, const std::string& json_path);
 

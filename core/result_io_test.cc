@@ -47,8 +47,10 @@ BackendResult sample_result(bool measured) {
   for (int s = 0; s < 4; ++s)
     b.memory.stages.push_back({s, 10.0 + s, 5.0, 20.0, 1.0 / 3.0, 0.75, 58.25 - s});
   b.time_breakdown_s = {10.1, 1.2, 0.0, 0.3, 0.4, 0.0, 1.5, 0.2, 0.9};
-  b.communication.push_back({"all-reduce", "tp", 123456789012LL, 192, 1.25});
-  b.communication.push_back({"send-recv", "pp", 4096, 24, 0.1});
+  b.communication.push_back({CollectiveKind::kAllReduce, GroupKind::kTp, 123456789012LL, 192, 1.25, 8});
+  b.communication.push_back({CollectiveKind::kSendRecv, GroupKind::kPp, 4096, 24, 0.1, 4});
+  // A measured group that is none of the plan's keeps the trace's name.
+  b.communication.push_back({CollectiveKind::kBroadcast, std::nullopt, 512, 1, 0.001, 0, "[0, 5]"});
   b.measured = measured;
   if (measured) b.losses = {10.5, 9.25, 8.125};
   b.timeline.push_back({0, "compute", "fwd L3 mb2", "compute", 0.0, 0.125});
@@ -96,6 +98,8 @@ void expect_same(const BackendResult& a, const BackendResult& b) {
   for (size_t i = 0; i < a.communication.size(); ++i) {
     EXPECT_EQ(a.communication[i].kind, b.communication[i].kind);
     EXPECT_EQ(a.communication[i].group, b.communication[i].group);
+    EXPECT_EQ(a.communication[i].group_label, b.communication[i].group_label);
+    EXPECT_EQ(a.communication[i].group_size, b.communication[i].group_size);
     EXPECT_EQ(a.communication[i].bytes, b.communication[i].bytes);
     EXPECT_EQ(a.communication[i].count, b.communication[i].count);
     EXPECT_EQ(a.communication[i].time_s, b.communication[i].time_s);
@@ -291,6 +295,9 @@ TEST(ResultJson, SpecShapeForSimulatedResults) {
   EXPECT_EQ(j["communication"][0]["kind"], "all-reduce");
   EXPECT_EQ(j["communication"][0]["group"], "tp");
   EXPECT_EQ(j["communication"][0]["bytes"], 123456789012LL);
+  EXPECT_EQ(j["communication"][0]["group_size"], 8);
+  EXPECT_EQ(j["communication"][2]["group"], "[0, 5]");
+  EXPECT_FALSE(j["communication"][2].contains("group_size")) << "written only when known";
   EXPECT_EQ(j["time_breakdown_s"]["exposed_comm"], 0.9);
   EXPECT_EQ(j["timeline"].size(), 3u);
   EXPECT_FALSE(j["timeline"][0].contains("peer")) << "peer and flow_id only for point-to-point spans";
@@ -421,6 +428,8 @@ TEST(ResultJson, IgnoresRankAndAddedFieldsButChecksKnownOnes) {
 
   j["iteration_time_s"] = "fast";
   j["communication"][1]["bytes"] = -5;
+  j["communication"][0]["kind"] = "all-reduse";
+  j["communication"][2]["group_size"] = "eight";
   j["memory"]["stages"][2].erase("total_gib");
   j["timeline"][0]["rank"] = 1.5;
   Expected<BackendResult> bad = result_from_json(j, "/results/0");
@@ -428,9 +437,11 @@ TEST(ResultJson, IgnoresRankAndAddedFieldsButChecksKnownOnes) {
   const Problems& ps = bad.problems();
   EXPECT_TRUE(has_problem(ps, "/results/0/iteration_time_s", "expected a number"));
   EXPECT_TRUE(has_problem(ps, "/results/0/communication/1/bytes", "non-negative integer"));
+  EXPECT_TRUE(has_problem(ps, "/results/0/communication/0/kind", "expected one of \"all-reduce\""));
+  EXPECT_TRUE(has_problem(ps, "/results/0/communication/2/group_size", "integer"));
   EXPECT_TRUE(has_problem(ps, "/results/0/memory/stages/2/total_gib", "missing"));
   EXPECT_TRUE(has_problem(ps, "/results/0/timeline/0/rank", "integer"));
-  EXPECT_EQ(ps.size(), 4u);
+  EXPECT_EQ(ps.size(), 6u);
 }
 
 TEST(RejectedJson, RoundTrips) {

@@ -86,7 +86,7 @@ TEST(KinetoTrace, ObjectFormGzipped) {
   EXPECT_NEAR(it.memory_s, 20e-6, 1e-12);
   EXPECT_NEAR(it.idle_s, (1000 - 20 - 800) * 1e-6, 1e-12);
   ASSERT_EQ(it.comm.size(), 1u);
-  EXPECT_EQ(it.comm[0].kind, "all-reduce");
+  EXPECT_EQ(it.comm[0].kind, CollectiveKind::kAllReduce);
   EXPECT_EQ(it.comm[0].group, "[0,1]");
   EXPECT_EQ(it.comm[0].group_size, 2);
   EXPECT_EQ(it.comm[0].buffer_bytes, 2 * 1048576);
@@ -199,7 +199,7 @@ TEST(KinetoTrace, RealGpuTraceFromHta) {
     EXPECT_LE(it.compute_s + it.exposed_comm_s, it.iteration_s * 1.5);
     bool all_reduce = false;
     for (const CommStat& c : it.comm) {
-      if (c.kind != "all-reduce") continue;
+      if (c.kind != CollectiveKind::kAllReduce) continue;
       all_reduce = true;
       EXPECT_EQ(c.group, "[0,1]");
       EXPECT_EQ(c.group_size, 2);
@@ -217,7 +217,7 @@ TEST(KinetoTrace, RealSampledTraceOfA128RankJob) {
   const RankStats s = analyze_trace(*t);
   ASSERT_EQ(s.iterations.size(), 1u);
   bool p2p = false;
-  for (const CommStat& c : s.iterations[0].comm) p2p |= c.kind == "send-recv";
+  for (const CommStat& c : s.iterations[0].comm) p2p |= c.kind == CollectiveKind::kSendRecv;
   EXPECT_TRUE(p2p);
 }
 

@@ -22,13 +22,6 @@ constexpr GroupKind kGroupOrder[] = {GroupKind::kTp,   GroupKind::kCp,        Gr
                                      GroupKind::kEp,   GroupKind::kExpertTp,  GroupKind::kExpertDp, GroupKind::kDpCp,
                                      GroupKind::kEmbedding, GroupKind::kWorld};
 
-std::optional<CollectiveKind> collective_kind(const std::string& name) {
-  for (CollectiveKind k : {CollectiveKind::kAllReduce, CollectiveKind::kAllGather, CollectiveKind::kReduceScatter,
-                           CollectiveKind::kAllToAll, CollectiveKind::kBroadcast})
-    if (name == to_string(k)) return k;
-  return std::nullopt;
-}
-
 std::string group_name(const CommStat& c, int32_t rank, int32_t world_size, const std::optional<Plan>& plan) {
   if (!plan) return c.group;
   std::vector<int32_t> ranks = parse_rank_list(c.group);
@@ -101,16 +94,6 @@ std::string plan_group_of(const std::vector<int32_t>& ranks_in, const Plan& plan
 
 namespace {
 
-// Which time term a collective of `group` counts in.
-double TimeBreakdown::*comm_slot(const std::string& group) {
-  if (group == "tp" || group == "etp") return &TimeBreakdown::tp_comm;
-  if (group == "cp") return &TimeBreakdown::cp_comm;
-  if (group == "pp" || group == "embedding") return &TimeBreakdown::pp_comm;
-  if (group == "dp" || group == "dp-cp" || group == "edp") return &TimeBreakdown::dp_comm;
-  if (group == "ep") return &TimeBreakdown::ep_comm;
-  return nullptr;
-}
-
 // The traces' part of the result: per iteration index the slowest rank's time, the mean
 // breakdown and communication per rank and iteration, the peak memory and one timeline.
 void add_traces(const std::vector<RankStats>& ranks, const std::optional<Plan>& plan, BackendResult& r) {
@@ -127,9 +110,10 @@ void add_traces(const std::vector<RankStats>& ranks, const std::optional<Plan>& 
     int64_t bytes = 0;
     int64_t count = 0;
     double time_s = 0;
+    int64_t group_size = 0;
   };
-  std::map<std::pair<std::string, std::string>, Acc> comm;
-  std::vector<std::pair<std::string, std::string>> order;
+  std::map<std::pair<CollectiveKind, std::string>, Acc> comm;
+  std::vector<std::pair<CollectiveKind, std::string>> order;
   for (size_t i = 0; i < n_iter; ++i) {
     double slowest = 0;
     for (const RankStats& rk : ranks) slowest = std::max(slowest, rk.iterations[i].iteration_s);
@@ -149,10 +133,11 @@ void add_traces(const std::vector<RankStats>& ranks, const std::optional<Plan>& 
         if (!comm.count(key)) order.push_back(key);
         Acc& a = comm[key];
         const int32_t n = c.group_size > 0 ? c.group_size : world;
-        const std::optional<CollectiveKind> kind = collective_kind(c.kind);
         // Send / receive: the message itself crosses the link once.
-        const double wire = kind ? collective_wire_bytes(*kind, c.buffer_bytes, n) : static_cast<double>(c.buffer_bytes);
+        const double wire = c.kind == CollectiveKind::kSendRecv ? static_cast<double>(c.buffer_bytes)
+                                                               : collective_wire_bytes(c.kind, c.buffer_bytes, n);
         a.bytes += static_cast<int64_t>(std::llround(wire));
+        a.group_size = n;
         a.count += c.count;
         a.time_s += c.time_s;
       }
@@ -164,10 +149,14 @@ void add_traces(const std::vector<RankStats>& ranks, const std::optional<Plan>& 
   const double per = n_ranks * n_it;
   for (const auto& key : order) {
     const Acc& a = comm[key];
-    CommEntry e{key.first, key.second, static_cast<int64_t>(std::llround(static_cast<double>(a.bytes) / per)),
-                static_cast<int64_t>(std::llround(static_cast<double>(a.count) / per)), a.time_s / per};
+    CommEntry e{key.first, group_kind_from_string(key.second),
+                static_cast<int64_t>(std::llround(static_cast<double>(a.bytes) / per)),
+                static_cast<int64_t>(std::llround(static_cast<double>(a.count) / per)), a.time_s / per, a.group_size};
+    // A group that is none of the plan's (no plan, or ranks the plan does not group) keeps its
+    // trace name and counts in no time term.
+    if (!e.group) e.group_label = key.second;
+    else r.time_breakdown_s.*comm_time_term(*e.group) += e.time_s;
     r.communication.push_back(e);
-    if (double TimeBreakdown::*slot = comm_slot(e.group)) r.time_breakdown_s.*slot += e.time_s;
   }
   r.memory.peak_gib = peak_bytes / kBytesPerGib;
 }

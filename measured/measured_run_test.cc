@@ -19,7 +19,7 @@ RankStats rank_stats(int32_t rank, double iteration_s, const std::string& group)
     it.compute_s = 0.5 * iteration_s;
     it.exposed_comm_s = 0.1 * iteration_s;
     it.peak_allocated_bytes = (rank + 1) * 1073741824.0;
-    it.comm.push_back(CommStat{"all-reduce", group, 2, 1000, 2, 0.01});
+    it.comm.push_back(CommStat{CollectiveKind::kAllReduce, group, 2, 1000, 2, 0.01});
     r.iterations.push_back(it);
   }
   return r;
@@ -52,7 +52,7 @@ TEST(MeasuredResult, FromTraces) {
   EXPECT_NEAR(r->time_breakdown_s.compute, 0.5 * 4.3 / 4, 1e-12);
   EXPECT_DOUBLE_EQ(r->memory.peak_gib, 4.0);
   ASSERT_EQ(r->communication.size(), 1u);
-  EXPECT_EQ(r->communication[0].group, "tp");
+  EXPECT_EQ(r->communication[0].group, GroupKind::kTp);
   // Wire bytes as the models count them: the ring all-reduce of 1000 bytes over 2 ranks.
   EXPECT_EQ(r->communication[0].bytes, static_cast<int64_t>(collective_wire_bytes(CollectiveKind::kAllReduce, 1000, 2)));
   EXPECT_EQ(r->communication[0].count, 2);

@@ -65,7 +65,7 @@ double exposed_p2p_us(StepWork& w, const Intervals& compute, const Intervals& me
 }
 
 void add_comm_stat(std::vector<CommStat>& stats, const CommOp& op, double dur_s) {
-  const std::string kind = op.p2p ? "send-recv" : to_string(op.kind);
+  const CollectiveKind kind = op.p2p ? CollectiveKind::kSendRecv : op.kind;
   for (CommStat& c : stats) {
     if (c.kind == kind && c.group == op.group) {
       c.buffer_bytes += op.buffer_bytes;

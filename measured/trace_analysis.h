@@ -76,7 +76,7 @@ struct TraceReadout {
 
 // Per collective kind and group of one iteration.
 struct CommStat {
-  std::string kind;    // "all-reduce", "all-gather", "reduce-scatter", "all-to-all", "broadcast", "send-recv"
+  CollectiveKind kind = CollectiveKind::kAllReduce;  // kSendRecv: point-to-point
   std::string group;   // as recorded in the trace (ranks or name), mapped by the caller
   int32_t group_size = 0;
   int64_t buffer_bytes = 0;  // sum of nccl-tests sizes

@@ -79,7 +79,7 @@ TEST(AnalyzeTrace, BreakdownOverlapAndDroppedLastStep) {
   EXPECT_NEAR(a.overlap_ratio, 20.0 / 60.0, 1e-12);
   EXPECT_NEAR(a.idle_s, 0, 1e-12);  // 0-100 busy, plus 150-155
   ASSERT_EQ(a.comm.size(), 1u);
-  EXPECT_EQ(a.comm[0].kind, "all-reduce");
+  EXPECT_EQ(a.comm[0].kind, CollectiveKind::kAllReduce);
   EXPECT_EQ(a.comm[0].buffer_bytes, 4096);
   EXPECT_DOUBLE_EQ(a.peak_allocated_bytes, 1e9);
   const IterationStats& b = s.iterations[1];

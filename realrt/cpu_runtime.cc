@@ -29,7 +29,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-constexpr const char* kSendRecv = "send-recv";
 constexpr int64_t kMaxTag = 32767;  // smallest MPI_TAG_UB the MPI standard allows
 
 using StatMap = std::map<std::pair<std::string, std::string>, CommStat>;
@@ -224,7 +223,7 @@ struct CpuRuntime::Impl {
               &s.request);
     sends.push_back(std::move(s));
     spans.p2p(true, dst, tag_value, t0, Clock::now());
-    CommStat& st = stats[{kSendRecv, "pp"}];
+    CommStat& st = stats[{to_string(CollectiveKind::kSendRecv), "pp"}];
     st.bytes += n * static_cast<int64_t>(sizeof(float));
     st.wire_bytes += static_cast<double>(n * static_cast<int64_t>(sizeof(float)));
     st.count += 1;
@@ -242,7 +241,7 @@ struct CpuRuntime::Impl {
     wait_request(&request, wd);
     if (wd) wd->leave_wait();
     spans.p2p(false, src, tag_value, t0, Clock::now());
-    CommStat& st = stats[{kSendRecv, "pp"}];  // "send-recv" counts messages sent and received
+    CommStat& st = stats[{to_string(CollectiveKind::kSendRecv), "pp"}];  // "send-recv" counts messages sent and received
     st.bytes += n * static_cast<int64_t>(sizeof(float));
     st.wire_bytes += static_cast<double>(n * static_cast<int64_t>(sizeof(float)));
     st.count += 1;
@@ -819,8 +818,10 @@ Problems CpuRuntime::load_checkpoint(const std::string& dir) {
 // Result: every rank's report packed into a fixed vector of doubles and gathered on rank 0.
 
 namespace {
-const char* const kKinds[] = {"all-reduce", "all-gather", "reduce-scatter", kSendRecv, "all-to-all"};
-const char* const kGroups[] = {"tp", "dp", "pp", "embedding", "ep", "edp", "etp"};
+constexpr CollectiveKind kKinds[] = {CollectiveKind::kAllReduce, CollectiveKind::kAllGather, CollectiveKind::kReduceScatter,
+                                     CollectiveKind::kSendRecv, CollectiveKind::kAllToAll};
+constexpr GroupKind kGroups[] = {GroupKind::kTp, GroupKind::kDp, GroupKind::kPp, GroupKind::kEmbedding,
+                                 GroupKind::kEp, GroupKind::kExpertDp, GroupKind::kExpertTp};
 constexpr int kNumKinds = 5, kNumGroups = 7, kPerEntry = 4;  // size bytes, wire bytes, count, time
 constexpr int kPackSize = 4 + kNumKinds * kNumGroups * kPerEntry + 3 * kNumMemCategories + 1;
 
@@ -835,9 +836,9 @@ std::vector<double> pack(const RankReport& r) {
   v.push_back(static_cast<double>(r.stage));
   v.push_back(ns ? st / static_cast<double>(ns) : 0);
   v.push_back(measured ? r.compute_time_s / static_cast<double>(measured) : 0);
-  for (const char* k : kKinds)
-    for (const char* g : kGroups) {
-      auto it = r.comm.find({k, g});
+  for (CollectiveKind k : kKinds)
+    for (GroupKind g : kGroups) {
+      auto it = r.comm.find({to_string(k), to_string(g)});
       const CommStat s = it == r.comm.end() ? CommStat{} : it->second;
       const double d = measured ? static_cast<double>(measured) : 1;
       v.push_back(static_cast<double>(s.bytes) / d);
@@ -905,7 +906,8 @@ BackendResult gather_result(MPI_Comm world, const RuntimeConfig& cfg, const Rank
         for (int g = 0; g < kNumGroups; ++g) {
           const double* e = v + 4 + kPerEntry * (k * kNumGroups + g);
           if (e[2] > 0) {
-            rs.communication.push_back({kKinds[k], kGroups[g], std::llround(e[1]), std::llround(e[2]), e[3]});
+            rs.communication.push_back({kKinds[k], kGroups[g], std::llround(e[1]), std::llround(e[2]), e[3],
+                                        group_size(kGroups[g], cfg.plan)});
             rs.size_bytes.push_back(std::llround(e[0]));
           }
         }
@@ -947,15 +949,12 @@ BackendResult gather_result(MPI_Comm world, const RuntimeConfig& cfg, const Rank
       CommEntry e;
       e.kind = kKinds[k];
       e.group = kGroups[g];
+      e.group_size = group_size(kGroups[g], cfg.plan);
       e.bytes = std::llround(bytes[i]);
       e.count = std::llround(counts[i]);
       e.time_s = times[i];
       res.communication.push_back(e);
-      double& slot = g == 0 ? res.time_breakdown_s.tp_comm
-                     : g == 2 ? res.time_breakdown_s.pp_comm
-                     : g == 4 || g == 6 ? res.time_breakdown_s.ep_comm  // MoE: EP and expert-TP
-                                        : res.time_breakdown_s.dp_comm;
-      slot += times[i];
+      res.time_breakdown_s.*comm_time_term(kGroups[g]) += times[i];
     }
   return res;
 }

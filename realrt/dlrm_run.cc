@@ -163,16 +163,18 @@ int run_dlrm_scenario(const Scenario& sc_in, const std::string& sharding, int64_
     auto wire = [&](CollectiveKind k, int64_t size) { return static_cast<int64_t>(collective_wire_bytes(k, size, n)); };
     if (n > 1) {
       if (max_of(0) > 0)
-        res.communication.push_back({"all-to-all", "world",
-                                     wire(CollectiveKind::kAllToAll, max_of(0)) + wire(CollectiveKind::kAllToAll, max_of(1)), 2, 0});
+        res.communication.push_back({CollectiveKind::kAllToAll, GroupKind::kWorld,
+                                     wire(CollectiveKind::kAllToAll, max_of(0)) + wire(CollectiveKind::kAllToAll, max_of(1)), 2, 0, n});
       if (max_of(2) > 0) {
-        res.communication.push_back({"reduce-scatter", "world", wire(CollectiveKind::kReduceScatter, max_of(2)), 1, 0});
-        res.communication.push_back({"all-gather", "world", wire(CollectiveKind::kAllGather, max_of(3)), 1, 0});
+        res.communication.push_back(
+            {CollectiveKind::kReduceScatter, GroupKind::kWorld, wire(CollectiveKind::kReduceScatter, max_of(2)), 1, 0, n});
+        res.communication.push_back({CollectiveKind::kAllGather, GroupKind::kWorld, wire(CollectiveKind::kAllGather, max_of(3)), 1, 0, n});
       }
-      res.communication.push_back({"all-reduce", "dp", wire(CollectiveKind::kAllReduce, max_of(4)), 1, 0});
+      res.communication.push_back({CollectiveKind::kAllReduce, GroupKind::kDp, wire(CollectiveKind::kAllReduce, max_of(4)), 1, 0, n});
     }
     std::vector<RankSummary> ranks;
-    const char* kinds[] = {"all-to-all", "all-to-all", "reduce-scatter", "all-gather", "all-reduce"};
+    constexpr CollectiveKind kinds[] = {CollectiveKind::kAllToAll, CollectiveKind::kAllToAll, CollectiveKind::kReduceScatter,
+                                        CollectiveKind::kAllGather, CollectiveKind::kAllReduce};
     for (int q = 0; q < n; ++q) {
       RankSummary rs;
       rs.rank = q;
@@ -181,7 +183,7 @@ int run_dlrm_scenario(const Scenario& sc_in, const std::string& sharding, int64_
         const int64_t size = all[static_cast<size_t>(q) * mine.size() + k];
         if (size <= 0) continue;
         const int64_t sent = k == 4 ? wire(CollectiveKind::kAllReduce, size) : all[static_cast<size_t>(q) * mine.size() + 5 + k];
-        rs.communication.push_back({kinds[k], k == 4 ? "dp" : "world", sent, 1, 0});
+        rs.communication.push_back({kinds[k], k == 4 ? GroupKind::kDp : GroupKind::kWorld, sent, 1, 0, n});
         rs.size_bytes.push_back(size);
       }
       ranks.push_back(std::move(rs));

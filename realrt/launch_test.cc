@@ -70,7 +70,7 @@ TEST(RunRealCpu, TrainsAnExpertParallelMoEScenario) {
   const BackendResult est = estimate_plan(in.scenario, in.graph.plan);
   auto find = [](const BackendResult& b) -> const CommEntry* {
     for (const CommEntry& c : b.communication)
-      if (c.kind == "all-to-all" && c.group == "ep") return &c;
+      if (c.kind == CollectiveKind::kAllToAll && c.group == GroupKind::kEp) return &c;
     return nullptr;
   };
   ASSERT_TRUE(find(*r) && find(est));

@@ -70,7 +70,7 @@ std::map<Key, int64_t> predicted(const Scenario& sc) {
   EXPECT_TRUE(plan.ok());
   const BackendResult r = estimate_plan(sc, *plan);
   std::map<Key, int64_t> out;
-  for (const CommEntry& c : r.communication) out[{c.kind, c.group}] = c.bytes;
+  for (const CommEntry& c : r.communication) out[{to_string(c.kind), group_name(c)}] = c.bytes;
   return out;
 }
 

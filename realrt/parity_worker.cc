@@ -9,6 +9,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "core/result_io.h"
 #include "realrt/cpu_runtime.h"
 
 extern "C" void openblas_set_num_threads(int);
@@ -102,8 +103,7 @@ int main(int argc, char** argv) {
     j["losses"] = res.losses;
     j["iteration_time_s"] = res.iteration_time_s;
     nlohmann::json comm = nlohmann::json::array();
-    for (const auto& c : res.communication)
-      comm.push_back({{"kind", c.kind}, {"group", c.group}, {"bytes", c.bytes}, {"count", c.count}, {"time_s", c.time_s}});
+    for (const auto& c : res.communication) comm.push_back(comm_entry_to_json(c));
     j["communication"] = comm;
     std::ofstream(out) << j.dump(1) << "\n";
   }

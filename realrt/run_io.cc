@@ -195,8 +195,9 @@ nlohmann::json run_output_json(const BackendResult& result, int64_t first_step, 
     nlohmann::json comm = nlohmann::json::array();
     for (size_t i = 0; i < r.communication.size(); ++i) {
       const CommEntry& c = r.communication[i];
-      comm.push_back({{"kind", c.kind}, {"group", c.group}, {"bytes", c.bytes}, {"size_bytes", r.size_bytes[i]},
-                      {"count", c.count}, {"time_s", c.time_s}});
+      nlohmann::json ce = comm_entry_to_json(c);
+      ce["size_bytes"] = r.size_bytes[i];
+      comm.push_back(std::move(ce));
     }
     e["communication"] = comm;
     nlohmann::json mem;

@@ -32,8 +32,8 @@ std::vector<DifferenceRow> largest_differences(const BackendResult& m, const Bac
   add("ep_comm_s", x.ep_comm, y.ep_comm);
   add("peak_gib", m.memory.peak_gib, p.memory.peak_gib);
   std::map<std::pair<std::string, std::string>, std::pair<const CommEntry*, const CommEntry*>> comm;
-  for (const CommEntry& c : m.communication) comm[{c.kind, c.group}].first = &c;
-  for (const CommEntry& c : p.communication) comm[{c.kind, c.group}].second = &c;
+  for (const CommEntry& c : m.communication) comm[{to_string(c.kind), group_name(c)}].first = &c;
+  for (const CommEntry& c : p.communication) comm[{to_string(c.kind), group_name(c)}].second = &c;
   for (const auto& [key, pair] : comm) {
     const std::string label = key.first + " " + key.second;
     const double mb = pair.first ? static_cast<double>(pair.first->bytes) : 0;

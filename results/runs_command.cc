@@ -189,7 +189,7 @@ void compare_comm(Table& t, const BackendResult& a, const BackendResult& b) {
   std::vector<std::pair<std::string, std::string>> keys;
   std::map<std::pair<std::string, std::string>, std::pair<const CommEntry*, const CommEntry*>> entries;
   auto add = [&](const CommEntry& c, bool first) {
-    auto key = std::make_pair(c.kind, c.group);
+    auto key = std::make_pair(std::string(to_string(c.kind)), group_name(c));
     if (!entries.count(key)) keys.push_back(key);
     (first ? entries[key].first : entries[key].second) = &c;
   };

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/collectives.h"
 #include "core/result_io.h"
 #include "results/sqlite.h"
 
@@ -608,7 +609,7 @@ int64_t insert_run(const Database& db, const RunRecord& run, const std::string& 
       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
   for (size_t i = 0; i < b.communication.size(); ++i) {
     const CommEntry& c = b.communication[i];
-    comm.bind(1, id).bind(2, static_cast<int64_t>(i)).bind(3, c.kind).bind(4, c.group).bind(5, c.bytes)
+    comm.bind(1, id).bind(2, static_cast<int64_t>(i)).bind(3, std::string(to_string(c.kind))).bind(4, group_name(c)).bind(5, c.bytes)
         .bind(6, c.count).bind(7, c.time_s).run();
   }
 
@@ -783,7 +784,16 @@ Expected<StoredRun> Store::load_run(int64_t id, bool with_timeline) const {
     Statement comm = db_->prepare(
         "SELECT kind, comm_group, bytes, count, time_s FROM communication WHERE run_id = ?1 ORDER BY position");
     comm.bind(1, id);
-    while (comm.step()) b.communication.push_back({comm.text(0), comm.text(1), comm.int64(2), comm.int64(3), comm.real(4)});
+    while (comm.step()) {
+      const std::string kind = comm.text(0), group = comm.text(1);
+      const std::optional<CollectiveKind> k = collective_kind_from_string(kind);
+      if (!k)
+        return Expected<StoredRun>::fail(path_, "run " + std::to_string(id) + " has a communication entry of unknown kind \"" +
+                                                    kind + "\" (the store is damaged or from a newer monarch-sim)");
+      CommEntry e{*k, group_kind_from_string(group), comm.int64(2), comm.int64(3), comm.real(4)};
+      if (!e.group) e.group_label = group;
+      b.communication.push_back(std::move(e));
+    }
 
     Statement loss = db_->prepare("SELECT loss FROM losses WHERE run_id = ?1 ORDER BY step");
     loss.bind(1, id);

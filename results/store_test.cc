@@ -241,7 +241,8 @@ TEST(Store, HostileTextRoundTripsUnchanged) {
   for (const std::string& name : names) {
     RunRecord rec = sample_record(name, name);  // in the backend field too
     rec.error_message = name;
-    rec.result.communication[0].group = name;
+    rec.result.communication[0].group = std::nullopt;  // a measured group named by its trace
+    rec.result.communication[0].group_label = name;
     Expected<int64_t> id = store->record_run(rec);
     ASSERT_TRUE(id.ok());
     Expected<StoredRun> back = store->load_run(*id);
@@ -249,7 +250,8 @@ TEST(Store, HostileTextRoundTripsUnchanged) {
     EXPECT_EQ(back->record.scenario_name, name);
     EXPECT_EQ(back->record.result.backend, name);
     EXPECT_EQ(back->record.error_message, name);
-    EXPECT_EQ(back->record.result.communication[0].group, name);
+    EXPECT_FALSE(back->record.result.communication[0].group.has_value());
+    EXPECT_EQ(back->record.result.communication[0].group_label, name);
     RunFilter f;
     f.scenario_name = name;
     EXPECT_EQ(store->list_runs(f)->size(), 1u);

@@ -51,9 +51,9 @@ BackendResult sample_result(const std::string& backend, bool measured, int timel
   b.memory.stages = {{0, 10.5, 5.25, 21.0, 12.125, 1.5, 50.375}, {1, 10.0, 5.0, 20.0, 8.0, 1.0, 44.0}};
   b.memory.peak_gib = 50.375;
   b.time_breakdown_s = {1.5, 0.25, 0.0, 0.05, 0.125, 0.0, 0.2, 0.05, 0.1};
-  b.communication = {{"all-reduce", "tp", 805306368, 96, 0.25},
-                     {"reduce-scatter", "dp", 402653184, 1, 0.0625},
-                     {"send-recv", "pp", 16777216, 32, 0.05}};
+  b.communication = {{CollectiveKind::kAllReduce, GroupKind::kTp, 805306368, 96, 0.25},
+                     {CollectiveKind::kReduceScatter, GroupKind::kDp, 402653184, 1, 0.0625},
+                     {CollectiveKind::kSendRecv, GroupKind::kPp, 16777216, 32, 0.05}};
   b.measured = measured;
   if (measured) b.losses = {10.75, 9.5, 8.875, 8.25};
   for (int i = 0; i < timeline_spans; ++i)

@@ -72,13 +72,13 @@ TEST(AnalyticalBackend, ResultFieldsAreConsistent) {
   // Communication: one entry per (kind, group), with bytes.
   bool tp_ag = false, tp_rs = false, dp_rs = false, dp_ag = false, pp = false;
   for (const CommEntry& c : r.communication) {
-    EXPECT_GT(c.bytes, 0) << c.kind << " " << c.group;
+    EXPECT_GT(c.bytes, 0) << to_string(c.kind) << " " << group_name(c);
     EXPECT_GT(c.count, 0);
-    tp_ag |= c.kind == "all-gather" && c.group == "tp";
-    tp_rs |= c.kind == "reduce-scatter" && c.group == "tp";
-    dp_rs |= c.kind == "reduce-scatter" && c.group == "dp";
-    dp_ag |= c.kind == "all-gather" && c.group == "dp";
-    pp |= c.kind == "send-recv" && c.group == "pp";
+    tp_ag |= c.kind == CollectiveKind::kAllGather && c.group == GroupKind::kTp;
+    tp_rs |= c.kind == CollectiveKind::kReduceScatter && c.group == GroupKind::kTp;
+    dp_rs |= c.kind == CollectiveKind::kReduceScatter && c.group == GroupKind::kDp;
+    dp_ag |= c.kind == CollectiveKind::kAllGather && c.group == GroupKind::kDp;
+    pp |= c.kind == CollectiveKind::kSendRecv && c.group == GroupKind::kPp;
     for (const CommEntry& d : r.communication) {
       if (&c != &d) EXPECT_FALSE(c.kind == d.kind && c.group == d.group);
     }
@@ -100,8 +100,8 @@ TEST(AnalyticalBackend, TpAllReduceBytesFollowTheRing) {
   const BackendResult r = run_analytical(s, p);
   const double buffer = 2.0 * 2048 * 12288;
   for (const CommEntry& c : r.communication) {
-    if (c.group != "tp") continue;
-    EXPECT_EQ(c.kind, "all-reduce");
+    if (c.group != GroupKind::kTp) continue;
+    EXPECT_EQ(c.kind, CollectiveKind::kAllReduce);
     EXPECT_EQ(c.count, 8 * 4 * 4 + 4 * (2 + 3));  // layers x micro-batches x 4 + per micro-batch 2 + 3
     const double loss_buffer = 4.0 * 2048;
     EXPECT_NEAR(static_cast<double>(c.bytes), (8 * 4 * 4 + 4 * 2) * buffer * 2.0 * 7 / 8 + 4 * 3 * loss_buffer * 2.0 * 7 / 8,

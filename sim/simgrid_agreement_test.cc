@@ -51,7 +51,7 @@ struct Times {
 
 CommEntry find_comm(const BackendResult& r, const char* kind, const char* group) {
   for (const CommEntry& c : r.communication)
-    if (c.kind == kind && c.group == group) return c;
+    if (to_string(c.kind) == kind && group_name(c) == group) return c;
   return {};
 }
 CommEntry ep_all_to_all(const BackendResult& r) { return find_comm(r, "all-to-all", "ep"); }

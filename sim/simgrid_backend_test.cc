@@ -78,8 +78,8 @@ TEST(SimgridAgreement, DataParallelAcrossNodesThroughNics) {
     EXPECT_NEAR(r.iteration_time_s, expect, 0.03 * expect);
     EXPECT_NEAR(r.time_breakdown_s.dp_comm, expect, 0.03 * expect);
     ASSERT_EQ(r.communication.size(), 1u);
-    EXPECT_EQ(r.communication[0].kind, "all-reduce");
-    EXPECT_EQ(r.communication[0].group, "dp");
+    EXPECT_EQ(r.communication[0].kind, CollectiveKind::kAllReduce);
+    EXPECT_EQ(r.communication[0].group, GroupKind::kDp);
     EXPECT_EQ(r.communication[0].bytes, static_cast<int64_t>(2.0 * 3 / 4 * bytes));
   }
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <unordered_map>
 
+#include "core/collectives.h"
 #include "core/cost_model.h"
 
 namespace monarch::simgrid_backend {
@@ -141,7 +142,8 @@ double ring_bandwidth_Bps(const std::vector<int64_t>& gpus, const FabricShape& s
 Algorithm choose_algorithm(CollectiveKind kind, const std::vector<int64_t>& gpus, double bytes,
                            const FabricShape& shape, bool allow_tree) {
   switch (kind) {
-    case CollectiveKind::kAllToAll: return Algorithm::kDirect;
+    case CollectiveKind::kAllToAll:
+    case CollectiveKind::kSendRecv: return Algorithm::kDirect;
     case CollectiveKind::kBroadcast: return Algorithm::kPipeline;
     case CollectiveKind::kAllGather:
     case CollectiveKind::kReduceScatter: return Algorithm::kRing;
@@ -344,16 +346,7 @@ Flow p2p_flow(int64_t src_gpu, int64_t dst_gpu, double bytes, const FabricShape&
 }
 
 double bytes_sent_per_rank(CollectiveKind kind, int64_t n, double bytes) {
-  if (n < 2) return 0;
-  const double frac = static_cast<double>(n - 1) / static_cast<double>(n);
-  switch (kind) {
-    case CollectiveKind::kAllReduce: return 2 * frac * bytes;
-    case CollectiveKind::kAllGather:
-    case CollectiveKind::kReduceScatter:
-    case CollectiveKind::kAllToAll: return frac * bytes;
-    case CollectiveKind::kBroadcast: return bytes;
-  }
-  return 0;
+  return n < 2 ? 0 : collective_bus_factor(kind, static_cast<double>(n)) * bytes;
 }
 
 int64_t count_flows(CollectiveKind kind, int64_t n, Fidelity fidelity) {

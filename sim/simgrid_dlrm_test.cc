@@ -80,7 +80,7 @@ void expect_agreement(const Scenario& s, const std::vector<DlrmShardingPlan>& pl
     EXPECT_NEAR(r->memory.peak_gib, a.memory.peak_gib, 1e-3 * a.memory.peak_gib);
     // The embedding collectives are on the critical path: SimGrid reports them.
     bool a2a = false;
-    for (const auto& c : r->communication) a2a |= c.kind == "all-to-all" || c.kind == "reduce-scatter";
+    for (const auto& c : r->communication) a2a |= c.kind == CollectiveKind::kAllToAll || c.kind == CollectiveKind::kReduceScatter;
     EXPECT_TRUE(a2a);
   }
 }

@@ -565,17 +565,6 @@ std::string compute_name(const Task& t) {
   return phase + what;
 }
 
-double* breakdown_field(TimeBreakdown& b, GroupKind k) {
-  switch (k) {
-    case GroupKind::kTp: return &b.tp_comm;
-    case GroupKind::kCp: return &b.cp_comm;
-    case GroupKind::kEp: return &b.ep_comm;
-    case GroupKind::kExpertTp: return &b.ep_comm;  // expert block communication, as the analytical model
-    case GroupKind::kPp: return &b.pp_comm;
-    default: return &b.dp_comm;
-  }
-}
-
 // A task's span name (compute "fwd L0-11 mb3", collectives "ncclAllReduce tp", p2p "ncclSend pp").
 std::string span_name(const PlanGraph& g, const Task& t) {
   if (t.kind == TaskKind::kCompute) return compute_name(t);
@@ -745,6 +734,7 @@ BackendResult assemble(const Sim& sim, size_t job_index) {
   if (crit) {
     auto& b = res.time_breakdown_s;
     std::vector<std::pair<double, double>> comp, comm;
+    // Keyed by the names, so that entries come out in the order of their names.
     std::map<std::pair<std::string, std::string>, CommEntry> entries;
     for (size_t i = 0; i < crit->prog->tasks.size(); ++i) {
       const Task& t = crit->prog->tasks[i];
@@ -754,11 +744,12 @@ BackendResult assemble(const Sim& sim, size_t job_index) {
         if (d > 0) comp.emplace_back(s, e);
       } else if (t.kind == TaskKind::kCollective) {
         const auto& grp = g.groups[static_cast<size_t>(t.group)];
-        *breakdown_field(b, grp.kind) += d;
+        b.*comm_time_term(grp.kind) += d;
         if (d > 0) comm.emplace_back(s, e);
         auto& ce = entries[{to_string(t.collective), to_string(grp.kind)}];
-        ce.kind = to_string(t.collective);
-        ce.group = to_string(grp.kind);
+        ce.kind = t.collective;
+        ce.group = grp.kind;
+        ce.group_size = static_cast<int64_t>(grp.ranks.size());
         // The task stands for `count` back-to-back calls of `bytes` each.
         const int32_t calls = std::max<int32_t>(t.count, 1);
         double sent = bytes_sent_per_rank(t.collective, static_cast<int64_t>(grp.ranks.size()), static_cast<double>(t.bytes));
@@ -773,9 +764,10 @@ BackendResult assemble(const Sim& sim, size_t job_index) {
       } else if (t.kind == TaskKind::kSend || t.kind == TaskKind::kRecv) {
         b.pp_comm += d;
         if (d > 0) comm.emplace_back(s, e);
-        auto& ce = entries[{"send-recv", "pp"}];
-        ce.kind = "send-recv";
-        ce.group = "pp";
+        auto& ce = entries[{to_string(CollectiveKind::kSendRecv), to_string(GroupKind::kPp)}];
+        ce.kind = CollectiveKind::kSendRecv;
+        ce.group = GroupKind::kPp;
+        ce.group_size = g.plan.pp;
         if (t.kind == TaskKind::kSend) ce.bytes += t.bytes;
         ce.count += 1;
         ce.time_s += d;

@@ -31,7 +31,9 @@ json result_json(const BackendResult& r) {
   const auto& b = r.time_breakdown_s;
   j["breakdown"] = {b.compute, b.tp_comm, b.cp_comm, b.pp_comm, b.dp_comm, b.ep_comm, b.bubble, b.optimizer, b.exposed_comm, b.host};
   j["comm"] = json::array();
-  for (const auto& c : r.communication) j["comm"].push_back({c.kind, c.group, c.bytes, c.count, c.time_s});
+  for (const auto& c : r.communication)
+    j["comm"].push_back({static_cast<int>(c.kind), c.group ? static_cast<int>(*c.group) : -1, c.bytes, c.count, c.time_s,
+                         c.group_size, c.group_label});
   // Streams and categories are few: index them.
   std::vector<std::string> strings;
   auto intern = [&](const std::string& s) {
@@ -71,7 +73,11 @@ BackendResult result_from(const json& j) {
     r.memory.stages.push_back({st.at(0), st.at(1), st.at(2), st.at(3), st.at(4), st.at(5), st.at(6), st.at(7)});
   const auto& b = j.at("breakdown");
   r.time_breakdown_s = {b.at(0), b.at(1), b.at(2), b.at(3), b.at(4), b.at(5), b.at(6), b.at(7), b.at(8), b.at(9)};
-  for (const auto& c : j.at("comm")) r.communication.push_back({c.at(0), c.at(1), c.at(2), c.at(3), c.at(4)});
+  for (const auto& c : j.at("comm")) {
+    CommEntry e{static_cast<CollectiveKind>(c.at(0).get<int>()), std::nullopt, c.at(2), c.at(3), c.at(4), c.at(5), c.at(6)};
+    if (const int g = c.at(1).get<int>(); g >= 0) e.group = static_cast<GroupKind>(g);
+    r.communication.push_back(std::move(e));
+  }
   const auto strings = j.at("strings").get<std::vector<std::string>>();
   for (const auto& sp : j.at("spans")) {
     TimelineSpan t;

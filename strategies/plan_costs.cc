@@ -108,7 +108,7 @@ LoweringCosts lowering_costs(const Scenario& sc, const Plan& p) {
 
   const int64_t dense_group = p.dp * p.cp;
   const int64_t expert_group = group_size(GroupKind::kExpertDp, p);  // tp x dp x cp / (etp x ep)
-  const GroupKind dense_kind = p.cp > 1 ? GroupKind::kDpCp : GroupKind::kDp;
+  const GroupKind dense_kind = dense_gradient_group(p);
   const GroupSpan dense_span = group_span(dense_kind, p, gpn);
   const GroupSpan expert_span = group_span(GroupKind::kExpertDp, p, gpn);
   auto comm = [&](GroupKind g, const GroupSpan& span, CollectiveKind kind, double bytes) {

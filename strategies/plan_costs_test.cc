@@ -135,7 +135,7 @@ TEST(GraphVsClosedForm, CollectiveBytesPerKindAndGroupAreTheCostModels) {
     const BackendResult r = estimate_plan(s, full);
     std::map<std::pair<std::string, std::string>, double> model;
     for (const CommEntry& e : r.communication)
-      if (e.kind != "send-recv") model[{e.kind, e.group}] = static_cast<double>(e.bytes);
+      if (e.kind != CollectiveKind::kSendRecv) model[{to_string(e.kind), group_name(e)}] = static_cast<double>(e.bytes);
     for (const auto& [k, v] : model) EXPECT_NEAR(busiest[k], v, 1e-9 * v + 64) << describe(p) << " " << k.first << " " << k.second;
     for (const auto& [k, v] : busiest) EXPECT_TRUE(model.count(k)) << describe(p) << " " << k.first << " " << k.second << " only in the graph";
     EXPECT_TRUE(busiest.count({"all-reduce", "tp"}) || p.tp == 1) << describe(p);
@@ -246,7 +246,7 @@ TEST(PlanCosts, MixtureOfExpertsBytesMatchTheCostModel) {
   const BackendResult est = estimate_plan(s, p);
   auto entry = [&](const std::string& kind, const std::string& group) {
     for (const CommEntry& c : est.communication)
-      if (c.kind == kind && c.group == group) return static_cast<double>(c.bytes);
+      if (to_string(c.kind) == kind && group_name(c) == group) return static_cast<double>(c.bytes);
     ADD_FAILURE() << "no " << kind << " " << group << " entry";
     return -1.0;
   };
@@ -322,7 +322,7 @@ TEST(PlanCosts, ExpertTensorParallelLowersBetweenTheAllToAlls) {
     const BackendResult est = estimate_plan(s, p);
     bool found = false;
     for (const CommEntry& c : est.communication)
-      if (c.kind == "all-gather" && c.group == "etp") {
+      if (c.kind == CollectiveKind::kAllGather && c.group == GroupKind::kExpertTp) {
         found = true;
         EXPECT_NEAR(etp_ag_wire, static_cast<double>(c.bytes), 1.0);
       }

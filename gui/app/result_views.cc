@@ -372,7 +372,7 @@ void CommunicationView::show_result(const BackendResult& r, const QString& title
   QStringList categories;
   double top = 0;
   for (const CommRow& row : model_->rows()) {
-    categories << QString::fromStdString(row.entry.kind + " " + row.entry.group);
+    categories << QString::fromStdString(std::string(to_string(row.entry.kind)) + " " + group_name(row.entry));
     *set << row.entry.time_s * 1e3;
     top = std::max(top, row.entry.time_s * 1e3);
   }

@@ -114,7 +114,7 @@ BackendResult hand_result(double iteration_s) {
   r.memory.peak_gib = 50;
   for (int s = 0; s < 2; ++s) r.memory.stages.push_back({s, 10, 5, 20, 14.0 - s, 1, 50.0 - s});
   r.time_breakdown_s.compute = iteration_s * 0.8;
-  r.communication = {{"all-reduce", "tp", 1 << 30, 96, 0.2}};
+  r.communication = {{CollectiveKind::kAllReduce, GroupKind::kTp, 1 << 30, 96, 0.2}};
   return r;
 }
 

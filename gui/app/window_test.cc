@@ -311,7 +311,7 @@ TEST(MainWindow, ComparesTwoRunsOfTheResultsStore) {
     sim.result.plan.dp = 4;
     sim.result.iteration_time_s = 2.0;
     sim.result.memory.stages = {{0, 1, 1, 1, 1, 1, 5}};
-    sim.result.communication = {{"all-reduce", "tp", 1000, 10, 0.5}};
+    sim.result.communication = {{CollectiveKind::kAllReduce, GroupKind::kTp, 1000, 10, 0.5}};
     RunRecord real = sim;
     real.result.backend = "real-gpu";
     real.result.measured = true;

@@ -13,10 +13,11 @@ std::vector<CommRow> communication_rows(const BackendResult& result) {
   for (const CommEntry& e : result.communication) {
     CommRow row;
     row.entry = e;
-    row.group_ranks = group_size(result.plan, e.group);
+    row.group_ranks = comm_group_size(e, result.plan);
     if (e.time_s > 0) {
       row.algbw_GBps = static_cast<double>(e.bytes) / e.time_s / kGB;
-      row.busbw_GBps = row.algbw_GBps * collective_bus_factor(e.kind, row.group_ranks);
+      if (row.group_ranks > 0)
+        row.busbw_GBps = row.algbw_GBps * collective_bus_factor(e.kind, static_cast<double>(row.group_ranks));
     }
     rows.push_back(std::move(row));
   }
@@ -46,8 +47,8 @@ QVariant CommunicationModel::data(const QModelIndex& index, int role) const {
   const bool busbw_known = r.busbw_GBps > 0;
   if (role == kSortRole) {
     switch (col) {
-      case kKind: return QString::fromStdString(r.entry.kind);
-      case kGroup: return QString::fromStdString(r.entry.group);
+      case kKind: return QString::fromLatin1(to_string(r.entry.kind));
+      case kGroup: return QString::fromStdString(group_name(r.entry));
       case kRanks: return qint64(r.group_ranks);
       case kCount: return qint64(r.entry.count);
       case kBytes: return qint64(r.entry.bytes);
@@ -73,7 +74,7 @@ QVariant CommunicationModel::data(const QModelIndex& index, int role) const {
   }
   if (role == Qt::ToolTipRole && (col == kAlgBw || col == kBusBw))
     return QStringLiteral("algbw = bytes / time; busbw = algbw x %1 (nccl-tests, n = %2)")
-        .arg(collective_bus_factor(r.entry.kind, r.group_ranks), 0, 'f', 3)
+        .arg(collective_bus_factor(r.entry.kind, static_cast<double>(r.group_ranks)), 0, 'f', 3)
         .arg(r.group_ranks);
   return {};
 }

@@ -56,13 +56,14 @@ std::vector<CompareRow> compare_rows(const BackendResult& a, const BackendResult
   const char* kComm = "Communication";
   using Key = std::pair<std::string, std::string>;
   std::map<Key, std::pair<std::optional<double>, std::optional<double>>> times, bytes;
+  auto key = [](const CommEntry& e) { return Key{to_string(e.kind), group_name(e)}; };
   for (const CommEntry& e : a.communication) {
-    times[{e.kind, e.group}].first = e.time_s;
-    bytes[{e.kind, e.group}].first = static_cast<double>(e.bytes);
+    times[key(e)].first = e.time_s;
+    bytes[key(e)].first = static_cast<double>(e.bytes);
   }
   for (const CommEntry& e : b.communication) {
-    times[{e.kind, e.group}].second = e.time_s;
-    bytes[{e.kind, e.group}].second = static_cast<double>(e.bytes);
+    times[key(e)].second = e.time_s;
+    bytes[key(e)].second = static_cast<double>(e.bytes);
   }
   for (const auto& [key, v] : times) {
     const QString name = QString::fromStdString(key.first + " " + key.second);

@@ -28,24 +28,4 @@ QString format_bytes(double bytes) {
 
 QString plan_summary(const Plan& p) { return QString::fromStdString(describe(p, PlanDetail::kFull)); }
 
-int64_t group_size(const Plan& p, std::string_view g) {
-  if (g == "tp") return p.tp;
-  if (g == "cp") return p.cp;
-  if (g == "ep") return p.ep;
-  if (g == "dp") return p.dp;
-  if (g == "pp") return p.pp > 1 ? 2 : 1;
-  if (g == "world") return p.world_size();
-  if (g == "dp-cp") return p.dp * p.cp;
-  // Tied word embeddings: the first and the last pipeline stage.
-  if (g == "embedding") return p.pp > 1 ? 2 : 1;
-  // Expert tensor parallel: etp ranks (tp when not set).
-  if (g == "etp") return p.expert_tp();
-  // Expert data parallel (Megatron-core expert layout): tp*cp*dp / (etp*ep) ranks.
-  if (g == "edp" || g == "expert-dp" || g == "expert_dp") {
-    const int64_t n = p.tp * p.cp * p.dp / (p.expert_tp() * (p.ep > 0 ? p.ep : 1));
-    return n > 0 ? n : 1;
-  }
-  return 0;
-}
-
 }  // namespace monarch::gui

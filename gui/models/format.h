@@ -17,8 +17,4 @@ QString format_bytes(double bytes);
 // "tp8 pp8 dp1 cp1 ep1 vpp3 mbs1 interleaved-1f1b sp recompute=selective zero0".
 QString plan_summary(const Plan& plan);
 
-// Ranks in one process group of `group` ("tp", "cp", "ep", "dp", "pp", "edp", "etp", "world") under
-// `plan`; 0 when the group name is not known. "pp" is point-to-point between two neighbours.
-int64_t group_size(const Plan& plan, std::string_view group);
-
 }  // namespace monarch::gui

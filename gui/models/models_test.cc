@@ -149,41 +149,12 @@ TEST(MemoryModel, OneRowPerStageOneColumnPerCategory) {
   EXPECT_FALSE(model.data(model.index(0, MemoryModel::kTotal), Qt::ForegroundRole).isValid());
 }
 
-TEST(Bandwidth, NcclTestsBusFactors) {
-  EXPECT_DOUBLE_EQ(collective_bus_factor("all-reduce", 8), 2.0 * 7 / 8);
-  EXPECT_DOUBLE_EQ(collective_bus_factor("all-gather", 4), 3.0 / 4);
-  EXPECT_DOUBLE_EQ(collective_bus_factor("reduce-scatter", 2), 0.5);
-  EXPECT_DOUBLE_EQ(collective_bus_factor("all-to-all", 16), 15.0 / 16);
-  EXPECT_DOUBLE_EQ(collective_bus_factor("send-recv", 2), 1.0);
-  EXPECT_DOUBLE_EQ(collective_bus_factor("all-reduce", 1), 0.0);  // one rank moves nothing
-  EXPECT_DOUBLE_EQ(collective_bus_factor("gossip", 8), 0.0);
-  EXPECT_DOUBLE_EQ(collective_bus_factor("all-reduce", 0), 0.0);
-  Plan p;
-  p.tp = 8;
-  p.pp = 4;
-  p.dp = 16;
-  p.cp = 2;
-  p.ep = 4;
-  EXPECT_EQ(group_size(p, "tp"), 8);
-  EXPECT_EQ(group_size(p, "dp"), 16);
-  EXPECT_EQ(group_size(p, "pp"), 2);
-  EXPECT_EQ(group_size(p, "edp"), 8);
-  EXPECT_EQ(group_size(p, "world"), 8 * 4 * 16 * 2);
-  EXPECT_EQ(group_size(p, "dp-cp"), 32);
-  EXPECT_EQ(group_size(p, "embedding"), 2);  // first and last stage share the tied embedding
-  EXPECT_EQ(group_size(p, "nope"), 0);
-  EXPECT_EQ(group_size(p, "etp"), 8);  // expert TP = TP when not set
-  p.etp = 2;                            // expert layout: 256 stage ranks / (etp 2 x ep 4)
-  EXPECT_EQ(group_size(p, "etp"), 2);
-  EXPECT_EQ(group_size(p, "edp"), 32);
-}
-
 TEST(CommunicationModel, AlgbwAndBusbwTheNcclTestsWay) {
   BackendResult r = make_result(8, 1, 4, 1, true);
-  r.communication = {{"all-reduce", "tp", 8'000'000'000, 10, 0.1},
-                     {"all-gather", "dp", 2'000'000'000, 1, 0.05},
-                     {"all-reduce", "mystery", 1'000'000'000, 1, 0.1},
-                     {"reduce-scatter", "dp", 1'000, 1, 0.0}};
+  r.communication = {{CollectiveKind::kAllReduce, GroupKind::kTp, 8'000'000'000, 10, 0.1},
+                     {CollectiveKind::kAllGather, GroupKind::kDp, 2'000'000'000, 1, 0.05},
+                     {CollectiveKind::kAllReduce, std::nullopt, 1'000'000'000, 1, 0.1, 0, "mystery"},
+                     {CollectiveKind::kReduceScatter, GroupKind::kDp, 1'000, 1, 0.0}};
   CommunicationModel model;
   Tester tester(&model, Tester::FailureReportingMode::Fatal);
   model.set_result(r);
@@ -196,6 +167,7 @@ TEST(CommunicationModel, AlgbwAndBusbwTheNcclTestsWay) {
   EXPECT_NEAR(rows[1].algbw_GBps, 40.0, 1e-9);
   EXPECT_NEAR(rows[1].busbw_GBps, 30.0, 1e-9);
   EXPECT_EQ(cell(model, 2, CommunicationModel::kRanks), "?");
+  EXPECT_EQ(cell(model, 2, CommunicationModel::kGroup), "mystery");
   EXPECT_EQ(cell(model, 2, CommunicationModel::kAlgBw), "10.0");
   EXPECT_EQ(cell(model, 2, CommunicationModel::kBusBw), "—");  // unknown group size
   EXPECT_EQ(cell(model, 3, CommunicationModel::kAlgBw), "—");  // zero time
@@ -206,8 +178,8 @@ TEST(CommunicationModel, AlgbwAndBusbwTheNcclTestsWay) {
 TEST(CompareModel, SideBySideWithDifferences) {
   BackendResult a = make_result(8, 2, 1, 10.0, true);
   BackendResult b = make_result(8, 3, 1, 12.5, true);
-  a.communication = {{"all-reduce", "tp", 100, 1, 2.0}};
-  b.communication = {{"all-reduce", "tp", 100, 1, 1.0}, {"all-reduce", "dp", 50, 1, 0.5}};
+  a.communication = {{CollectiveKind::kAllReduce, GroupKind::kTp, 100, 1, 2.0}};
+  b.communication = {{CollectiveKind::kAllReduce, GroupKind::kTp, 100, 1, 1.0}, {CollectiveKind::kAllReduce, GroupKind::kDp, 50, 1, 0.5}};
   CompareModel model;
   Tester tester(&model, Tester::FailureReportingMode::Fatal);
   model.set_results(a, "analytical", b, "simgrid");

@@ -3,6 +3,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <cassert>
 #include <chrono>
 #include <fstream>
 #include <string>
@@ -77,6 +78,9 @@ void run_collective(CollectiveKind kind, int64_t bytes, int ranks, std::vector<f
     case CollectiveKind::kBroadcast:
       MPI_Bcast(send.data(), int(count), MPI_FLOAT, 0, comm);
       break;
+    case CollectiveKind::kSendRecv:
+      assert(!"point-to-point is not among the calibrated collectives");
+      break;
   }
 }
 
@@ -87,6 +91,7 @@ const char* mpi_name(CollectiveKind k) {
     case CollectiveKind::kReduceScatter: return "MPI_Reduce_scatter_block";
     case CollectiveKind::kAllToAll: return "MPI_Alltoall";
     case CollectiveKind::kBroadcast: return "MPI_Bcast";
+    case CollectiveKind::kSendRecv: return "MPI_Sendrecv";
   }
   return "?";
 }

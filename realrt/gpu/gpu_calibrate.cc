@@ -1,6 +1,7 @@
 #include "realrt/gpu/gpu_calibrate.h"
 
 #include <algorithm>
+#include <cassert>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -273,6 +274,9 @@ std::vector<CollectiveSample> measure_nccl(const Settings& settings, int ndev, P
                 MONARCH_NCCL_CHECK(ncclSend(s + size_t(p) * share, share, ncclFloat, p, comm, st));
                 MONARCH_NCCL_CHECK(ncclRecv(r + size_t(p) * share, share, ncclFloat, p, comm, st));
               }
+              break;
+            case CollectiveKind::kSendRecv:
+              assert(!"point-to-point is not among the calibrated collectives");
               break;
           }
         }

@@ -73,7 +73,7 @@ BackendResult make_result(const RunInput& in, const GpuReport& mine, const std::
     rs.step_time_s = v[1];
     rs.compute_time_s = v[2];
     if (v[5] > 0) {
-      rs.communication.push_back({"all-reduce", "dp", std::llround(v[4]), std::llround(v[5]), v[6]});
+      rs.communication.push_back({CollectiveKind::kAllReduce, GroupKind::kDp, std::llround(v[4]), std::llround(v[5]), v[6], world});
       rs.size_bytes.push_back(std::llround(v[3]));
     }
     rs.peak_bytes.assign(mem, mem + kNumMemCategories);
@@ -104,7 +104,7 @@ BackendResult make_result(const RunInput& in, const GpuReport& mine, const std::
   res.memory.peak_gib = sm.total_gib;
   res.time_breakdown_s.compute = compute;
   if (count > 0) {
-    res.communication.push_back({"all-reduce", "dp", std::llround(bytes), std::llround(count), time});
+    res.communication.push_back({CollectiveKind::kAllReduce, GroupKind::kDp, std::llround(bytes), std::llround(count), time, world});
     res.time_breakdown_s.dp_comm = time;
   }
   return res;
