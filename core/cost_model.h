@@ -30,10 +30,18 @@
 
 namespace monarch {
 
-// Bytes per parameter of the data-parallel gradient reduction: gradients are reduced in fp32
-// (Megatron-LM forces accumulate_allreduce_grads_in_fp32 for bf16; NeMo grad_reduce_in_fp32
-// default true; PyTorch FSDP reduce_dtype fp32 in torchtitan). Shared with the lowering.
-inline constexpr double kGradReduceBytes = 4.0;
+// Precision in which the gradients are reduced over the data-parallel group (and the
+// sequence-parallel and tied-embedding gradient all-reduces), each framework's default:
+// - Megatron-LM: fp32 for bf16 and fp8 (whose parameters are bf16): arguments.py sets
+//   accumulate_allreduce_grads_in_fp32 for bf16; for fp16 the flag stays off, so main_grad and
+//   its reduction are fp16 (megatron/core/distributed: grad dtype = param dtype).
+// - DeepSpeed: the engine's communication_data_type, by default the training dtype
+//   (deepspeed/runtime/engine.py: fp16 -> float16, bf16 -> bfloat16).
+// - torchtitan (FSDP2): MixedPrecisionPolicy reduce_dtype, mixed_precision_reduce = "float32".
+// fp32 training reduces in fp32 everywhere. Shared with the lowering.
+DType grad_reduce_dtype(const TrainingConfig& training);
+// Its bytes per parameter: 4 (fp32) or 2 (fp16, bf16).
+double grad_reduce_bytes_per_param(const TrainingConfig& training);
 
 // Measured behaviour of one GPU kind (one calibration per kind and precision).
 struct GpuProfile {
@@ -148,10 +156,12 @@ struct LayerCosts {
   double embedding_tp_total_s = 0, embedding_tp_exposed_s = 0;  // per micro-batch
   double output_tp_total_s = 0, output_tp_exposed_s = 0;
   // Sequence parallelism: parameters every TP rank holds in full (norms, row-parallel biases,
-  // MoE router, learned positions) get partial gradients from their sequence shard; their fp32
-  // gradients are all-reduced over the TP group once per step (Megatron finalize_model_grads,
-  // _allreduce_layernorm_grads). Parameters per layer, and what the first / last stage add.
+  // MoE router, learned positions) get partial gradients from their sequence shard; their
+  // gradients (main_grad, in grad_reduce_dtype) are all-reduced over the TP group once per step
+  // (Megatron finalize_model_grads, _allreduce_layernorm_grads). Parameters per layer, and what
+  // the first / last stage add, and the bytes per parameter.
   double sp_grad_params_per_layer = 0, sp_grad_params_first = 0, sp_grad_params_last = 0;
+  double sp_grad_bytes_per_param = 4;
   // Context parallelism: bytes of K and V each rank sends around the ring per layer.
   int64_t cp_send_bytes_forward = 0, cp_send_bytes_backward = 0;
   double cp_time_forward_s = 0, cp_time_backward_s = 0;  // total ring exchange time per layer

@@ -251,7 +251,7 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
     const bool fp8_params = sc.training.precision == Precision::kFp8;
     auto group_cost = [&](double params, double gemm_params, const GroupSpan& span, GroupKind group) {
       if (span.size <= 1 || params <= 0) return;
-      const int64_t g_bytes = static_cast<int64_t>(kGradReduceBytes * params);
+      const int64_t g_bytes = static_cast<int64_t>(grad_reduce_bytes_per_param(sc.training) * params);
       const int64_t w_all = static_cast<int64_t>(w_bytes * params - (fp8_params ? (w_bytes - kFp8WeightBytes) * gemm_params : 0.0));
       if (p.zero_stage == 0) {
         const double ar = collective_time_s(CollectiveKind::kAllReduce, g_bytes, span, cl);
@@ -318,7 +318,7 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
     // embedding gradient after the backward (Megatron's embedding group).
     if (m.tied_embeddings && pp > 1) {
       const GroupSpan two = group_span(GroupKind::kEmbedding, p, gpn);
-      const int64_t bytes = static_cast<int64_t>(kGradReduceBytes * static_cast<double>(m.vocab * m.hidden) / static_cast<double>(p.tp));
+      const int64_t bytes = static_cast<int64_t>(grad_reduce_bytes_per_param(sc.training) * static_cast<double>(m.vocab * m.hidden) / static_cast<double>(p.tp));
       const double ar = collective_time_s(CollectiveKind::kAllReduce, bytes, two, cl);
       dp_total += ar;
       dp_exposed += ar;

@@ -557,6 +557,7 @@ LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape&
                                      (m.moe() ? hd * static_cast<double>(m.experts) : (m.biases ? hd : 0.0));  // router / fc2 bias
       out.sp_grad_params_first = m.learned_positions ? static_cast<double>(m.seq) * hd : 0.0;
       out.sp_grad_params_last = norm;
+      out.sp_grad_bytes_per_param = grad_reduce_bytes_per_param(sc.training);
     }
   }
 
@@ -579,7 +580,7 @@ LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape&
 int64_t sp_grad_reduce_bytes(const LayerCosts& L, int64_t layers, bool first, bool last) {
   const double params = static_cast<double>(layers) * L.sp_grad_params_per_layer + (first ? L.sp_grad_params_first : 0.0) +
                         (last ? L.sp_grad_params_last : 0.0);
-  return static_cast<int64_t>(kGradReduceBytes * params);
+  return static_cast<int64_t>(L.sp_grad_bytes_per_param * params);
 }
 
 double optimizer_step_time_s(const Scenario& sc, double sharded_params, double grad_params) {

@@ -111,23 +111,25 @@ LoweringCosts lowering_costs(const Scenario& sc, const Plan& p) {
   const GroupKind dense_kind = dense_gradient_group(p);
   const GroupSpan dense_span = group_span(dense_kind, p, gpn);
   const GroupSpan expert_span = group_span(GroupKind::kExpertDp, p, gpn);
+  const DType grad_dt = grad_reduce_dtype(sc.training);
+  const double grad_bytes = grad_reduce_bytes_per_param(sc.training);
   auto comm = [&](GroupKind g, const GroupSpan& span, CollectiveKind kind, double bytes) {
     const auto b = static_cast<int64_t>(bytes);
-    return CommOp{g, kind, b, 1, collective_time_s(kind, b, span, cl), kind == CollectiveKind::kAllGather ? dt : DType::kFp32, true};
+    return CommOp{g, kind, b, 1, collective_time_s(kind, b, span, cl), kind == CollectiveKind::kAllGather ? dt : grad_dt, true};
   };
   const CollectiveKind reduce = p.zero_stage == 0 ? CollectiveKind::kAllReduce : CollectiveKind::kReduceScatter;
   auto add_dp = [&](std::vector<CommOp>& grads, std::vector<CommOp>& gathers, double dense, double expert) {
     if (dense_group > 1 && dense > 0) {
-      grads.push_back(comm(dense_kind, dense_span, reduce, kGradReduceBytes * dense));
+      grads.push_back(comm(dense_kind, dense_span, reduce, grad_bytes * dense));
       if (p.zero_stage >= 1) gathers.push_back(comm(dense_kind, dense_span, CollectiveKind::kAllGather, e * dense));
     }
     if (expert_group > 1 && expert > 0) {
-      grads.push_back(comm(GroupKind::kExpertDp, expert_span, reduce, kGradReduceBytes * expert));
+      grads.push_back(comm(GroupKind::kExpertDp, expert_span, reduce, grad_bytes * expert));
       if (p.zero_stage >= 1) gathers.push_back(comm(GroupKind::kExpertDp, expert_span, CollectiveKind::kAllGather, e * expert));
     }
   };
   // Once per step: sequence-parallel replicated gradients per (stage, chunk), and the tied
-  // word-embedding gradient between the first and last stage (fp32, as the DP reduction).
+  // word-embedding gradient between the first and last stage (in grad_reduce_dtype, as the DP reduction).
   if (p.tp > 1 && p.sequence_parallel) {
     if (auto chunks = chunk_layers(p, m.layers); chunks.ok()) {
       const GroupSpan tspan = group_span(GroupKind::kTp, p, gpn);
@@ -140,16 +142,16 @@ LoweringCosts lowering_costs(const Scenario& sc, const Plan& p) {
           const int64_t bytes = sp_grad_reduce_bytes(L, n, vst == 0, vst == P * V - 1);
           c.chunk_sp_grad_reduce[static_cast<size_t>(s * V + k)] =
               CommOp{GroupKind::kTp, CollectiveKind::kAllReduce, bytes, 1,
-                     collective_time_s(CollectiveKind::kAllReduce, bytes, tspan, cl), DType::kFp32, true};
+                     collective_time_s(CollectiveKind::kAllReduce, bytes, tspan, cl), grad_dt, true};
         }
     }
   }
   if (m.tied_embeddings && p.pp > 1) {
-    const int64_t bytes = static_cast<int64_t>(kGradReduceBytes * static_cast<double>(m.vocab * m.hidden) / static_cast<double>(p.tp));
+    const int64_t bytes = static_cast<int64_t>(grad_bytes * static_cast<double>(m.vocab * m.hidden) / static_cast<double>(p.tp));
     c.tied_embedding_grad_reduce.push_back(CommOp{GroupKind::kEmbedding, CollectiveKind::kAllReduce, bytes, 1,
                                                   collective_time_s(CollectiveKind::kAllReduce, bytes,
                                                                     group_span(GroupKind::kEmbedding, p, gpn), cl),
-                                                  DType::kFp32, true});
+                                                  grad_dt, true});
   }
 
   add_dp(c.layer_grad_reduce, c.layer_param_gather, layer_dense, layer_expert);
