@@ -3,14 +3,8 @@
 #include <iostream>
 
 #include "app/commands.h"
-#include "sim/analytical_backend.h"
+#include "run/backend.h"
 #include "sim/validate.h"
-#include "core/graph_check.h"
-#include "strategies/plan_costs.h"
-
-#ifdef MONARCH_HAVE_SIMGRID
-#include "sim/simgrid_backend.h"
-#endif
 
 namespace monarch::app {
 
@@ -19,18 +13,6 @@ namespace {
 // Cases above this many GPUs are skipped under SimGrid unless --max-gpus says otherwise: the
 // simulated step of a 1024-GPU plan takes seconds to minutes, beyond that far longer.
 constexpr int64_t kSimgridDefaultMaxGpus = 1024;
-
-#ifdef MONARCH_HAVE_SIMGRID
-Expected<BackendResult> simulate_case(const Scenario& s, const Plan& plan) {
-  Expected<PlanGraph> g = lower_plan(s, plan);
-  if (!g) return g.problems();
-  const Problems pr = check_graph(*g);
-  if (!pr.empty()) return pr;  // a lowering bug: report, do not simulate a broken graph
-  SimgridOptions options;
-  options.record_timeline = false;
-  return run_simgrid(s, *g, options);
-}
-#endif
 
 }  // namespace
 
@@ -43,17 +25,25 @@ int cmd_validate(const ValidateOptions& opts) {
     return kExitInvalid;
   }
   const Backend b = opts.backends.empty() ? Backend::kAnalytical : opts.backends.front();
-  if (b == Backend::kSimgrid) {
-#ifdef MONARCH_HAVE_SIMGRID
-    settings.predictor = simulate_case;
-    if (!settings.max_gpus) settings.max_gpus = kSimgridDefaultMaxGpus;
-#else
-    print_error("--backend", "this build has no SimGrid backend (configure with -DMONARCH_WITH_SIMGRID=ON)");
-    return kExitInvalid;
-#endif
-  } else if (b != Backend::kAnalytical) {
+  if (b != Backend::kAnalytical && b != Backend::kSimgrid) {
     print_error("--backend", std::string("validate runs the analytical or the simgrid backend; found \"") + to_string(b) + "\"");
     return kExitInvalid;
+  }
+  if (b == Backend::kSimgrid) {
+    // The run library's SimGrid backend (it lowers and verifies each plan), as `monarch-sim
+    // --backend simgrid` runs it, without the per-task timeline.
+    run::BackendSettings backend_settings;
+    backend_settings.record_timeline = false;
+    auto made = run::make_backend(Backend::kSimgrid, backend_settings, "--backend");
+    if (!made) {
+      for (const Problem& p : made.problems()) print_error(p.where, p.message);
+      return kExitInvalid;
+    }
+    std::shared_ptr<const run::ExecutionBackend> simgrid = std::move(*made);
+    settings.predictor = [simgrid](const Scenario& s, const Plan& plan) {
+      return simgrid->run(s, run::Candidate(plan), run::RunControl{});
+    };
+    if (!settings.max_gpus) settings.max_gpus = kSimgridDefaultMaxGpus;
   }
   return run_validate(opts.cases_path, settings, std::cout, std::cerr);
 }

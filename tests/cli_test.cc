@@ -248,6 +248,19 @@ TEST_F(Cli, ValidateReportsTheErrorOfEveryCase) {
 }
 
 #ifdef MONARCH_TEST_SIMGRID
+// validate --backend simgrid predicts every case through the run library's SimGrid backend; the
+// figures differ from the analytical model's (contention, the real schedule).
+TEST_F(Cli, ValidateThroughSimgridSkipsLargeCasesAndPredictsTheRest) {
+  const std::string cases = std::string(MONARCH_SOURCE_DIR) + "/tests/data/validation/calibration.json";
+  Result sim = run({"validate", cases, "--backend", "simgrid", "--max-gpus", "16"});
+  ASSERT_EQ(sim.status, 0) << sim.err;
+  Result ana = run({"validate", cases, "--max-gpus", "16"});
+  ASSERT_EQ(ana.status, 0) << ana.err;
+  EXPECT_NE(sim.out.find("dgxc-llama31-8b-fp8-16"), std::string::npos) << sim.out;
+  EXPECT_NE((sim.out + sim.err).find("above --max-gpus 16"), std::string::npos) << sim.out << sim.err;
+  EXPECT_NE(sim.out, ana.out) << "the SimGrid figures are SimGrid's, not the analytical model's";
+}
+
 TEST_F(Cli, SimgridReranksAndWritesATrace) {
   std::string path = write("small.json", small_fixed_scenario());
   const std::string out = (dir_ / "result.json").string();
