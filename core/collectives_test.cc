@@ -74,6 +74,15 @@ TEST(CommEntries, NamesAndKeys) {
   EXPECT_FALSE(same_key(a, d));
 }
 
+TEST(CommEntries, FindByKindAndPlanGroup) {
+  std::vector<CommEntry> v = {{CollectiveKind::kAllReduce, GroupKind::kTp, 10},
+                              {CollectiveKind::kAllGather, GroupKind::kDp, 20},
+                              {CollectiveKind::kAllGather, std::nullopt, 30, 0, 0, 0, "dp"}};
+  ASSERT_NE(find_comm(v, CollectiveKind::kAllGather, GroupKind::kDp), nullptr);
+  EXPECT_EQ(find_comm(v, CollectiveKind::kAllGather, GroupKind::kDp)->bytes, 20);
+  EXPECT_EQ(find_comm(v, CollectiveKind::kAllReduce, GroupKind::kDp), nullptr);
+}
+
 TEST(CommEntries, EachGroupCountsInOneTimeTerm) {
   EXPECT_EQ(comm_time_term(GroupKind::kTp), &TimeBreakdown::tp_comm);
   EXPECT_EQ(comm_time_term(GroupKind::kCp), &TimeBreakdown::cp_comm);

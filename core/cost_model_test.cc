@@ -317,9 +317,8 @@ TEST(Iteration, Zero3CollectivesArePerModuleAndPayTheirLatency) {
   p.micro_batch_size = 1;
   p.recompute = Recompute::kFull;
   auto gathers = [](const BackendResult& r) {
-    for (const CommEntry& c : r.communication)
-      if (c.kind == CollectiveKind::kAllGather && c.group == GroupKind::kDp) return c;
-    return CommEntry{};
+    const CommEntry* c = find_comm(r.communication, CollectiveKind::kAllGather, GroupKind::kDp);
+    return c ? *c : CommEntry{};
   };
   s.training.framework = Framework::kTorchtitan;
   const BackendResult fsdp2 = estimate_plan(s, p);
@@ -460,9 +459,9 @@ TEST(Iteration, GradientReductionFollowsTheFrameworksPrecision) {
   p.zero_stage = 1;
   auto dp_bytes = [&](Precision prec) {
     s.training.precision = prec;
-    for (const CommEntry& c : estimate_plan(s, p).communication)
-      if (c.kind == CollectiveKind::kReduceScatter && c.group == GroupKind::kDp) return static_cast<double>(c.bytes);
-    return 0.0;
+    const BackendResult r = estimate_plan(s, p);
+    const CommEntry* c = find_comm(r.communication, CollectiveKind::kReduceScatter, GroupKind::kDp);
+    return c ? static_cast<double>(c->bytes) : 0.0;
   };
   const double bf16 = dp_bytes(Precision::kBf16), fp16 = dp_bytes(Precision::kFp16);
   EXPECT_GT(bf16, 0);
@@ -513,9 +512,7 @@ TEST(Iteration, MixtureOfExpertsWithExpertParallelism) {
   const BackendResult r = estimate_plan(s, p);
   ASSERT_GT(r.iteration_time_s, 0);
   EXPECT_GT(r.time_breakdown_s.ep_comm, 0);
-  bool a2a = false;
-  for (const CommEntry& c : r.communication) a2a |= c.kind == CollectiveKind::kAllToAll && c.group == GroupKind::kEp;
-  EXPECT_TRUE(a2a);
+  EXPECT_NE(find_comm(r.communication, CollectiveKind::kAllToAll, GroupKind::kEp), nullptr);
   // Experts are sharded 8 ways: less memory than with ep = 1.
   Plan no_ep = p;
   no_ep.ep = 1;
@@ -539,9 +536,9 @@ TEST(Iteration, MixtureOfExpertsAllToAllMovesThePaddedCapacity) {
   p.ep = 8;
   auto a2a_bytes = [&](double cf) {
     s.model.moe_capacity_factor = cf;
-    for (const CommEntry& c : estimate_plan(s, p).communication)
-      if (c.kind == CollectiveKind::kAllToAll && c.group == GroupKind::kEp) return c.bytes;
-    return int64_t{-1};
+    const BackendResult r = estimate_plan(s, p);
+    const CommEntry* c = find_comm(r.communication, CollectiveKind::kAllToAll, GroupKind::kEp);
+    return c ? c->bytes : int64_t{-1};
   };
   const int64_t T = s.model.seq_length;  // micro-batch 1
   const int64_t per_call = 8 * moe_expert_capacity(T, 8, 2, 1.0) * s.model.hidden_size * 2;  // bf16

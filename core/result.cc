@@ -11,6 +11,12 @@ int64_t comm_group_size(const CommEntry& e, const Plan& plan) {
   return e.group ? group_size(*e.group, plan) : 0;
 }
 
+const CommEntry* find_comm(const std::vector<CommEntry>& entries, CollectiveKind kind, GroupKind group) {
+  for (const CommEntry& e : entries)
+    if (e.kind == kind && e.group == group) return &e;
+  return nullptr;
+}
+
 bool same_key(const CommEntry& a, const CommEntry& b) {
   return a.kind == b.kind && a.group == b.group && (a.group || a.group_label == b.group_label);
 }

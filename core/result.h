@@ -60,6 +60,8 @@ std::string group_name(const CommEntry& e);
 // Ranks in the entry's group: its group_size, else (results stored without it) the size of its
 // plan group under `plan`; 0 when neither is known.
 int64_t comm_group_size(const CommEntry& e, const Plan& plan);
+// The entry of `kind` over the plan group `group`; null when the result has none.
+const CommEntry* find_comm(const std::vector<CommEntry>& entries, CollectiveKind kind, GroupKind group);
 // Entries of the same collective over the same group (the key a comparison matches them by).
 bool same_key(const CommEntry& a, const CommEntry& b);
 // The time term a group's communication counts in: expert blocks (ep, etp) and a

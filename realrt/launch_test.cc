@@ -68,11 +68,7 @@ TEST(RunRealCpu, TrainsAnExpertParallelMoEScenario) {
   ASSERT_EQ(r->losses.size(), 3u);
   for (size_t i = 0; i < 3; ++i) EXPECT_NEAR(r->losses[i], ref[i], 1e-5 * ref[i]);
   const BackendResult est = estimate_plan(in.scenario, in.graph.plan);
-  auto find = [](const BackendResult& b) -> const CommEntry* {
-    for (const CommEntry& c : b.communication)
-      if (c.kind == CollectiveKind::kAllToAll && c.group == GroupKind::kEp) return &c;
-    return nullptr;
-  };
+  auto find = [](const BackendResult& b) { return find_comm(b.communication, CollectiveKind::kAllToAll, GroupKind::kEp); };
   ASSERT_TRUE(find(*r) && find(est));
   EXPECT_EQ(find(*r)->bytes, find(est)->bytes);
   EXPECT_EQ(find(*r)->count, find(est)->count);
