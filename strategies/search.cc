@@ -223,15 +223,28 @@ class PlanEnumerator {
     const std::vector<int64_t> zeros = p_.dp * p_.cp > 1 ? std::vector<int64_t>{0, 1, 2, 3} : std::vector<int64_t>{0};
     for (bool sp : sps) {
       p_.sequence_parallel = sp;
-      for (Recompute rc : fixed_or(c_.recompute, {Recompute::kNone, Recompute::kSelective, Recompute::kFull})) {
-        p_.recompute = rc;
-        for (int64_t z : fixed_or(c_.zero_stage, zeros)) {
-          p_.zero_stage = z;
-          if (stop_()) return;
-          if (!pruned(PlanLevel::kSwitches)) emit_(p_);
+      for (bool overlap : tp_overlap_options()) {
+        p_.tp_comm_overlap = overlap;
+        for (Recompute rc : fixed_or(c_.recompute, {Recompute::kNone, Recompute::kSelective, Recompute::kFull})) {
+          p_.recompute = rc;
+          for (int64_t z : fixed_or(c_.zero_stage, zeros)) {
+            p_.zero_stage = z;
+            if (stop_()) return;
+            if (!pruned(PlanLevel::kSwitches)) emit_(p_);
+          }
         }
       }
     }
+  }
+
+  // TP communication overlap (userbuffers, async TP) when the scenario leaves it open: tried
+  // on and off where it changes the plan's cost, that is a dense model with TP and sequence
+  // parallelism (core/layer_cost.cc), on a framework that has it (Megatron-LM / NeMo
+  // --tp-comm-overlap, torchtitan enable_async_tensor_parallel; DeepSpeed has none).
+  std::vector<bool> tp_overlap_options() const {
+    if (c_.tp_comm_overlap) return {*c_.tp_comm_overlap};
+    const bool applies = p_.tp > 1 && p_.sequence_parallel && !m_.is_moe() && sc_.training.framework != Framework::kDeepspeed;
+    return applies ? std::vector<bool>{false, true} : std::vector<bool>{false};
   }
 
   const Scenario& sc_;

@@ -145,13 +145,13 @@ TEST(Search, CountsTheWholeSpaceOfASmallScenario) {
   s.parallelism.sequence_parallel = true;
   s.parallelism.recompute = Recompute::kNone;
   s.training.micro_batch_size = 1;
-  // dp = 8: ZeRO 0..3 are the only choices left.
+  // dp = 8: ZeRO 0..3 and TP communication overlap on or off are the only choices left.
   SearchOptions o = options();
   int64_t progress_calls = 0;
   o.progress = [&](int64_t, int64_t) { ++progress_calls; };
   const SearchResult r = search_plans(s, o);
-  EXPECT_EQ(r.plans_in_space, 4);
-  EXPECT_EQ(r.plans_fitting + r.plans_rejected, 4);
+  EXPECT_EQ(r.plans_in_space, 8);
+  EXPECT_EQ(r.plans_fitting + r.plans_rejected, 8);
 }
 
 TEST(Search, NothingFitsGivesTheClosestMiss) {
@@ -247,6 +247,34 @@ Scenario preset_scenario(const std::string& json) {
   auto s = scenario_from_json(nlohmann::json::parse(json));
   EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.problems()[0].to_string());
   return s.ok() ? *s : Scenario{};
+}
+
+// TP communication overlap left open is tried on and off where it changes the cost; a pinned
+// value and a framework without it (DeepSpeed) leave one plan.
+TEST(Search, TriesTpCommOverlapOnlyWhereTheFrameworkHasItAndTheScenarioLeavesItOpen) {
+  Scenario s = preset_scenario(
+      R"({"model": {"preset": "llama3-70b"}, "cluster": {"gpu": "H100-SXM", "num_gpus": 64},
+          "training": {"global_batch_size": 128, "micro_batch_size": 1},
+          "parallelism": {"tensor_parallel_degree": 8, "pipeline_parallel_degree": 4, "context_parallel_degree": 1,
+                          "virtual_pipeline_degree": 1, "pipeline_schedule": "1f1b", "sequence_parallel": true,
+                          "activation_recompute": "none", "zero_stage": 1}})");
+  SearchOptions o;
+  o.evaluate = analytical_evaluator();
+  const SearchResult open = search_plans(s, o);
+  EXPECT_EQ(open.plans_in_space, 2);
+  ASSERT_TRUE(open.any_fits());
+  // TP 8 on NVLink with sequence parallelism: hiding the gathers and scatters pays for the SMs
+  // the communication kernels hold.
+  EXPECT_TRUE(open.ranked.front().plan.tp_comm_overlap);
+  s.parallelism.tp_comm_overlap = false;
+  const SearchResult pinned = search_plans(s, o);
+  EXPECT_EQ(pinned.plans_in_space, 1);
+  ASSERT_TRUE(pinned.any_fits());
+  EXPECT_FALSE(pinned.ranked.front().plan.tp_comm_overlap);
+  EXPECT_GT(pinned.ranked.front().estimate.iteration_time_s, open.ranked.front().estimate.iteration_time_s);
+  s.parallelism.tp_comm_overlap.reset();
+  s.training.framework = Framework::kDeepspeed;
+  EXPECT_EQ(search_plans(s, o).plans_in_space, 1);
 }
 
 // Several search threads give exactly the one-thread result: the same ranking, estimates,
