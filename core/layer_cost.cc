@@ -65,6 +65,8 @@ constexpr double kLossBackwardBytesPerLogit = 10.0;
 // Fp8 (Transformer Engine): each fp8 GEMM operand is cast (read 16-bit, write fp8) and, for
 // the wgrad/dgrad GEMMs on Hopper, transposed (write fp8 again): 2 + 1 + 1 bytes per element.
 constexpr double kFp8CastBytesPerElement = 4.0;
+// An fp8 element (E4M3 forward, E5M2 gradients): 1 byte.
+constexpr double kFp8BytesPerElement = 1.0;
 // Vocabulary-parallel cross-entropy reduces in fp32: Megatron-LM's _VocabParallelCrossEntropy
 // casts the logits to float before its all-reduces of the max logit, the target logit and the
 // sum of exponentials (megatron/core/tensor_parallel/cross_entropy.py).
@@ -398,7 +400,13 @@ LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape&
     double hidden_window_s = 0;  // collectives hidden behind GEMMs
     double total = 0, exposed = 0;
     if (p.sequence_parallel) {
-      const double ag = collective_time_s(CollectiveKind::kAllGather, S, span, cl);
+      // In fp8 every sequence-parallel all-gather moves fp8 elements: Transformer Engine casts
+      // the LayerNorm output to fp8 before gathering it for the QKV and fc1 GEMMs (and again for
+      // their weight gradients), and casts the output gradient to fp8 before gathering it for
+      // the projection's and fc2's backward (module/layernorm_linear.py, base.py
+      // grad_output_preprocess). The reduce-scatters reduce the 16-bit GEMM outputs.
+      const int64_t S_ag = c.prec == Precision::kFp8 ? static_cast<int64_t>(kFp8BytesPerElement * T * h) : S;
+      const double ag = collective_time_s(CollectiveKind::kAllGather, S_ag, span, cl);
       const double rs = collective_time_s(CollectiveKind::kReduceScatter, S, span, cl);
       // Blocks with a TP (sequence-parallel) gather / scatter pair: attention and the dense MLP.
       // An MoE layer's MLP block takes the sequence shard as it is (Megatron-Core MoELayer: the
@@ -411,7 +419,7 @@ LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape&
       // gradients (1 per block), and the all-gather of the saved (sharded) inputs again for the
       // weight gradients, which Megatron overlaps with the dgrad GEMM (1 per block).
       const int32_t rec_n = full ? blocks : 0;
-      out.collectives.push_back({CollectiveKind::kAllGather, GroupKind::kTp, S, fwd_n, 2 * blocks, rec_n, ag});
+      out.collectives.push_back({CollectiveKind::kAllGather, GroupKind::kTp, S_ag, fwd_n, 2 * blocks, rec_n, ag});
       out.collectives.push_back({CollectiveKind::kReduceScatter, GroupKind::kTp, S, fwd_n, blocks, rec_n, rs});
       total = (fwd_n + bwd_n + blocks) * ag + (fwd_n + bwd_n) * rs;
       const double redo = static_cast<double>(blocks) * ag;
