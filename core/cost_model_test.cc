@@ -303,6 +303,29 @@ TEST(LayerCosts, TensorParallelCollectivesPerLayer) {
   EXPECT_LT(layer_costs(s, p).tp_exposed_s, exposed);
 }
 
+// Fp8 (Transformer Engine) gathers the fp8-cast inputs and output gradients: the sequence-
+// parallel all-gathers move half the bytes of bf16 and take less time; the reduce-scatters of
+// the 16-bit GEMM outputs do not change.
+TEST(LayerCosts, Fp8SequenceParallelAllGathersMoveOneBytePerElement) {
+  Scenario s = gpt175b(64);
+  s.cluster.gpu = find_gpu_preset("H100-SXM")->spec;
+  Plan p;
+  p.tp = 8;
+  p.pp = 8;
+  p.sequence_parallel = true;
+  const LayerCosts bf16 = layer_costs(s, p);
+  s.training.precision = Precision::kFp8;
+  const LayerCosts fp8 = layer_costs(s, p);
+  ASSERT_EQ(bf16.collectives.size(), 2u);
+  ASSERT_EQ(fp8.collectives.size(), 2u);
+  EXPECT_EQ(fp8.collectives[0].kind, CollectiveKind::kAllGather);
+  EXPECT_EQ(2 * fp8.collectives[0].bytes, bf16.collectives[0].bytes);
+  EXPECT_LT(fp8.collectives[0].time_s, bf16.collectives[0].time_s);
+  EXPECT_EQ(fp8.collectives[1].kind, CollectiveKind::kReduceScatter);
+  EXPECT_EQ(fp8.collectives[1].bytes, bf16.collectives[1].bytes);
+  EXPECT_DOUBLE_EQ(fp8.collectives[1].time_s, bf16.collectives[1].time_s);
+}
+
 // ZeRO-3 / FSDP gathers and reduce-scatters module by module, each call its own NCCL ring:
 // FSDP2 (torchtitan) and Megatron's FSDP one per transformer layer plus the root module,
 // DeepSpeed one gather per submodule with parameters (6 per GPT layer) and reduce buckets of

@@ -336,11 +336,17 @@ StateBytesPerParameter state_bytes_per_parameter(Precision p, Optimizer o) {
   return b;
 }
 
+StateBytesPerParameter state_bytes_per_parameter(const TrainingConfig& t) {
+  StateBytesPerParameter b = state_bytes_per_parameter(t.precision, t.optimizer);
+  if (t.precision == Precision::kFp16 && t.framework != Framework::kTorchtitan) b.gradients = 2;
+  return b;
+}
+
 MemoryBreakdown stage_memory(const ModelShape& m, const Scenario& sc, const Plan& plan, int64_t stage,
                              int64_t layers) {
   MemoryBreakdown mem;
   const StageParameters params = stage_parameters(m, plan, stage, layers);
-  const StateBytesPerParameter sb = state_bytes_per_parameter(sc.training.precision, sc.training.optimizer);
+  const StateBytesPerParameter sb = state_bytes_per_parameter(sc.training);
   const double dense_shards = static_cast<double>(plan.dp * plan.cp);
   // Expert states are sharded over the expert-DP group: tp x cp x dp / (etp x ep) ranks.
   const double expert_shards = static_cast<double>(plan.tp) * dense_shards /

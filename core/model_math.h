@@ -214,6 +214,13 @@ struct StateBytesPerParameter {
 // accumulation buffer, Megatron main_grad) + 12 (fp32 master weights, Adam m and v) = 18.
 // fp32 with Adam: 4 + 4 + 8. SGD with momentum: optimizer 4 (momentum) + 4 master if mixed.
 StateBytesPerParameter state_bytes_per_parameter(Precision p, Optimizer o);
+// The same for a dense model's training settings, with the gradient buffer each framework keeps:
+// fp16 under Megatron-LM (main_grad in the parameter dtype: accumulate_allreduce_grads_in_fp32
+// is set for bf16 only) and DeepSpeed (FP16_Optimizer and ZeRO-1/2 keep the fp16 .grad) is
+// 2 bytes; bf16 and fp8 under Megatron-LM (fp32 main_grad), bf16 under DeepSpeed
+// (BF16_Optimizer's fp32 gradient accumulators) and torchtitan (FSDP2's fp32 sharded
+// gradients) are 4.
+StateBytesPerParameter state_bytes_per_parameter(const TrainingConfig& training);
 
 struct MemoryBreakdown {
   double weights_bytes = 0;

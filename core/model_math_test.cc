@@ -389,5 +389,28 @@ TEST(Memory, FitsAgainstUsableMemoryWithTheReserve) {
   EXPECT_LT(usable_memory_gib(g), 80);
 }
 
+// The gradient buffer follows each framework's default: 16-bit for fp16 under Megatron-LM and
+// DeepSpeed, fp32 otherwise; weights and optimizer states do not depend on the framework.
+TEST(Memory, GradientBufferBytesFollowTheFramework) {
+  TrainingConfig t;
+  t.optimizer = Optimizer::kAdam;
+  t.precision = Precision::kFp16;
+  t.framework = Framework::kMegatron;
+  EXPECT_EQ(state_bytes_per_parameter(t).gradients, 2);
+  t.framework = Framework::kDeepspeed;
+  EXPECT_EQ(state_bytes_per_parameter(t).gradients, 2);
+  t.framework = Framework::kTorchtitan;
+  EXPECT_EQ(state_bytes_per_parameter(t).gradients, 4);
+  for (Framework f : {Framework::kMegatron, Framework::kDeepspeed, Framework::kTorchtitan}) {
+    t.framework = f;
+    for (Precision p : {Precision::kBf16, Precision::kFp8, Precision::kFp32}) {
+      t.precision = p;
+      EXPECT_EQ(state_bytes_per_parameter(t).gradients, 4);
+      EXPECT_EQ(state_bytes_per_parameter(t).weights, state_bytes_per_parameter(p, t.optimizer).weights);
+      EXPECT_EQ(state_bytes_per_parameter(t).optimizer, state_bytes_per_parameter(p, t.optimizer).optimizer);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace monarch

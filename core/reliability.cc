@@ -302,7 +302,7 @@ GoodputInputs goodput_inputs(const Scenario& sc, const Plan& plan, double iterat
     const MemoryBreakdown mem = stage_memory(m, sc, plan, st, layers[static_cast<size_t>(st)]);
     in.checkpoint_bytes_per_rank = std::max(in.checkpoint_bytes_per_rank, mem.weights_bytes + mem.optimizer_bytes);
   }
-  const StateBytesPerParameter sb = state_bytes_per_parameter(sc.training.precision, sc.training.optimizer);
+  const StateBytesPerParameter sb = state_bytes_per_parameter(sc.training);
   in.checkpoint_bytes_total = static_cast<double>(parameter_counts(m).total) * (sb.weights + sb.optimizer);
   in.replica_groups = plan.zero_stage == 0 ? plan.dp : 1;
   const bool multi_node = sc.cluster.num_nodes() > 1;
