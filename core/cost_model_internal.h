@@ -14,6 +14,16 @@ inline constexpr double kKernelGap_s = 2.5e-6;
 // this fraction of the compute window (NCCL uses 8-32 SMs of 108-132; Megatron reports
 // ~5-10% compute slowdown with overlapped DP communication).
 inline constexpr double kOverlapEfficiency = 0.9;
+// SMs an NCCL collective holds while it runs beside compute (one CTA per channel): a hidden
+// data-parallel reduce-scatter or all-gather slows the compute it hides behind by this share of
+// the GPU's SMs for as long as it runs, 6-7% on 108-132 SMs, within the 5-10% above.
+inline constexpr double kNcclOverlapSms = 8.0;
+// Seconds a collective of `comm_s` adds when it overlaps `window_s` of compute on a GPU of
+// `sm_count` SMs: what the window cannot hide, plus the hidden part's kNcclOverlapSms share.
+inline double overlapped_comm_cost_s(double comm_s, double window_s, int64_t sm_count) {
+  const double exposed = comm_s > kOverlapEfficiency * window_s ? comm_s - kOverlapEfficiency * window_s : 0.0;
+  return exposed + (comm_s - exposed) * kNcclOverlapSms / static_cast<double>(sm_count);
+}
 
 // The calibration profile the GPU names, or nullptr when it names none (or it cannot be read).
 const CalibrationProfile* profile_of(const GpuSpec& gpu);

@@ -452,6 +452,31 @@ TEST(Iteration, OverlapHidesDataParallelCommunication) {
   EXPECT_GT(exposed.iteration_time_s, hidden.iteration_time_s);
 }
 
+// A hidden reduce-scatter still holds SMs while it runs: it costs its kNcclOverlapSms share of
+// the GPU, so ZeRO-2's reduce-scatter per micro-batch costs more than ZeRO-1's one per step even
+// when every one of them hides behind the backward.
+TEST(Iteration, HiddenDataParallelCollectivesCostTheSmsTheyHold) {
+  Scenario s = llama8b("H100-SXM", 64);
+  s.training.global_batch_size = 512;  // 8 micro-batches of 1 per rank
+  Plan p;
+  p.dp = 64;
+  p.micro_batch_size = 1;
+  p.zero_stage = 1;
+  const BackendResult zero1 = estimate_plan(s, p);
+  p.zero_stage = 2;
+  const BackendResult zero2 = estimate_plan(s, p);
+  const CommEntry* rs1 = find_comm(zero1.communication, CollectiveKind::kReduceScatter, GroupKind::kDp);
+  const CommEntry* rs2 = find_comm(zero2.communication, CollectiveKind::kReduceScatter, GroupKind::kDp);
+  ASSERT_NE(rs1, nullptr);
+  ASSERT_NE(rs2, nullptr);
+  EXPECT_EQ(rs2->count, 8 * rs1->count);
+  EXPECT_GT(zero1.time_breakdown_s.exposed_comm, 0);
+  // Each reduce-scatter adds its SM share: 8 of the H100's 132 SMs.
+  EXPECT_NEAR(zero2.time_breakdown_s.exposed_comm - zero1.time_breakdown_s.exposed_comm, 7.0 * rs1->time_s * 8.0 / 132.0,
+              1e-6);
+  EXPECT_GT(zero2.iteration_time_s, zero1.iteration_time_s);
+}
+
 // Each framework reduces gradients in its own default precision: Megatron fp32 for bf16 (forced)
 // but fp16 for fp16, DeepSpeed the training dtype, torchtitan fp32.
 TEST(Iteration, GradientReductionFollowsTheFrameworksPrecision) {

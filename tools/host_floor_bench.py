@@ -1,0 +1,269 @@
+#!/usr/bin/python3
+"""Host time of one eager-PyTorch transformer layer, the way Megatron-LM (and its DeepSpeed fork)
+dispatches it: the figure behind the host floor in core/layer_cost.cc.
+
+The layer is the GPT layer of megatron/model/transformer.py (ParallelTransformerLayer with
+ParallelAttention, CoreAttention and ParallelMLP) with its Python autograd Functions: apex's
+fused LayerNorm, the tensor-parallel region copies and reductions, the linear layers'
+LinearWithGradAccumulationAndAsyncCommunication, the fused upper-triangular masked softmax,
+bias-GeLU, the scripted bias-dropout-add, the RNG tracker fork around the attention dropout, and
+the checkpointed forward of full recompute (CheckpointFunction: restore the RNG states, run the
+forward again with grad, backward through it). Tensors are tiny, so the kernels cost next to
+nothing and the wall time is the host's: Python, the ATen dispatcher, autograd.
+
+Run on a CPU build of PyTorch (python3-torch), one thread:
+    /usr/bin/python3 tools/host_floor_bench.py
+It prints the host milliseconds of one layer's forward, its recompute and backward (full
+recompute), and of the same layer's forward and backward without recompute. On a GPU each op
+also pays cudaLaunchKernel, which the CPU build does not; the CPU build pays the tiny CPU
+kernels instead, about the same few microseconds.
+"""
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+torch.set_num_threads(1)
+
+
+class FusedLayerNormAffine(torch.autograd.Function):  # apex FusedLayerNormAffineFunction
+    @staticmethod
+    def forward(ctx, x, weight, bias, shape, eps):
+        out, mean, rstd = torch.ops.aten.native_layer_norm(x, shape, weight, bias, eps)
+        ctx.save_for_backward(x, weight, bias, mean, rstd)
+        ctx.shape = shape
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight, bias, mean, rstd = ctx.saved_tensors
+        gx, gw, gb = torch.ops.aten.native_layer_norm_backward(grad.contiguous(), x, ctx.shape, mean, rstd, weight, bias,
+                                                               [True, True, True])
+        return gx, gw, gb, None, None
+
+
+class CopyToRegion(torch.autograd.Function):  # _CopyToModelParallelRegion (identity at TP 1)
+    @staticmethod
+    def forward(ctx, x):
+        return x
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+class ReduceFromRegion(torch.autograd.Function):  # _ReduceFromModelParallelRegion
+    @staticmethod
+    def forward(ctx, x):
+        return x
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+class LinearWithGradAccumulation(torch.autograd.Function):  # LinearWithGradAccumulationAndAsyncCommunication
+    @staticmethod
+    def forward(ctx, x, weight, bias):
+        ctx.save_for_backward(x, weight)
+        ctx.use_bias = bias is not None
+        out = torch.matmul(x, weight.t())
+        if bias is not None:
+            out = out + bias
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight = ctx.saved_tensors
+        grad_input = grad.matmul(weight)
+        grad = grad.contiguous()
+        grad2 = grad.view(grad.shape[0] * grad.shape[1], grad.shape[2])
+        x2 = x.view(x.shape[0] * x.shape[1], x.shape[2])
+        grad_weight = grad2.t().matmul(x2)
+        grad_bias = grad2.sum(dim=0) if ctx.use_bias else None
+        return grad_input, grad_weight, grad_bias
+
+
+class UpperTriangMaskedSoftmax(torch.autograd.Function):  # ScaledUpperTriangMaskedSoftmax
+    @staticmethod
+    def forward(ctx, x, scale):
+        probs = torch.softmax(x * scale, dim=-1)
+        ctx.save_for_backward(probs)
+        ctx.scale = scale
+        return probs
+
+    @staticmethod
+    def backward(ctx, grad):
+        (probs,) = ctx.saved_tensors
+        return torch.ops.aten._softmax_backward_data(grad, probs, -1, probs.dtype) * ctx.scale, None
+
+
+@torch.jit.script
+def bias_gelu(bias, y):
+    x = bias + y
+    return x * 0.5 * (1.0 + torch.tanh(0.79788456 * x * (1 + 0.044715 * x * x)))
+
+
+@torch.jit.script
+def bias_gelu_back(g, bias, y):
+    x = bias + y
+    tanh_out = torch.tanh(0.79788456 * x * (1 + 0.044715 * x * x))
+    ff = 0.5 * x * ((1 - tanh_out * tanh_out) * (0.79788456 + 0.1070322243 * x * x)) + 0.5 * (1 + tanh_out)
+    return ff * g
+
+
+class GeLUFunction(torch.autograd.Function):  # megatron/model/fused_bias_gelu.py
+    @staticmethod
+    def forward(ctx, x, bias):
+        ctx.save_for_backward(x, bias)
+        return bias_gelu(bias, x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, bias = ctx.saved_tensors
+        g = bias_gelu_back(grad, bias, x)
+        return g, g
+
+
+@torch.jit.script
+def bias_dropout_add_fused_train(x, bias, residual, prob: float):
+    out = torch.nn.functional.dropout(x + bias, p=prob, training=True)
+    return residual + out
+
+
+class RngTracker:  # CudaRNGStatesTracker.fork: swap the generator state in and out
+    def __init__(self):
+        self.state = torch.get_rng_state()
+
+    def fork(self):
+        tracker = self
+
+        class Ctx:
+            def __enter__(self):
+                self.orig = torch.get_rng_state()
+                torch.set_rng_state(tracker.state)
+
+            def __exit__(self, *a):
+                tracker.state = torch.get_rng_state()
+                torch.set_rng_state(self.orig)
+        return Ctx()
+
+
+TRACKER = RngTracker()
+
+
+class Layer(torch.nn.Module):
+    def __init__(self, h, heads):
+        super().__init__()
+        self.h, self.heads = h, heads
+        p = lambda *s: torch.nn.Parameter(torch.randn(*s) * 0.02)
+        self.ln1_w, self.ln1_b, self.ln2_w, self.ln2_b = p(h), p(h), p(h), p(h)
+        self.qkv_w, self.qkv_b = p(3 * h, h), p(3 * h)
+        self.proj_w, self.proj_b = p(h, h), p(h)
+        self.fc1_w, self.fc1_b = p(4 * h, h), p(4 * h)
+        self.fc2_w, self.fc2_b = p(h, 4 * h), p(h)
+
+    def attention(self, x):  # x: [s, b, h]
+        s, b, h = x.shape
+        x = CopyToRegion.apply(x)
+        mixed = LinearWithGradAccumulation.apply(x, self.qkv_w, self.qkv_b)
+        hd = h // self.heads
+        mixed = mixed.view(s, b, self.heads, 3 * hd)
+        q, k, v = torch.split(mixed, hd, dim=-1)
+        q = q.reshape(s, b * self.heads, hd)
+        k = k.reshape(s, b * self.heads, hd)
+        buf = torch.empty(b * self.heads, s, s)
+        scores = torch.baddbmm(buf, q.transpose(0, 1), k.transpose(0, 1).transpose(1, 2), beta=0.0, alpha=1.0 / hd ** 0.5)
+        scores = scores.view(b, self.heads, s, s)
+        probs = UpperTriangMaskedSoftmax.apply(scores, 1.0)
+        with TRACKER.fork():
+            probs = F.dropout(probs, p=0.1, training=True)
+        v = v.reshape(s, b * self.heads, hd)
+        probs = probs.view(b * self.heads, s, s)
+        ctx = torch.bmm(probs, v.transpose(0, 1))
+        ctx = ctx.view(b, self.heads, s, hd).permute(2, 0, 1, 3).contiguous().view(s, b, h)
+        out = LinearWithGradAccumulation.apply(ctx, self.proj_w, None)
+        return ReduceFromRegion.apply(out), self.proj_b
+
+    def mlp(self, x):
+        x = CopyToRegion.apply(x)
+        y = LinearWithGradAccumulation.apply(x, self.fc1_w, None)
+        y = GeLUFunction.apply(y, self.fc1_b)
+        out = LinearWithGradAccumulation.apply(y, self.fc2_w, None)
+        return ReduceFromRegion.apply(out), self.fc2_b
+
+    def forward(self, x):
+        ln = FusedLayerNormAffine.apply(x, self.ln1_w, self.ln1_b, [self.h], 1e-5)
+        att, att_b = self.attention(ln)
+        x = bias_dropout_add_fused_train(att, att_b.expand_as(x), x, 0.1)
+        ln = FusedLayerNormAffine.apply(x, self.ln2_w, self.ln2_b, [self.h], 1e-5)
+        out, out_b = self.mlp(ln)
+        return bias_dropout_add_fused_train(out, out_b.expand_as(x), x, 0.1)
+
+
+class CheckpointFunction(torch.autograd.Function):  # megatron tensor_parallel.random.CheckpointFunction
+    @staticmethod
+    def forward(ctx, run, x):
+        ctx.run = run
+        ctx.rng = torch.get_rng_state()
+        ctx.tracker = TRACKER.state
+        with torch.no_grad():
+            out = run(x)
+        ctx.save_for_backward(x)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        rng, tracker = torch.get_rng_state(), TRACKER.state
+        torch.set_rng_state(ctx.rng)
+        TRACKER.state = ctx.tracker
+        x = x.detach()
+        x.requires_grad = True
+        with torch.enable_grad():
+            out = ctx.run(x)
+        torch.set_rng_state(rng)
+        TRACKER.state = tracker
+        torch.autograd.backward(out, grad)
+        return None, x.grad
+
+
+def measure(layers, x, recompute, repeats):
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        y = x
+        for layer in layers:
+            y = CheckpointFunction.apply(layer, y) if recompute else layer(y)
+        y.sum().backward()
+        times.append((time.perf_counter() - start) / len(layers))
+    return statistics.median(times)
+
+
+def main():
+    h, heads, s, b, n_layers = 64, 4, 8, 1, 8
+    layers = [Layer(h, heads) for _ in range(n_layers)]
+    x = torch.randn(s, b, h, requires_grad=True)
+    for recompute in (False, True):
+        measure(layers, x, recompute, 20)  # warm-up (TorchScript profiling runs)
+    full = measure(layers, x, True, 200)
+    plain = measure(layers, x, False, 200)
+    # The forward alone, as the recompute and the no-grad forward of the checkpoint run it.
+    start = time.perf_counter()
+    with torch.no_grad():
+        for _ in range(200):
+            y = x
+            for layer in layers:
+                y = layer(y)
+    fwd = (time.perf_counter() - start) / (200 * n_layers)
+    print(f"torch {torch.__version__}, one thread")
+    print(f"layer forward (no grad)                      {fwd * 1e3:.3f} ms")
+    print(f"layer forward + backward, no recompute       {plain * 1e3:.3f} ms")
+    print(f"layer forward + recompute + backward (full)  {full * 1e3:.3f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
