@@ -515,7 +515,11 @@ Expected<Store> Store::open(const std::string& path, const StoreOptions& options
   try {
     Database db(path, SQLITE_OPEN_READWRITE | (options.create ? SQLITE_OPEN_CREATE : 0));
     sqlite3_busy_timeout(db.handle(), options.busy_timeout_ms);
+    // One read transaction: the header fields and the schema from the same snapshot, or another
+    // process creating the store between two of the reads looks like a foreign database.
+    db.exec("BEGIN DEFERRED");
     int64_t version = inspect(db, path, problems);
+    db.exec("COMMIT");
     if (!problems.empty()) return problems;
     db.exec("PRAGMA foreign_keys = ON");
     if (options.max_page_count > 0) db.exec("PRAGMA max_page_count = " + std::to_string(options.max_page_count));

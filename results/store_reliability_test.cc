@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <sstream>
 
@@ -53,7 +54,10 @@ TEST(StoreReliability, TwoProcessesWritingAtOnceLoseNothing) {
       close(go[1]);
       if (read(go[0], &byte, 1) != 0) _exit(10);  // start together when the parent closes the pipe
       Expected<Store> store = Store::open(path);
-      if (!store) _exit(11);
+      if (!store) {
+        std::fprintf(stderr, "writer %d: %s", c, problems_text(store.problems()).c_str());
+        _exit(11);
+      }
       for (int i = 0; i < kRunsPerProcess; ++i) {
         RunRecord rec = sample_record("writer-" + std::to_string(c), c ? "simgrid" : "analytical");
         rec.result.timeline = testing::sample_result("x", false, 200).timeline;
