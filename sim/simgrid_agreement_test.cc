@@ -9,7 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/cost_model.h"
 #include "core/graph_time.h"
+#include "core/presets.h"
 #include "core/scenario_io.h"
 #include "sim/analytical_backend.h"
 #include "sim/simgrid_backend.h"
@@ -245,6 +247,21 @@ TEST(SimgridAgreement, CoarseIntraNodeCollectivesMatchTheirFlows) {
                 100.0 * (coarse.simgrid_s / flows.simgrid_s - 1.0));
     EXPECT_NEAR(coarse.simgrid_s, flows.simgrid_s, kCoarseIntraNodeTolerance * flows.simgrid_s) << parallelism;
   }
+}
+
+// A calibration profile's measured all-reduce (here the vTrain node's nccl-tests table, 2-3x
+// the NVLink preset's time at 2-16 MiB) drives the collectives inside a node in both models:
+// SimGrid runs them as the measured time, as the analytical model prices them.
+TEST(SimgridAgreement, MeasuredCollectivesOfTheProfileTakeTheirMeasuredTime) {
+  Scenario sc = scenario(R"({"tp": 8, "pp": 1, "dp": 1})", 8, 8, 8, 8);
+  sc.cluster.gpu = find_gpu_preset("A100-80GB")->spec;
+  const Times preset = run_all(sc);
+  sc.cluster.gpu.profile = std::string(MONARCH_SOURCE_DIR) + "/tests/data/validation/profiles/vtrain-a100-allreduce.json";
+  ASSERT_TRUE(calibration_profile(sc.cluster.gpu.profile).ok());
+  const Times measured = run_all(sc);
+  EXPECT_GT(measured.analytical_s, preset.analytical_s);
+  EXPECT_GT(measured.simgrid_s, preset.simgrid_s);
+  EXPECT_NEAR(measured.simgrid_s, measured.analytical_s, 0.03 * measured.analytical_s);
 }
 
 // Replica symmetry with context parallelism: gradients reduce over DP x CP, so a replica is one

@@ -19,6 +19,7 @@
 #include "core/cost_model.h"
 #include "core/graph_replica.h"
 #include "core/model_math.h"
+#include "core/profile.h"
 #include "core/units.h"
 #include "sim/simgrid_collectives.h"
 #include "sim/simgrid_symmetry.h"
@@ -48,6 +49,9 @@ struct Platform {
   std::vector<sg::Link*> nic_port;  // by global NIC index
   sg::Host* injector = nullptr;  // runs the failure injection (no links: it never communicates)
   FabricShape shape;
+  // The GPU's calibration profile (cluster.gpu.profile), or nullptr: collectives inside one
+  // node that it measured take their measured time, as in the analytical model.
+  const CalibrationProfile* profile = nullptr;
 
   sg::Host* host(const Endpoint& e) const {
     return e.kind == Endpoint::Kind::kGpu ? gpu[static_cast<size_t>(e.index)] : nic[static_cast<size_t>(e.index)];
@@ -336,9 +340,18 @@ double run_collective(Sim& sim, RankRt& r, const Task& t) {
       inst->expected < static_cast<int>(gpus.size()))
     keep_representative_flows(phases, sim.hot_node, sim.platform.shape);
   const int32_t calls = std::max<int32_t>(t.count, 1);
-  if (sim.options.intra_node == SimgridIntraNode::kCoarse && on_one_node(gpus, sim.platform.shape)) {
-    // Inside the NVLink domain: one timed activity, the time the flows take alone on the ports.
-    const double d = static_cast<double>(calls) * alone_time_s(phases, sim.platform.shape.intra_bandwidth_Bps);
+  const bool one_node = on_one_node(gpus, sim.platform.shape);
+  // Measured on this node (the calibration profile, nccl-tests style): the measured time, which
+  // already holds the NVLink contention of the collective's own flows.
+  const double measured_s =
+      one_node && sim.platform.profile != nullptr && gpus.size() > 1 && algo != Algorithm::kDirect
+          ? profile_collective_time_s(*sim.platform.profile, t.collective, static_cast<int>(gpus.size()), t.bytes)
+          : 0.0;
+  if (measured_s > 0 || (sim.options.intra_node == SimgridIntraNode::kCoarse && one_node)) {
+    // Inside the NVLink domain: one timed activity, the measured time or the time the flows
+    // take alone on the ports.
+    const double one_s = measured_s > 0 ? measured_s : alone_time_s(phases, sim.platform.shape.intra_bandwidth_Bps);
+    const double d = static_cast<double>(calls) * one_s;
     if (d > 0) sg::this_actor::sleep_for(d);
     // A member's GPU switched off by the injected failure during the call: it never completes.
     if (sim.failure_fired)
@@ -875,6 +888,8 @@ Expected<std::vector<BackendResult>> simulate(const ClusterConfig& cluster, cons
   auto sim = std::make_unique<Sim>();
   sim->options = options;
   sim->platform = build_platform(cluster, whatif, options);
+  if (!cluster.gpu.profile.empty())
+    if (auto prof = calibration_profile(cluster.gpu.profile); prof.ok()) sim->platform.profile = *prof;
   sim->show_progress = isatty(STDERR_FILENO) != 0;
 
   // Straggler slowdown per GPU.

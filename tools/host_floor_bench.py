@@ -44,17 +44,10 @@ class FusedLayerNormAffine(torch.autograd.Function):  # apex FusedLayerNormAffin
         return gx, gw, gb, None, None
 
 
-class CopyToRegion(torch.autograd.Function):  # _CopyToModelParallelRegion (identity at TP 1)
-    @staticmethod
-    def forward(ctx, x):
-        return x
+class ParallelRegion(torch.autograd.Function):
+    """Megatron's _CopyToModelParallelRegion and _ReduceFromModelParallelRegion: at TP 1 both are
+    identities, and each still costs an autograd Function call forward and backward."""
 
-    @staticmethod
-    def backward(ctx, grad):
-        return grad
-
-
-class ReduceFromRegion(torch.autograd.Function):  # _ReduceFromModelParallelRegion
     @staticmethod
     def forward(ctx, x):
         return x
@@ -167,7 +160,7 @@ class Layer(torch.nn.Module):
 
     def attention(self, x):  # x: [s, b, h]
         s, b, h = x.shape
-        x = CopyToRegion.apply(x)
+        x = ParallelRegion.apply(x)
         mixed = LinearWithGradAccumulation.apply(x, self.qkv_w, self.qkv_b)
         hd = h // self.heads
         mixed = mixed.view(s, b, self.heads, 3 * hd)
@@ -185,14 +178,14 @@ class Layer(torch.nn.Module):
         ctx = torch.bmm(probs, v.transpose(0, 1))
         ctx = ctx.view(b, self.heads, s, hd).permute(2, 0, 1, 3).contiguous().view(s, b, h)
         out = LinearWithGradAccumulation.apply(ctx, self.proj_w, None)
-        return ReduceFromRegion.apply(out), self.proj_b
+        return ParallelRegion.apply(out), self.proj_b
 
     def mlp(self, x):
-        x = CopyToRegion.apply(x)
+        x = ParallelRegion.apply(x)
         y = LinearWithGradAccumulation.apply(x, self.fc1_w, None)
         y = GeLUFunction.apply(y, self.fc1_b)
         out = LinearWithGradAccumulation.apply(y, self.fc2_w, None)
-        return ReduceFromRegion.apply(out), self.fc2_b
+        return ParallelRegion.apply(out), self.fc2_b
 
     def forward(self, x):
         ln = FusedLayerNormAffine.apply(x, self.ln1_w, self.ln1_b, [self.h], 1e-5)
