@@ -152,7 +152,8 @@ std::string describe(const Plan& p, PlanDetail detail) {
                   " mbs" + std::to_string(p.micro_batch_size);
   const std::string tables = p.embedding_sharding.empty() ? "" : " tables=[" + p.embedding_sharding + "]";
   if (detail == PlanDetail::kDegrees) return s + tables;
-  s += std::string(" ") + to_string(p.schedule) + (p.sequence_parallel ? " sp" : "") + " recompute=" + to_string(p.recompute) +
+  s += std::string(" ") + to_string(p.schedule) + (p.sequence_parallel ? " sp" : "") +
+       (p.tp_comm_overlap && p.tp > 1 ? " tp-overlap" : "") + " recompute=" + to_string(p.recompute) +
        " zero" + std::to_string(p.zero_stage);
   if (detail == PlanDetail::kWithLayers && !p.layers_per_stage.empty()) {
     s += " layers=[";

@@ -12,6 +12,21 @@ TEST(Names, ScheduleNamesMatchTheSpec) {
   EXPECT_STREQ(to_string(Schedule::kInterleaved), "interleaved-1f1b");
 }
 
+// Plans that differ only in a searched switch have different labels.
+TEST(Names, PlanLabelShowsTheSwitches) {
+  Plan p;
+  p.tp = 4;
+  p.dp = 2;
+  p.sequence_parallel = true;
+  p.zero_stage = 1;
+  EXPECT_EQ(describe(p), "tp4 pp1 dp2 cp1 ep1 vpp1 mbs1 1f1b sp recompute=none zero1");
+  p.tp_comm_overlap = true;
+  EXPECT_EQ(describe(p), "tp4 pp1 dp2 cp1 ep1 vpp1 mbs1 1f1b sp tp-overlap recompute=none zero1");
+  EXPECT_EQ(describe(p, PlanDetail::kDegrees), "tp4 pp1 dp2 cp1 ep1 vpp1 mbs1");
+  p.tp = 1;  // nothing to overlap
+  EXPECT_EQ(describe(p), "tp1 pp1 dp2 cp1 ep1 vpp1 mbs1 1f1b sp recompute=none zero1");
+}
+
 TEST(Names, CollectivesAreNamedTheNcclWay) {
   EXPECT_STREQ(nccl_name(CollectiveKind::kAllReduce), "ncclAllReduce");
   EXPECT_STREQ(nccl_name(CollectiveKind::kReduceScatter), "ncclReduceScatter");

@@ -235,7 +235,8 @@ struct Plan {
 
 // The one description of a plan, as tables, messages, the store and the GUI show it:
 // kDegrees "tp8 pp2 dp4 cp1 ep1 vpp2 mbs1" (" etpN" after ep when expert TP differs from tp);
-// kFull adds " 1f1b sp recompute=selective zero1" (" sp" only with sequence parallelism);
+// kFull adds " 1f1b sp recompute=selective zero1" (" sp" only with sequence parallelism,
+// " tp-overlap" after it with TP communication overlap and tp > 1);
 // kWithLayers adds " layers=[5 5 6 6]" when the pipeline split is set. A recommendation plan
 // ends, at every detail, with " tables=[t0:tw@3 t1:rw]" (its embedding sharding).
 enum class PlanDetail : uint8_t { kDegrees, kFull, kWithLayers };
