@@ -106,6 +106,8 @@ const GpuProfile& gpu_profile(const GpuSpec& gpu) {
   return kGeneric;
 }
 
+bool gpu_runs_tp_comm_overlap(const GpuSpec& gpu) { return gpu.peak_tflops.fp8 > 0; }
+
 // ============================================================================ profiles
 
 Expected<const CalibrationProfile*> calibration_profile(const std::string& path) {

@@ -1,5 +1,6 @@
 #include "core/plan_warnings.h"
 
+#include "core/cost_model.h"
 #include "core/placement.h"
 
 namespace monarch {
@@ -29,6 +30,9 @@ std::vector<std::string> plan_warnings(const Scenario& sc, const Plan& p) {
   if (peak_flops > 0 && hbm_Bps > 0 && rows > 0 && rows < peak_flops / hbm_Bps * bytes_per_element(sc.training.precision) / 2.0)
     out.push_back("a micro-batch of " + std::to_string(static_cast<int64_t>(rows)) +
                   " tokens per rank is below the GPU's ridge point: its GEMMs are memory-bound");
+  if (p.tp_comm_overlap && p.tp > 1 && !gpu_runs_tp_comm_overlap(sc.cluster.gpu))
+    out.push_back("TP communication overlap on " + (sc.cluster.gpu.name.empty() ? std::string("this GPU") : sc.cluster.gpu.name) +
+                  ": Transformer Engine's userbuffers need CUDA multicast (Hopper and later); predicted as if it ran");
   return out;
 }
 

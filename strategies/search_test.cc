@@ -8,6 +8,7 @@
 #include "core/goodput.h"
 #include "core/model_math.h"
 #include "core/plan_warnings.h"
+#include "core/presets.h"
 #include "core/scenario_io.h"
 #include "strategies/partition.h"
 #include "strategies/plan_costs.h"
@@ -59,8 +60,7 @@ Scenario scenario() {
   s.model.vocab_size = 128256;
   s.cluster.num_gpus = 64;
   s.cluster.gpus_per_node = 8;
-  s.cluster.gpu.name = "H100-SXM";
-  s.cluster.gpu.memory_gib = 80;
+  s.cluster.gpu = find_gpu_preset("H100-SXM")->spec;
   s.training.global_batch_size = 64;
   return s;
 }
@@ -275,6 +275,21 @@ TEST(Search, TriesTpCommOverlapOnlyWhereTheFrameworkHasItAndTheScenarioLeavesItO
   s.parallelism.tp_comm_overlap.reset();
   s.training.framework = Framework::kDeepspeed;
   EXPECT_EQ(search_plans(s, o).plans_in_space, 1);
+  // A100: no CUDA multicast for Transformer Engine's userbuffers.
+  s.training.framework = Framework::kMegatron;
+  s.cluster.gpu = find_gpu_preset("A100-80GB")->spec;
+  const SearchResult a100 = search_plans(s, o);
+  EXPECT_EQ(a100.plans_in_space, 1);
+  ASSERT_TRUE(a100.any_fits());
+  EXPECT_FALSE(a100.ranked.front().plan.tp_comm_overlap);
+  EXPECT_TRUE(plan_warnings(s, a100.ranked.front().plan).empty());
+  // Pinned there, it is predicted as asked, with a warning.
+  s.parallelism.tp_comm_overlap = true;
+  const SearchResult pinned_a100 = search_plans(s, o);
+  ASSERT_TRUE(pinned_a100.any_fits());
+  const std::vector<std::string> w = plan_warnings(s, pinned_a100.ranked.front().plan);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w.front().find("TP communication overlap on A100-80GB"), std::string::npos) << w.front();
 }
 
 // Several search threads give exactly the one-thread result: the same ranking, estimates,
