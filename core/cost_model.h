@@ -66,8 +66,9 @@ const GpuProfile& gpu_profile(const GpuSpec& gpu);
 
 // Whether TP communication overlap (Transformer Engine userbuffers, Megatron-LM
 // --tp-comm-overlap, NeMo tp_comm_overlap) runs on this GPU: userbuffers rely on CUDA multicast
-// handles inside the NVLink domain (Transformer Engine issue #1071), which Hopper and later
-// provide. The GPU's fp8 tensor cores stand for the generation: A100 and earlier have none.
+// handles inside the NVLink domain (a maintainer's answer in NVIDIA/TransformerEngine GitHub
+// thread 1071), which Hopper and later provide. The GPU's fp8 tensor cores stand for the
+// generation: A100 and earlier have none.
 bool gpu_runs_tp_comm_overlap(const GpuSpec& gpu);
 
 // A measured calibration profile (monarch-calibrate, docs/calibration_profile.md), read once
