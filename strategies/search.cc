@@ -389,7 +389,6 @@ void enumerate_and_rank(const Scenario& sc, const SearchOptions& opt, SearchResu
   Plan base;
   base.overlap_grad_reduce = c.overlap_grad_reduce.value_or(true);
   base.overlap_param_gather = c.overlap_param_gather.value_or(true);
-  base.tp_comm_overlap = c.tp_comm_overlap.value_or(false);
   const int64_t jobs = opt.jobs > 0 ? opt.jobs : std::max<int64_t>(1, std::thread::hardware_concurrency());
   std::vector<PendingPlan> batch;
   std::vector<PlanEstimate> estimates;
