@@ -19,10 +19,11 @@ inline constexpr double kOverlapEfficiency = 0.9;
 // the GPU's SMs for as long as it runs, 6-7% on 108-132 SMs, within the 5-10% above.
 inline constexpr double kNcclOverlapSms = 8.0;
 // Seconds a collective of `comm_s` adds when it overlaps `window_s` of compute on a GPU of
-// `sm_count` SMs: what the window cannot hide, plus the hidden part's kNcclOverlapSms share.
-inline double overlapped_comm_cost_s(double comm_s, double window_s, int64_t sm_count) {
+// `sm_count` SMs while its kernels hold `held_sms` of them: what the window cannot hide, plus
+// the hidden part's share of the SMs.
+inline double overlapped_comm_cost_s(double comm_s, double window_s, double held_sms, int64_t sm_count) {
   const double exposed = comm_s > kOverlapEfficiency * window_s ? comm_s - kOverlapEfficiency * window_s : 0.0;
-  return exposed + (comm_s - exposed) * kNcclOverlapSms / static_cast<double>(sm_count);
+  return exposed + (comm_s - exposed) * held_sms / static_cast<double>(sm_count);
 }
 
 // The calibration profile the GPU names, or nullptr when it names none (or it cannot be read).

@@ -257,7 +257,7 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
       if (p.zero_stage == 0) {
         const double ar = collective_time_s(CollectiveKind::kAllReduce, g_bytes, span, cl);
         dp_total += ar;
-        dp_exposed += overlap_grads ? overlapped_comm_cost_s(ar, bwd_window, sms) : ar;
+        dp_exposed += overlap_grads ? overlapped_comm_cost_s(ar, bwd_window, kNcclOverlapSms, sms) : ar;
         if (detail) add_comm(it.comm, CollectiveKind::kAllReduce, group, span.size, collective_wire_bytes(CollectiveKind::kAllReduce, g_bytes, span.size), 1, ar);
       } else if (p.zero_stage <= 2) {
         // ZeRO-1 (Megatron's distributed optimizer): one reduce-scatter per step, after the
@@ -271,8 +271,8 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
         const int64_t n_rs = p.zero_stage == 2 ? nmb : 1;
         const double rs_n = static_cast<double>(n_rs);
         dp_total += rs_n * rs + ag;
-        dp_exposed += rs_n * (overlap_grads ? overlapped_comm_cost_s(rs, bwd_window, sms) : rs);
-        dp_exposed += p.overlap_param_gather ? overlapped_comm_cost_s(ag, fwd_window, sms) : ag;
+        dp_exposed += rs_n * (overlap_grads ? overlapped_comm_cost_s(rs, bwd_window, kNcclOverlapSms, sms) : rs);
+        dp_exposed += p.overlap_param_gather ? overlapped_comm_cost_s(ag, fwd_window, kNcclOverlapSms, sms) : ag;
         if (detail) {
           add_comm(it.comm, CollectiveKind::kReduceScatter, group, span.size,
                    rs_n * collective_wire_bytes(CollectiveKind::kReduceScatter, g_bytes, span.size), n_rs, rs_n * rs);
@@ -295,8 +295,8 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
           // behind the backward (and its recompute). Not hidden: the first module's gather of
           // the step (nothing runs before it) and the last module's reduce-scatter (nothing
           // runs after it; the optimizer waits for it).
-          const double fwd_exp = overlapped_comm_cost_s(ag, fwd_window, sms);
-          const double bwd_exp = overlapped_comm_cost_s(ag + rs, bwd_window, sms);
+          const double fwd_exp = overlapped_comm_cost_s(ag, fwd_window, kNcclOverlapSms, sms);
+          const double bwd_exp = overlapped_comm_cost_s(ag + rs, bwd_window, kNcclOverlapSms, sms);
           dp_exposed += mb * (fwd_exp + bwd_exp) + ag_one + rs_one;
         } else {
           dp_exposed += mb * per_mb;

@@ -434,12 +434,9 @@ LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape&
       exposed = total;
       hidden_window_s = lc.gemm_fwd_s * (full ? 2.0 : 1.0) + lc.gemm_bwd_s;
     }
-    if (p.tp_comm_overlap) {
-      exposed = std::max(0.0, total - kOverlapEfficiency * hidden_window_s);
-      // While hidden, the communication kernels hold kTpOverlapCommSms of the SMs the GEMMs
-      // would use.
-      exposed += (total - exposed) * kTpOverlapCommSms / static_cast<double>(c.prof->sm_count);
-    }
+    // While hidden, the communication kernels hold kTpOverlapCommSms of the SMs the GEMMs
+    // would use.
+    if (p.tp_comm_overlap) exposed = overlapped_comm_cost_s(total, hidden_window_s, kTpOverlapCommSms, c.prof->sm_count);
     out.tp_total_s = total;
     out.tp_exposed_s = exposed;
   }
