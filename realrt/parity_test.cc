@@ -1,5 +1,5 @@
 // Parity of every plan with the single-process run: the CPU runtime under each plan (launched
-// with mpirun) must give the loss of each of 10 steps within 1e-5 relative of
+// with mpirun) must give the loss of each of 10 steps within kLossRelTolerance of
 // train_single_process for the same model, data and seed.
 #include <gtest/gtest.h>
 
@@ -17,6 +17,14 @@
 
 namespace monarch::realrt {
 namespace {
+
+// The runs compute in fp32 and split the GEMMs and reductions differently from the single
+// process, so the losses differ by round-off that training amplifies step by step, and by how
+// much depends on the BLAS kernels OpenBLAS picks for the CPU: up to 1.2e-5 relative after 8
+// steps (MoE, SwiGLU, TP 2 with SP, EP 2) on an AVX-512 Xeon, below 1e-5 on AVX2 EPYC hosts.
+// A different computation moves the losses far more: routing by sequence shard instead of by
+// whole micro-batch, by more than 1e-3 (ParityReference.RoutingBySequenceShardChangesTheRun).
+constexpr double kLossRelTolerance = 5e-5;
 
 // The worker's default model (realrt/parity_worker.cc): 4 layers, hidden 128, 4 heads, ffn 512,
 // vocab 256, sequence 64, hidden and attention dropout 0.1; global batch 4, micro-batch 1,
@@ -100,7 +108,7 @@ TEST_P(Parity, LossOfEveryStepMatchesSingleProcess) {
   const auto& ref = reference_losses(c.moe, c.route_groups, c.activation);
   ASSERT_EQ(losses.size(), ref.size());
   for (size_t i = 0; i < ref.size(); ++i)
-    EXPECT_NEAR(losses[i], ref[i], 1e-5 * std::abs(ref[i])) << c.name << " step " << i;
+    EXPECT_NEAR(losses[i], ref[i], kLossRelTolerance * std::abs(ref[i])) << c.name << " step " << i;
   EXPECT_LT(ref.back(), ref.front());  // it trains
 }
 
