@@ -74,6 +74,10 @@ struct LayerCompute {
 };
 
 LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p);
+// The kernels Megatron-LM's own layers (materialized attention's stack) run beyond Transformer
+// Engine's fused ones: the QKV bias add, the bias-gradient reductions, the q/k/v gradient
+// concatenation. Adds them to lc for a micro-batch of T local tokens.
+void add_megatron_local_layer_kernels(const Ctx& c, const ModelShape& m, const Plan& p, double T, LayerCompute& lc);
 // The per-layer costs (compute, collectives, host) from the layer's compute.
 LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape& m, const Ctx& c,
                             const LayerCompute& lc);

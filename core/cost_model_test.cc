@@ -1,4 +1,5 @@
 #include "core/cost_model.h"
+#include "core/cost_model_internal.h"
 
 #include <gtest/gtest.h>
 
@@ -324,6 +325,42 @@ TEST(LayerCosts, Fp8SequenceParallelAllGathersMoveOneBytePerElement) {
   EXPECT_EQ(fp8.collectives[1].kind, CollectiveKind::kReduceScatter);
   EXPECT_EQ(fp8.collectives[1].bytes, bf16.collectives[1].bytes);
   EXPECT_DOUBLE_EQ(fp8.collectives[1].time_s, bf16.collectives[1].time_s);
+}
+
+// Megatron-LM's own layers (the materialized-attention stack) add the QKV bias in its own
+// kernel, reduce each bias gradient separately and concatenate the q, k, v gradients. Bytes
+// per micro-batch follow the shapes exactly; a model without biases (Llama) keeps only the
+// concatenation.
+TEST(LayerCosts, MegatronLocalLayersRunTheBiasAndCopyKernelsThatTransformerEngineFuses) {
+  Scenario s = gpt175b(64);
+  s.model.num_layers = 24;
+  s.model.hidden_size = 2048;
+  s.model.num_attention_heads = 16;
+  s.model.attention_kernel = AttentionKernel::kMaterialized;
+  Plan p;
+  p.tp = 2;
+  p.micro_batch_size = 2;
+  const cost_detail::Ctx c = cost_detail::make_ctx(s);
+  const ModelShape m = model_shape(s.model);
+  const double T = 2.0 * 2048, h = 2048, qkv = 3 * h / 2, e = 2;
+  cost_detail::LayerCompute gpt;
+  cost_detail::add_megatron_local_layer_kernels(c, m, p, T, gpt);
+  EXPECT_DOUBLE_EQ(gpt.fwd.bytes, 2 * e * T * qkv);                                  // QKV bias add
+  EXPECT_DOUBLE_EQ(gpt.bwd.bytes, 2 * e * T * qkv + e * T * (qkv + 4 * h / 2) + 2 * e * T * h);
+  EXPECT_EQ(gpt.fwd.flops, 0);
+  p.sequence_parallel = true;  // the projection and fc2 bias gradients cover the local shard
+  cost_detail::LayerCompute sp;
+  cost_detail::add_megatron_local_layer_kernels(c, m, p, T, sp);
+  EXPECT_DOUBLE_EQ(gpt.bwd.bytes - sp.bwd.bytes, 2 * e * (T - T / 2) * h);
+  p.sequence_parallel = false;
+
+  Scenario l = llama8b("A100-80GB", 8);
+  l.model.attention_kernel = AttentionKernel::kMaterialized;
+  const ModelShape lm = model_shape(l.model);
+  cost_detail::LayerCompute llama;
+  cost_detail::add_megatron_local_layer_kernels(cost_detail::make_ctx(l), lm, p, T, llama);
+  EXPECT_EQ(llama.fwd.bytes, 0);
+  EXPECT_DOUBLE_EQ(llama.bwd.bytes, 2 * e * T * (4096 + 2 * 1024) / 2);
 }
 
 // ZeRO-3 / FSDP gathers and reduce-scatters module by module, each call its own NCCL ring:

@@ -184,6 +184,33 @@ GemmCost linear(const Ctx& c, double m, double n, double k, bool fp8_ok, double 
 
 namespace cost_detail {
 
+// Megatron-LM's own layers (the stack of materialized attention, before Transformer Engine)
+// run kernels that Transformer Engine fuses away, each a pass over HBM with its own launch:
+// - forward: the QKV linear adds its bias after the GEMM (`output = torch.matmul(...)`,
+//   then `output = output + bias`: read, write; LinearWithGradAccumulationAndAsyncCommunication
+//   in megatron/core/tensor_parallel/layers.py). The projection, fc1 and fc2 pass their biases
+//   on to the fused bias-dropout-add and bias-GeLU kernels (skip_bias_add), counted above.
+// - backward: each bias gradient is a column sum of the output gradient, one reduction
+//   reading it (`grad_bias = grad_output.sum(dim=0)` for QKV; autograd's sum over the
+//   broadcast bias of bias-GeLU and of the two bias-dropout-adds); the q, k, v gradients are
+//   concatenated into the QKV output gradient (the backward of torch.split in
+//   split_tensor_along_last_dim: read, write).
+void add_megatron_local_layer_kernels(const Ctx& c, const ModelShape& m, const Plan& p, double T, LayerCompute& lc) {
+  const double e = c.e;
+  const double t = static_cast<double>(p.tp);
+  const double h = static_cast<double>(m.hidden);
+  const double qkv_cols = static_cast<double>(m.heads * m.head_dim + 2 * m.kv_heads * m.head_dim) / t;
+  const double T_rep = p.sequence_parallel ? T / t : T;
+  lc.bwd += elementwise(c, 2.0 * e * T * qkv_cols);  // q, k, v gradients concatenated
+  if (!m.biases) return;
+  lc.fwd += elementwise(c, 2.0 * e * T * qkv_cols);  // QKV bias add
+  lc.bwd += elementwise(c, e * T * qkv_cols);        // QKV bias gradient
+  lc.bwd += elementwise(c, e * T_rep * h);           // projection bias gradient
+  if (m.moe()) return;                               // expert biases: the experts' own layout
+  lc.bwd += elementwise(c, e * T * (m.gated_mlp ? 2.0 : 1.0) * static_cast<double>(m.ffn) / t);  // fc1 bias gradient
+  lc.bwd += elementwise(c, e * T_rep * h);           // fc2 bias gradient
+}
+
 LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
   LayerCompute lc;
   const double t = static_cast<double>(p.tp);
@@ -275,6 +302,12 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
     attn_bwd += elementwise(c, 3.0 * e * scores);               // softmax backward
     attn_bwd += gemm(c, c.prec16, s_local, d, s, batch, e, e);  // dQ = dS K
     attn_bwd += gemm(c, c.prec16, s, d, s_local, batch, e, e);  // dK = dS^T Q
+    // The context [b, a, s, d] becomes [s, b, a d] for the projection: permute + contiguous,
+    // a copy (read, write), and its backward copies the gradient back (Megatron-LM
+    // CoreAttention.forward, megatron/model/transformer.py; Megatron-Core's DotProductAttention).
+    const double context = T * q / t;
+    attn_fwd += elementwise(c, 2.0 * e * context);
+    attn_bwd += elementwise(c, 2.0 * e * context);
   }
   if (p.cp > 1 && m.attention == AttentionKernel::kFlash) {
     // Ring attention merges each step's partial output into an fp32 accumulator rescaled by
@@ -312,6 +345,7 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
   if (!m.learned_positions) ew += 2.0 * e * (q + kv) / t * T;  // rotary embedding on q and k
   lc.fwd += elementwise(c, ew);
   lc.bwd += elementwise(c, kBackwardElementwiseFactor * ew);
+  if (m.attention == AttentionKernel::kMaterialized) add_megatron_local_layer_kernels(c, m, p, T, lc);
 
   // --- MoE router and dispatcher kernels, host sync, and the busiest rank's extra work
   if (m.moe()) {
