@@ -327,6 +327,29 @@ TEST(LayerCosts, Fp8SequenceParallelAllGathersMoveOneBytePerElement) {
   EXPECT_DOUBLE_EQ(fp8.collectives[1].time_s, bf16.collectives[1].time_s);
 }
 
+// With TP communication overlap the projection's and fc2's input-gradient GEMMs take the
+// output gradient chunk by chunk as the ring exchange gathers it: the same FLOPs in tp smaller
+// GEMMs, each with its own wave quantization, so the backward takes longer. Without sequence
+// parallelism there is no such overlap and nothing changes.
+TEST(LayerCosts, TpOverlapChunksTheRingExchangeInputGradientGemms) {
+  Scenario s = llama8b("H100-SXM", 8);
+  s.model.seq_length = 4096;
+  Plan p;
+  p.tp = 4;
+  p.dp = 2;
+  p.sequence_parallel = true;
+  const LayerCosts off = layer_costs(s, p);
+  p.tp_comm_overlap = true;
+  const LayerCosts on = layer_costs(s, p);
+  EXPECT_DOUBLE_EQ(on.backward_flops, off.backward_flops);
+  EXPECT_GT(on.backward_s, off.backward_s);
+  EXPECT_GT(on.forward_s, off.forward_s);
+  p.sequence_parallel = false;
+  const LayerCosts no_sp_on = layer_costs(s, p);
+  p.tp_comm_overlap = false;
+  EXPECT_DOUBLE_EQ(no_sp_on.backward_s, layer_costs(s, p).backward_s);
+}
+
 // Megatron-LM's own layers (the materialized-attention stack) add the QKV bias in its own
 // kernel, reduce each bias gradient separately and concatenate the q, k, v gradients. Bytes
 // per micro-batch follow the shapes exactly; a model without biases (Llama) keeps only the

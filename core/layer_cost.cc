@@ -166,12 +166,18 @@ Op elementwise(const Ctx& c, double bytes) {
 struct GemmCost {
   Op fwd, bwd;
 };
+// The input-gradient GEMM of a linear layer (m x k) . (k x n): dX = dY W^T, m x k.
+Op linear_dgrad(const Ctx& c, double m, double n, double k, bool fp8_ok, double batch = 1.0) {
+  const Precision p = fp8_ok ? c.prec : c.prec16;
+  return gemm(c, p, m, k, n, batch, p == Precision::kFp8 ? 1.0 : c.e, c.e);
+}
+
 GemmCost linear(const Ctx& c, double m, double n, double k, bool fp8_ok, double batch = 1.0) {
   const Precision p = fp8_ok ? c.prec : c.prec16;
   const double ein = p == Precision::kFp8 ? 1.0 : c.e;
   GemmCost g;
   g.fwd = gemm(c, p, m, n, k, batch, ein, c.e);
-  g.bwd = gemm(c, p, m, k, n, batch, ein, c.e);                         // dgrad: dX = dY W^T
+  g.bwd = linear_dgrad(c, m, n, k, fp8_ok, batch);
   g.bwd += gemm(c, p, k, n, m, batch, ein, 4.0, batch * 4.0 * k * n);  // wgrad into fp32 main_grad
   if (p == Precision::kFp8) {
     g.fwd += elementwise(c, kFp8CastBytesPerElement * m * k * batch);
@@ -252,14 +258,22 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
   // all-gather feeds (QKV, fc1) or a reduce-scatter drains (projection, fc2) into tp chunks of
   // T / tp rows, one per ring step (Transformer Engine userbuffers split_overlap_ag /
   // split_overlap_rs; the pipelined reduce-scatter uses num_splits = 4 in NeMo's configs): tp
-  // smaller GEMMs, each with its own wave quantization and kernel launch.
+  // smaller GEMMs, each with its own wave quantization and kernel launch. In the backward the
+  // projection's and fc2's input-gradient GEMMs take the output gradient as a ring exchange
+  // all-gathers it (proj_dgrad / fc2_dgrad: RingExchangeOverlapCfg in NeMo's userbuffers
+  // configs, nemo/collections/llm/recipes/tp_overlap_configs/userbuffers.py): tp chunks too.
+  // QKV's and fc1's backward overlaps are bulk (the gather or reduce-scatter runs beside the
+  // whole GEMM on a few SMs), so those GEMMs stay whole.
   if (p.tp_comm_overlap && p.tp > 1 && p.sequence_parallel && !m.moe()) {
     const double dims[4][2] = {{(q + 2.0 * kv) / t, h}, {h, q / t},
                                {(m.gated_mlp ? 2.0 : 1.0) * static_cast<double>(m.ffn) / t, h},
                                {h, static_cast<double>(m.ffn) / t}};
-    for (int i = 0; i < 4; ++i) {
-      const Op one = linear(c, T / t, dims[i][0], dims[i][1], true).fwd;
-      gemms[i].fwd = Op{t * one.s, t * one.flops, t * one.bytes};
+    auto chunked = [t](const Op& one) { return Op{t * one.s, t * one.flops, t * one.bytes}; };
+    for (int i = 0; i < 4; ++i) gemms[i].fwd = chunked(linear(c, T / t, dims[i][0], dims[i][1], true).fwd);
+    for (int i : {1, 3}) {
+      const Op whole = linear_dgrad(c, T, dims[i][0], dims[i][1], true);
+      const Op parts = chunked(linear_dgrad(c, T / t, dims[i][0], dims[i][1], true));
+      gemms[i].bwd += Op{parts.s - whole.s, parts.flops - whole.flops, parts.bytes - whole.bytes};
     }
   }
   for (int i = 0; i < n_gemms; ++i) {
