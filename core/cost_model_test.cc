@@ -279,6 +279,59 @@ TEST(LayerCosts, BackwardIsAboutTwiceForwardAndRecomputeRepeatsIt) {
   EXPECT_GT(l.embedding_backward_s, 0);
 }
 
+// GPT-3 125M (12 layers, hidden 768) at micro-batch 1 on A100s: its layers' kernels finish
+// before Python has dispatched the next ones.
+Scenario gpt125m_a100() {
+  Scenario s;
+  s.model.architecture = Architecture::kGpt;
+  s.model.num_layers = 12;
+  s.model.hidden_size = 768;
+  s.model.num_attention_heads = 12;
+  s.model.vocab_size = 50257;
+  s.model.seq_length = 2048;
+  s.cluster = cluster("A100-80GB", 8);
+  s.training.global_batch_size = 64;
+  return s;
+}
+
+TEST(LayerCosts, CudaGraphsReplaceTheEagerHostFloor) {
+  Scenario s = gpt125m_a100();
+  Plan p;
+  p.dp = 8;
+  p.recompute = Recompute::kFull;
+  const LayerCosts eager = layer_costs(s, p);
+  EXPECT_GT(eager.host_forward_s, 0);
+  EXPECT_GT(eager.host_backward_s, 0);
+  EXPECT_GT(eager.host_recompute_s, 0);
+  s.training.cuda_graphs = true;
+  const LayerCosts graphed = layer_costs(s, p);
+  // Three host ops per graph replay hide behind the replayed kernels; the GPU work is the same.
+  EXPECT_EQ(graphed.host_forward_s, 0);
+  EXPECT_EQ(graphed.host_backward_s, 0);
+  EXPECT_EQ(graphed.host_recompute_s, 0);
+  EXPECT_DOUBLE_EQ(graphed.forward_s, eager.forward_s);
+  EXPECT_DOUBLE_EQ(graphed.backward_s, eager.backward_s);
+  const BackendResult r_eager = estimate_plan(gpt125m_a100(), p);
+  const BackendResult r_graphed = estimate_plan(s, p);
+  EXPECT_LT(r_graphed.iteration_time_s, r_eager.iteration_time_s);
+  EXPECT_GT(r_eager.time_breakdown_s.host, 0);
+  EXPECT_EQ(r_graphed.time_breakdown_s.host, 0);
+  EXPECT_NEAR(quick_estimate(s, p).iteration_time_s, r_graphed.iteration_time_s, 1e-9 * r_graphed.iteration_time_s);
+}
+
+TEST(Memory, CudaGraphsKeepTheirPassesTemporariesAllocated) {
+  Scenario s = llama8b("H100-SXM", 8);
+  const ModelShape m = model_shape(s.model);
+  Plan p;
+  p.dp = 8;
+  const MemoryBreakdown eager = stage_memory(m, s, p, 0, 32);
+  s.training.cuda_graphs = true;
+  const MemoryBreakdown graphed = stage_memory(m, s, p, 0, 32);
+  EXPECT_DOUBLE_EQ(graphed.activations_bytes, 1.2 * eager.activations_bytes);
+  EXPECT_DOUBLE_EQ(graphed.weights_bytes, eager.weights_bytes);
+  EXPECT_DOUBLE_EQ(graphed.optimizer_bytes, eager.optimizer_bytes);
+}
+
 TEST(LayerCosts, TensorParallelCollectivesPerLayer) {
   Scenario s = gpt175b(64);
   Plan p;

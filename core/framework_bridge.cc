@@ -195,6 +195,8 @@ void export_torchtitan(const Scenario& s, const Plan& p, Problems& refuse, Expor
     refuse.push_back({where, "torchtitan's tensor parallel plan always shards the norms over the sequence "
                              "(sequence parallel); the plan has tp " + str(p.tp) + " without it"});
   if (p.tp_comm_overlap) t.set("parallelism", "enable_async_tensor_parallel", "true");
+  if (s.training.cuda_graphs)
+    refuse.push_back({where, "torchtitan trains without CUDA graphs (training.cuda_graphs); its compile option does not capture them"});
   t.set("parallelism", "context_parallel_degree", str(p.cp));
   t.set("parallelism", "expert_parallel_degree", str(p.ep));
   if (m.is_moe()) t.set("parallelism", "expert_tensor_parallel_degree", str(p.expert_tp()));
@@ -338,6 +340,11 @@ void export_megatron(const Scenario& s, const Plan& p, Problems& refuse, Exporte
   if (p.dp > 1 && p.overlap_grad_reduce) f.add("--overlap-grad-reduce");
   if (p.dp > 1 && p.zero_stage >= 1 && p.overlap_param_gather) f.add("--overlap-param-gather");
   if (p.tp_comm_overlap) f.add("--tp-comm-overlap");
+  if (s.training.cuda_graphs) {
+    f.add("--cuda-graph-impl", "transformer_engine");
+    // A dropless MoE layer is captured up to its dispatcher (the cost model's rule too).
+    if (s.model.is_moe() && s.model.moe_dropless) f.add("--cuda-graph-scope", "attn");
+  }
   megatron_recompute_flags(p.recompute, f);
   f.add("--micro-batch-size", str(p.micro_batch_size));
   f.add("--global-batch-size", str(s.training.global_batch_size));
@@ -377,6 +384,7 @@ void export_deepspeed(const Scenario& s, const Plan& p, Problems& refuse, Export
   if (s.training.precision == Precision::kFp8)
     refuse.push_back({where, "Megatron-DeepSpeed has no fp8 training"});
   if (p.tp_comm_overlap) refuse.push_back({where, "Megatron-DeepSpeed has no TP communication overlap (--tp-comm-overlap)"});
+  if (s.training.cuda_graphs) refuse.push_back({where, "Megatron-DeepSpeed trains without CUDA graphs (training.cuda_graphs)"});
   if (s.model.is_moe() && s.model.moe_ffn_hidden_size > 0 && s.model.moe_ffn_hidden_size != s.model.ffn_hidden_size)
     refuse.push_back({where, "Megatron-DeepSpeed's experts take --ffn-hidden-size (it has no --moe-ffn-hidden-size); "
                              "the model's expert FFN is " + str(s.model.moe_ffn_hidden_size) + " beside a dense FFN of " +
@@ -526,6 +534,10 @@ void export_bridge(const Scenario& s, const Plan& p, Problems& refuse, ExportedC
   set("ddp.overlap_grad_reduce", flag(p.overlap_grad_reduce));
   set("ddp.overlap_param_gather", flag(p.zero_stage >= 1 && p.overlap_param_gather));
   set("comm_overlap.tp_comm_overlap", flag(p.tp_comm_overlap));
+  if (s.training.cuda_graphs) {
+    set("model.cuda_graph_impl", "transformer_engine");
+    if (m.is_moe() && m.moe_dropless) set("model.cuda_graph_scope", "attn");
+  }
   // Megatron-Bridge 0.6 recipes (src/megatron/bridge/training/mixed_precision.py, @register).
   switch (s.training.precision) {
     case Precision::kBf16: set("mixed_precision", "bf16_mixed"); break;
@@ -763,6 +775,12 @@ void import_megatron_like(Importer& in, bool deepspeed_flags) {
     std::replace(name.begin(), name.end(), '-', '_');
     in.assign("parallelism." + name, in.boolean(k).value_or(false) ? "true" : "false");
   }
+  // CUDA graphs: --cuda-graph-impl local | transformer_engine (none: eager); the deprecated
+  // --enable-cuda-graph means local.
+  const auto graph_impl = in.text("--cuda-graph-impl");
+  const bool graphs = (graph_impl && *graph_impl != "none") || in.boolean("--enable-cuda-graph").value_or(false);
+  (void)in.text("--cuda-graph-scope");
+  if (graphs) in.assign("training.cuda_graphs", "true");
   // Recompute.
   const auto granularity = in.text("--recompute-granularity");
   const bool checkpoint_activations = deepspeed_flags && in.boolean("--checkpoint-activations").value_or(false);
@@ -1083,6 +1101,10 @@ void import_bridge(Importer& in) {
   for (const char* k : {"overlap_grad_reduce", "overlap_param_gather"})
     if (auto v = in.boolean(std::string("ddp.") + k)) in.assign(std::string("parallelism.") + k, *v ? "true" : "false");
   if (auto v = in.boolean("comm_overlap.tp_comm_overlap")) in.assign("parallelism.tp_comm_overlap", *v ? "true" : "false");
+  const auto graph_impl = in.text("model.cuda_graph_impl");
+  const bool graphs = (graph_impl && *graph_impl != "none") || in.boolean("model.enable_cuda_graph").value_or(false);
+  (void)in.text("model.cuda_graph_scope");
+  if (graphs) in.assign("training.cuda_graphs", "true");
   if (auto mp = in.text("mixed_precision")) {
     std::string r = *mp;
     std::replace(r.begin(), r.end(), '-', '_');

@@ -44,6 +44,15 @@ constexpr double kLayerForwardHostOps = 36.0;
 // gradient reduction; the views get view-backward nodes; 12 parameter tensors (4 weights,
 // 4 biases, 2 LayerNorms x 2) get gradient-accumulation ops -> 72.
 constexpr double kLayerBackwardHostOps = 72.0;
+// A layer captured as CUDA graphs (training.cuda_graphs; Transformer Engine's
+// make_graphed_callables, which Megatron-Core's --cuda-graph-impl transformer_engine calls per
+// layer, as torch.cuda.make_graphed_callables does) runs as one autograd Function: forward, the
+// Function's apply, a copy of the new input into the graph's static input, the forward graph's
+// replay; backward, the autograd node, a copy of the incoming gradient into the static gradient,
+// the backward graph's replay (transformer_engine/pytorch/graph.py, Graphed.forward / backward).
+// Three host ops per pass, at the eager per-op cost.
+constexpr double kGraphedLayerForwardHostOps = 3.0;
+constexpr double kGraphedLayerBackwardHostOps = 3.0;
 // FlashAttention efficiency falls for short sequences: s / (s + kFlashSeqHalf). FA2 on A100
 // runs causal hdim-128 forward at ~130 TFLOP/s at 512 tokens vs ~195 at 8k (Dao 2023).
 constexpr double kFlashSeqHalf_tokens = 256.0;
@@ -135,6 +144,7 @@ Ctx make_ctx(const Scenario& s) {
   c.peak16 = peak_tflops(s.cluster.gpu, c.prec16) * kTera;
   c.hbm = hbm_bytes_per_s(s.cluster.gpu, *c.prof);
   c.cal = profile_of(s.cluster.gpu);
+  c.cuda_graphs = s.training.cuda_graphs;
   return c;
 }
 
@@ -403,10 +413,17 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
   // The floor is PyTorch's: a device measured by monarch-calibrate as a CPU runs the project's
   // own runtime (C++ calling BLAS, no Python dispatch), so none there.
   const bool eager = c.cal == nullptr || c.cal->device_kind == DeviceKind::kGpu;
-  lc.host_fwd_s = eager ? kLayerForwardHostOps * kEagerHostPerOp_s : 0.0;
-  lc.host_bwd_s = eager ? kLayerBackwardHostOps * kEagerHostPerOp_s : 0.0;
+  // CUDA graphs capture a dropless MoE layer's attention only: its dispatcher sizes the experts'
+  // inputs from the routing on the host (Megatron-Core's cuda_graph_scope "attn" for dropless
+  // MoE; the whole layer needs drop-and-pad), so its ops stay eager.
+  const bool graphed = c.cuda_graphs && !(m.moe() && m.dropless);
+  const double fwd_ops = graphed ? kGraphedLayerForwardHostOps : kLayerForwardHostOps;
+  const double bwd_ops = graphed ? kGraphedLayerBackwardHostOps : kLayerBackwardHostOps;
+  lc.host_fwd_s = eager ? fwd_ops * kEagerHostPerOp_s : 0.0;
+  lc.host_bwd_s = eager ? bwd_ops * kEagerHostPerOp_s : 0.0;
   // Full recompute runs the layer's forward again inside the backward (a checkpointed block:
-  // the same ops from Python again); selective recompute only the attention core's few ops.
+  // the same ops from Python again, or the forward graph's replay); selective recompute only the
+  // attention core's few ops.
   if (p.recompute == Recompute::kFull) lc.host_recompute_s = lc.host_fwd_s;
   return lc;
 }

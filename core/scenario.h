@@ -147,6 +147,10 @@ struct TrainingConfig {
   int64_t steps = 10;
   int64_t seed = 1;
   Framework framework = Framework::kMegatron;
+  // training.cuda_graphs: each transformer layer's forward and backward replayed as captured CUDA
+  // graphs (Megatron-Core --cuda-graph-impl transformer_engine, NeMo / Megatron-Bridge
+  // cuda_graph_impl) instead of dispatched op by op from Python. Megatron only.
+  bool cuda_graphs = false;
   // Tokens the whole training run processes (training.total_tokens); 0 = not given. With a
   // reliability block it turns goodput into an expected time to train.
   double total_tokens = 0;

@@ -341,6 +341,31 @@ TEST(ScenarioIo, HfConfigIsReadRelativeToTheScenarioFile) {
   EXPECT_NE(all_messages(s.problems()).find("\"t5\""), std::string::npos);
 }
 
+TEST(ScenarioIo, CudaGraphsAreMegatronsAndSurviveTheRoundTrip) {
+  auto s = scenario_from_json(base_scenario());
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  EXPECT_FALSE(s->training.cuda_graphs);
+  json j = base_scenario();
+  j["training"]["cuda_graphs"] = true;
+  s = scenario_from_json(j);
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  EXPECT_TRUE(s->training.cuda_graphs);
+  auto again = scenario_from_json(scenario_to_json(*s));
+  ASSERT_TRUE(again.ok()) << all_messages(again.problems());
+  EXPECT_TRUE(again->training.cuda_graphs);
+  j["training"]["cuda_graphs"] = "yes";
+  s = scenario_from_json(j);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(all_messages(s.problems()).find("/training/cuda_graphs"), std::string::npos);
+  // Megatron-DeepSpeed and torchtitan train eagerly: the key names the framework it conflicts with.
+  j["training"]["cuda_graphs"] = true;
+  j["training"]["framework"] = "torchtitan";
+  s = scenario_from_json(j);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(all_messages(s.problems()).find("/training/cuda_graphs"), std::string::npos) << all_messages(s.problems());
+  EXPECT_NE(all_messages(s.problems()).find("\"torchtitan\""), std::string::npos) << all_messages(s.problems());
+}
+
 TEST(ScenarioIo, Format11ModelKeysAndTheirDefaults) {
   auto s = scenario_from_json(base_scenario());
   ASSERT_TRUE(s.ok()) << all_messages(s.problems());

@@ -16,7 +16,7 @@ void read_training(Ctx& ctx, const json* tj, TrainingConfig& t, std::optional<do
   }
   Obj o(ctx, tj, "/training",
         {"global_batch_size", "micro_batch_size", "precision", "optimizer", "steps", "seed", "moe_capacity_factor", "framework",
-         "total_tokens"});
+         "total_tokens", "cuda_graphs"});
   if (auto v = get_int(ctx, o, "global_batch_size", 1, kMaxGlobalBatchSize)) t.global_batch_size = *v;
   else if (!o.has("global_batch_size")) ctx.add(o.at("global_batch_size"), "missing, expected a positive integer (samples per optimizer step)");
   else t.global_batch_size = -1;
@@ -29,6 +29,14 @@ void read_training(Ctx& ctx, const json* tj, TrainingConfig& t, std::optional<do
   if (auto v = get_int(ctx, o, "seed", 0, std::numeric_limits<int64_t>::max(), "an integer >= 0")) t.seed = *v;
   capacity_factor = get_num(ctx, o, "moe_capacity_factor", 0, kMaxCapacityFactor, true);
   if (auto v = get_num(ctx, o, "total_tokens", 0, kMaxTotalTokens, true)) t.total_tokens = *v;
+  if (auto v = get_bool(ctx, o, "cuda_graphs")) {
+    t.cuda_graphs = *v;
+    // Graph capture of training layers is Megatron-Core's (Transformer Engine's
+    // make_graphed_callables per layer); Megatron-DeepSpeed and torchtitan train eagerly.
+    if (t.cuda_graphs && t.framework != Framework::kMegatron)
+      ctx.add(o.at("cuda_graphs"), std::string("CUDA-graph training is Megatron-Core's (--cuda-graph-impl); training.framework \"") +
+                                       to_string(t.framework) + "\" has none");
+  }
   o.finish();
   if (t.micro_batch_size && *t.micro_batch_size > 0 && t.global_batch_size > 0 && *t.micro_batch_size > t.global_batch_size)
     ctx.add(o.at("micro_batch_size"), "found " + fmt_int(*t.micro_batch_size) + ", expected at most global_batch_size (" +

@@ -298,6 +298,39 @@ TEST(FrameworkBridge, RoundTripGivesBackThePlan) {
   EXPECT_GE(round_trips, 16);
 }
 
+TEST(FrameworkBridge, CudaGraphsTravelToMegatronAndBack) {
+  Case c = cases()[0];
+  c.scenario.training.cuda_graphs = true;
+  for (ConfigFormat f : {ConfigFormat::kMegatron, ConfigFormat::kMegatronBridge}) {
+    auto out = export_plan(c.scenario, c.plan, f);
+    ASSERT_TRUE(out.ok()) << to_string(f) << ": " << out.problems().front().to_string();
+    EXPECT_NE(out->text.find(f == ConfigFormat::kMegatron ? "--cuda-graph-impl transformer_engine"
+                                                          : "model.cuda_graph_impl=transformer_engine"),
+              std::string::npos)
+        << out->text;
+    ImportOptions o;
+    o.format = f;
+    o.num_gpus = c.scenario.cluster.num_gpus;
+    o.gpus_per_node = c.scenario.cluster.gpus_per_node;
+    auto imported = import_framework_config(write_temp("graphs_" + std::string(to_string(f)) + extension(f), out->text), o);
+    ASSERT_TRUE(imported.ok()) << imported.problems().front().to_string();
+    auto again = scenario_from_json(imported->scenario);
+    ASSERT_TRUE(again.ok()) << again.problems().front().to_string();
+    EXPECT_TRUE(again->training.cuda_graphs) << to_string(f);
+  }
+  // Without the key the exports carry no graph flag, and the import leaves the layers eager.
+  auto eager = export_plan(cases()[0].scenario, cases()[0].plan, ConfigFormat::kMegatron);
+  ASSERT_TRUE(eager.ok());
+  EXPECT_EQ(eager->text.find("cuda-graph"), std::string::npos);
+  for (ConfigFormat f : {ConfigFormat::kTorchtitan, ConfigFormat::kDeepspeed}) {
+    auto out = export_plan(c.scenario, c.plan, f);
+    ASSERT_FALSE(out.ok()) << to_string(f);
+    std::string all;
+    for (const auto& pr : out.problems()) all += pr.message + "\n";
+    EXPECT_NE(all.find("CUDA graphs"), std::string::npos) << all;
+  }
+}
+
 TEST(FrameworkExport, RefusesWhatTheTargetCannotExpress) {
   const Case interleaved = cases()[2];
   auto ds = export_plan(interleaved.scenario, interleaved.plan, ConfigFormat::kDeepspeed);
