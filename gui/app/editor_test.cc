@@ -84,6 +84,16 @@ TEST(ScenarioEditor, ProblemsAtTheFieldWithTheCommandLineMessage) {
   // Clearing a field removes the key (searched / default).
   editor.set_field_text("/parallelism/tensor_parallel_degree", "");
   EXPECT_FALSE(editor.document()["parallelism"].contains("tp"));
+
+  // CUDA graphs are a JSON boolean, and a framework without them is reported at the key.
+  ASSERT_TRUE(editor.set_field_text("/training/cuda_graphs", "true"));
+  EXPECT_EQ(editor.document()["training"]["cuda_graphs"], true);
+  EXPECT_TRUE(editor.scenario());
+  ASSERT_TRUE(editor.set_field_text("/training/framework", "torchtitan"));
+  EXPECT_FALSE(editor.scenario());
+  EXPECT_TRUE(editor.field_problem("/training/cuda_graphs").contains("torchtitan"));
+  editor.set_field_text("/training/framework", "");
+  EXPECT_TRUE(editor.scenario());
 }
 
 TEST(ScenarioEditor, SaveIsAtomicAndKeepsEditsOnFailure) {

@@ -136,6 +136,10 @@ void ScenarioEditor::build_forms() {
   f("Training", "optimizer", {"/training/optimizer"}, K::kChoice, {QString(), "adam", "sgd"});
   f("Training", "steps", {"/training/steps"}, K::kInteger);
   f("Training", "seed", {"/training/seed"}, K::kInteger);
+  f("Training", "framework", {"/training/framework"}, K::kChoice, {QString(), "megatron", "deepspeed", "torchtitan"},
+    "the stack that runs the plan; default megatron");
+  f("Training", "cuda_graphs", {"/training/cuda_graphs"}, K::kChoice, none_true_false,
+    "layers replayed as CUDA graphs (Megatron only); default false");
   auto deg = [](const char* canonical, const char* a, const char* b) {
     return std::vector<std::string>{std::string("/parallelism/") + canonical, std::string("/parallelism/") + a,
                                     std::string("/parallelism/") + b};
