@@ -24,4 +24,15 @@ std::string framework_problem(Framework f, const Plan& p) {
   return {};
 }
 
+std::string cuda_graph_problem(const ModelConfig& m, Recompute r) {
+  if (r == Recompute::kFull)
+    return "Megatron-Core's per-layer CUDA graphs do not run with full recompute (\"full recompute is only supported "
+           "with full iteration CUDA graph\"); expected activation_recompute none or selective with training.cuda_graphs";
+  if (r == Recompute::kSelective && m.attention_dropout_p() > 0)
+    return "Megatron-Core's CUDA graphs do not recompute a graphed attention core with attention dropout (\"attention "
+           "dropout is not supported with graphed attention recomputation\"); expected activation_recompute none, or "
+           "model.attention_dropout 0, with training.cuda_graphs";
+  return {};
+}
+
 }  // namespace monarch

@@ -23,4 +23,11 @@ namespace monarch {
 //   for 2 and 3, interleaved schedules).
 std::string framework_problem(Framework framework, const Plan& plan);
 
+// Why Megatron-Core's per-layer CUDA graphs (training.cuda_graphs) cannot run with `recompute`
+// on `model`, or empty (megatron/core/transformer/transformer_config.py, __post_init__):
+// full recompute "is only supported with full iteration CUDA graph", and recomputing a graphed
+// attention core (selective recompute, recompute_modules core_attn) with attention dropout is
+// "not supported with graphed attention recomputation".
+std::string cuda_graph_problem(const ModelConfig& model, Recompute recompute);
+
 }  // namespace monarch

@@ -69,6 +69,8 @@ std::string plan_problem(const Scenario& sc, const Plan& p, const ModelShape& m)
     return "global batch size is not a multiple of micro_batch_size x dp";
   if (p.vpp > 1 && p.schedule != Schedule::kInterleaved) return "virtual stages need the interleaved schedule";
   if (p.zero_stage < 0 || p.zero_stage > 3) return "zero stage must be 0..3";
+  if (sc.training.cuda_graphs)
+    if (std::string why = cuda_graph_problem(sc.model, p.recompute); !why.empty()) return why;
   return framework_problem(sc.training.framework, p);
 }
 

@@ -422,8 +422,8 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
   lc.host_fwd_s = eager ? fwd_ops * kEagerHostPerOp_s : 0.0;
   lc.host_bwd_s = eager ? bwd_ops * kEagerHostPerOp_s : 0.0;
   // Full recompute runs the layer's forward again inside the backward (a checkpointed block:
-  // the same ops from Python again, or the forward graph's replay); selective recompute only the
-  // attention core's few ops.
+  // the same ops from Python again; never with CUDA graphs, see cuda_graph_problem); selective
+  // recompute only the attention core's few ops.
   if (p.recompute == Recompute::kFull) lc.host_recompute_s = lc.host_fwd_s;
   return lc;
 }

@@ -37,6 +37,13 @@ struct BadCase {
 };
 
 inline const BadCase kBadCases[] = {
+    {"cuda graphs under torchtitan", {{"/training/cuda_graphs", "true"}, {"/training/framework", "\"torchtitan\""},
+                                      {"/model/attention_dropout", "0"}, {"/parallelism/vpp", "DELETE"}},
+     "/training/cuda_graphs", "training.framework \"torchtitan\" has none"},
+    {"cuda graphs with full recompute", {{"/training/cuda_graphs", "true"}, {"/parallelism/activation_recompute", "\"full\""}},
+     "/parallelism/activation_recompute", "full recompute is only supported with full iteration CUDA graph"},
+    {"cuda graphs recomputing attention with dropout", {{"/training/cuda_graphs", "true"}},
+     "/parallelism/activation_recompute", "attention dropout"},
     {"model missing", {{"/model", "DELETE"}}, "/model", "missing"},
     {"model not an object", {{"/model", "5"}}, "/model", "expected an object"},
     {"misspelled top-level key", {{"/modle", "{}"}}, "/modle", "did you mean \"model\""},
