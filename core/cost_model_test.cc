@@ -282,15 +282,10 @@ TEST(LayerCosts, BackwardIsAboutTwiceForwardAndRecomputeRepeatsIt) {
 // GPT-3 125M (12 layers, hidden 768) at micro-batch 1 on A100s: its layers' kernels finish
 // before Python has dispatched the next ones.
 Scenario gpt125m_a100() {
-  Scenario s;
-  s.model.architecture = Architecture::kGpt;
+  Scenario s = gpt175b(8);
   s.model.num_layers = 12;
   s.model.hidden_size = 768;
   s.model.num_attention_heads = 12;
-  s.model.vocab_size = 50257;
-  s.model.seq_length = 2048;
-  s.cluster = cluster("A100-80GB", 8);
-  s.training.global_batch_size = 64;
   return s;
 }
 
