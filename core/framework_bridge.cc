@@ -665,6 +665,20 @@ class Importer {
   ImportedConfig& out_;
 };
 
+// CUDA graphs: an implementation other than none (local, transformer_engine), or the deprecated
+// enable switch (local). Both capture per layer; a scope narrower than the whole layer is noted.
+void import_cuda_graphs(Importer& in, const std::string& impl_key, const std::string& enable_key,
+                        const std::string& scope_key) {
+  const auto impl = in.text(impl_key);
+  const bool graphs = (impl && *impl != "none") || in.boolean(enable_key).value_or(false);
+  const auto scope = in.text(scope_key);
+  if (!graphs) return;
+  in.assign("training.cuda_graphs", "true");
+  if (scope && *scope != "full")
+    in.left_out(in.setting(scope_key), "monarch-sim captures whole layers (a dropless MoE layer stays eager); a narrower "
+                                       "scope is not modelled");
+}
+
 std::string json_list(const std::vector<int64_t>& v) {
   std::string o = "[";
   for (size_t i = 0; i < v.size(); ++i) o += (i ? "," : "") + str(v[i]);
@@ -775,12 +789,7 @@ void import_megatron_like(Importer& in, bool deepspeed_flags) {
     std::replace(name.begin(), name.end(), '-', '_');
     in.assign("parallelism." + name, in.boolean(k).value_or(false) ? "true" : "false");
   }
-  // CUDA graphs: --cuda-graph-impl local | transformer_engine (none: eager); the deprecated
-  // --enable-cuda-graph means local.
-  const auto graph_impl = in.text("--cuda-graph-impl");
-  const bool graphs = (graph_impl && *graph_impl != "none") || in.boolean("--enable-cuda-graph").value_or(false);
-  (void)in.text("--cuda-graph-scope");
-  if (graphs) in.assign("training.cuda_graphs", "true");
+  import_cuda_graphs(in, "--cuda-graph-impl", "--enable-cuda-graph", "--cuda-graph-scope");
   // Recompute.
   const auto granularity = in.text("--recompute-granularity");
   const bool checkpoint_activations = deepspeed_flags && in.boolean("--checkpoint-activations").value_or(false);
@@ -1101,10 +1110,7 @@ void import_bridge(Importer& in) {
   for (const char* k : {"overlap_grad_reduce", "overlap_param_gather"})
     if (auto v = in.boolean(std::string("ddp.") + k)) in.assign(std::string("parallelism.") + k, *v ? "true" : "false");
   if (auto v = in.boolean("comm_overlap.tp_comm_overlap")) in.assign("parallelism.tp_comm_overlap", *v ? "true" : "false");
-  const auto graph_impl = in.text("model.cuda_graph_impl");
-  const bool graphs = (graph_impl && *graph_impl != "none") || in.boolean("model.enable_cuda_graph").value_or(false);
-  (void)in.text("model.cuda_graph_scope");
-  if (graphs) in.assign("training.cuda_graphs", "true");
+  import_cuda_graphs(in, "model.cuda_graph_impl", "model.enable_cuda_graph", "model.cuda_graph_scope");
   if (auto mp = in.text("mixed_precision")) {
     std::string r = *mp;
     std::replace(r.begin(), r.end(), '-', '_');

@@ -318,6 +318,20 @@ TEST(FrameworkBridge, CudaGraphsTravelToMegatronAndBack) {
     ASSERT_TRUE(again.ok()) << again.problems().front().to_string();
     EXPECT_TRUE(again->training.cuda_graphs) << to_string(f);
   }
+  // A capture narrower than the whole layer is read as graphs and noted as not modelled.
+  const std::string scoped = write_temp("graphs_scope.sh", "MONARCH_ARGS=(\n  --tensor-model-parallel-size 2\n"
+      "  --num-layers 32 --hidden-size 4096 --num-attention-heads 32 --seq-length 4096 --vocab-size 32000\n"
+      "  --micro-batch-size 1 --global-batch-size 64 --bf16 --sequence-parallel\n"
+      "  --cuda-graph-impl local --cuda-graph-scope attn\n)\n");
+  ImportOptions o;
+  o.format = ConfigFormat::kMegatron;
+  o.num_gpus = 16;
+  auto r = import_framework_config(scoped, o);
+  ASSERT_TRUE(r.ok()) << r.problems().front().to_string();
+  EXPECT_TRUE(scenario_from_json(r->scenario)->training.cuda_graphs);
+  bool noted = false;
+  for (const auto& l : r->left_out) noted |= l.find("--cuda-graph-scope") != std::string::npos;
+  EXPECT_TRUE(noted);
   // Without the key the exports carry no graph flag, and the import leaves the layers eager.
   auto eager = export_plan(cases()[0].scenario, cases()[0].plan, ConfigFormat::kMegatron);
   ASSERT_TRUE(eager.ok());
