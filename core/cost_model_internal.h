@@ -60,7 +60,7 @@ struct Ctx {
   double peak_gemm, peak16;
   double hbm;
   const CalibrationProfile* cal;  // measured throughput, or nullptr
-  bool cuda_graphs = false;       // training.cuda_graphs: layers replayed as captured graphs
+  bool graphed_layers = false;    // training.cuda_graphs and the whole layer is captured
 };
 
 Ctx make_ctx(const Scenario& s);

@@ -742,6 +742,18 @@ TEST(LayerCosts, CapacityFactorSizesTheAllToAllAndTheExperts) {
 // and a reduce-scatter of etp x E x cap x h elements over the expert-TP group (1 + 1 each way).
 Scenario moe_on(int64_t gpus) { return moe_llama(8, 1.25, gpus); }
 
+// A dropless MoE layer is captured by CUDA graphs only up to its dispatcher: it keeps the eager
+// floor; a drop-and-pad one is captured whole.
+TEST(LayerCosts, CudaGraphsCaptureDroplessMoeLayersOnlyInPart) {
+  Scenario moe = moe_on(64);
+  moe.training.cuda_graphs = true;
+  EXPECT_TRUE(cost_detail::make_ctx(moe).graphed_layers);
+  moe.model.moe_dropless = true;
+  EXPECT_FALSE(cost_detail::make_ctx(moe).graphed_layers);
+  moe.training.cuda_graphs = false;
+  EXPECT_FALSE(cost_detail::make_ctx(moe).graphed_layers);
+}
+
 struct ExpertCase {
   int64_t tp, etp, ep, cp, mbs;
 };

@@ -342,8 +342,7 @@ void export_megatron(const Scenario& s, const Plan& p, Problems& refuse, Exporte
   if (p.tp_comm_overlap) f.add("--tp-comm-overlap");
   if (s.training.cuda_graphs) {
     f.add("--cuda-graph-impl", "transformer_engine");
-    // A dropless MoE layer is captured up to its dispatcher (the cost model's rule too).
-    if (s.model.is_moe() && s.model.moe_dropless) f.add("--cuda-graph-scope", "attn");
+    if (!cuda_graphs_capture_whole_layer(s.model)) f.add("--cuda-graph-scope", "attn");
   }
   megatron_recompute_flags(p.recompute, f);
   f.add("--micro-batch-size", str(p.micro_batch_size));
@@ -536,7 +535,7 @@ void export_bridge(const Scenario& s, const Plan& p, Problems& refuse, ExportedC
   set("comm_overlap.tp_comm_overlap", flag(p.tp_comm_overlap));
   if (s.training.cuda_graphs) {
     set("model.cuda_graph_impl", "transformer_engine");
-    if (m.is_moe() && m.moe_dropless) set("model.cuda_graph_scope", "attn");
+    if (!cuda_graphs_capture_whole_layer(m)) set("model.cuda_graph_scope", "attn");
   }
   // Megatron-Bridge 0.6 recipes (src/megatron/bridge/training/mixed_precision.py, @register).
   switch (s.training.precision) {

@@ -24,6 +24,8 @@ std::string framework_problem(Framework f, const Plan& p) {
   return {};
 }
 
+bool cuda_graphs_capture_whole_layer(const ModelConfig& m) { return !(m.is_moe() && m.moe_dropless); }
+
 std::string cuda_graph_problem(const ModelConfig& m, Recompute r) {
   if (r == Recompute::kFull)
     return "Megatron-Core's per-layer CUDA graphs do not run with full recompute (\"full recompute is only supported "

@@ -30,4 +30,10 @@ std::string framework_problem(Framework framework, const Plan& plan);
 // "not supported with graphed attention recomputation".
 std::string cuda_graph_problem(const ModelConfig& model, Recompute recompute);
 
+// Whether Megatron-Core's per-layer CUDA graphs capture a whole layer of `model`: not a dropless
+// MoE layer, whose dispatcher sizes the experts' inputs from the routing on the host; only its
+// attention is captured (cuda_graph_scope attn; "moe cuda graph is only supported with
+// drop-padding MoE", transformer_config.py).
+bool cuda_graphs_capture_whole_layer(const ModelConfig& model);
+
 }  // namespace monarch

@@ -144,7 +144,7 @@ Ctx make_ctx(const Scenario& s) {
   c.peak16 = peak_tflops(s.cluster.gpu, c.prec16) * kTera;
   c.hbm = hbm_bytes_per_s(s.cluster.gpu, *c.prof);
   c.cal = profile_of(s.cluster.gpu);
-  c.cuda_graphs = s.training.cuda_graphs;
+  c.graphed_layers = s.training.cuda_graphs && cuda_graphs_capture_whole_layer(s.model);
   return c;
 }
 
@@ -413,12 +413,10 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
   // The floor is PyTorch's: a device measured by monarch-calibrate as a CPU runs the project's
   // own runtime (C++ calling BLAS, no Python dispatch), so none there.
   const bool eager = c.cal == nullptr || c.cal->device_kind == DeviceKind::kGpu;
-  // CUDA graphs capture a dropless MoE layer's attention only: its dispatcher sizes the experts'
-  // inputs from the routing on the host (Megatron-Core's cuda_graph_scope "attn" for dropless
-  // MoE; the whole layer needs drop-and-pad), so its ops stay eager.
-  const bool graphed = c.cuda_graphs && !(m.moe() && m.dropless);
-  const double fwd_ops = graphed ? kGraphedLayerForwardHostOps : kLayerForwardHostOps;
-  const double bwd_ops = graphed ? kGraphedLayerBackwardHostOps : kLayerBackwardHostOps;
+  // A layer whose graphs capture only part of it (dropless MoE) keeps the eager count, an upper
+  // bound.
+  const double fwd_ops = c.graphed_layers ? kGraphedLayerForwardHostOps : kLayerForwardHostOps;
+  const double bwd_ops = c.graphed_layers ? kGraphedLayerBackwardHostOps : kLayerBackwardHostOps;
   lc.host_fwd_s = eager ? fwd_ops * kEagerHostPerOp_s : 0.0;
   lc.host_bwd_s = eager ? bwd_ops * kEagerHostPerOp_s : 0.0;
   // Full recompute runs the layer's forward again inside the backward (a checkpointed block:

@@ -318,6 +318,14 @@ TEST(FrameworkBridge, CudaGraphsTravelToMegatronAndBack) {
     ASSERT_TRUE(again.ok()) << again.problems().front().to_string();
     EXPECT_TRUE(again->training.cuda_graphs) << to_string(f);
   }
+  // A dropless MoE layer is captured up to its dispatcher: the export says so.
+  Case dropless = cases()[3];
+  ASSERT_TRUE(dropless.scenario.model.moe_dropless);
+  dropless.scenario.training.cuda_graphs = true;
+  auto moe = export_plan(dropless.scenario, dropless.plan, ConfigFormat::kMegatron);
+  ASSERT_TRUE(moe.ok()) << moe.problems().front().to_string();
+  EXPECT_NE(moe->text.find("--cuda-graph-scope attn"), std::string::npos) << moe->text;
+  EXPECT_EQ(export_plan(c.scenario, c.plan, ConfigFormat::kMegatron)->text.find("--cuda-graph-scope"), std::string::npos);
   // A capture narrower than the whole layer is read as graphs and noted as not modelled.
   const std::string scoped = write_temp("graphs_scope.sh", "MONARCH_ARGS=(\n  --tensor-model-parallel-size 2\n"
       "  --num-layers 32 --hidden-size 4096 --num-attention-heads 32 --seq-length 4096 --vocab-size 32000\n"
