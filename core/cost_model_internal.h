@@ -61,6 +61,7 @@ struct Ctx {
   double hbm;
   const CalibrationProfile* cal;  // measured throughput, or nullptr
   bool graphed_layers = false;    // training.cuda_graphs and the whole layer is captured
+  bool unfused_loss = false;      // the loss is Megatron-DeepSpeed's unfused fp32 cross entropy
 };
 
 Ctx make_ctx(const Scenario& s);

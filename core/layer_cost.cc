@@ -71,6 +71,14 @@ constexpr double kBackwardElementwiseFactor = 2.0;
 // gradient (4 + 2 + 4 bytes). Megatron-LM cross_entropy.py.
 constexpr double kLossForwardBytesPerLogit = 14.0;
 constexpr double kLossBackwardBytesPerLogit = 10.0;
+// Megatron-DeepSpeed's loss (GPTModelPipe's CrossEntropy, megatron/model/gpt_model.py) casts
+// the logits to fp32 and runs the unfused vocab_parallel_cross_entropy on the copy, one kernel
+// per step, most of them in place: forward, the cast (read 2, write 4 bytes), the max (read 4),
+// subtracting it (read and write 4), exp (read and write 4), the sum (read 4) and the division
+// that leaves the softmax for the backward (read and write 4); backward, scaling the softmax by
+// the incoming gradient (read and write 4) and the cast's backward to 16-bit (read 4, write 2).
+constexpr double kUnfusedLossForwardBytesPerLogit = 38.0;
+constexpr double kUnfusedLossBackwardBytesPerLogit = 14.0;
 // Fp8 (Transformer Engine): each fp8 GEMM operand is cast (read 16-bit, write fp8) and, for
 // the wgrad/dgrad GEMMs on Hopper, transposed (write fp8 again): 2 + 1 + 1 bytes per element.
 constexpr double kFp8CastBytesPerElement = 4.0;
@@ -145,6 +153,7 @@ Ctx make_ctx(const Scenario& s) {
   c.hbm = hbm_bytes_per_s(s.cluster.gpu, *c.prof);
   c.cal = profile_of(s.cluster.gpu);
   c.graphed_layers = s.training.cuda_graphs && cuda_graphs_capture_whole_layer(s.model);
+  c.unfused_loss = s.training.framework == Framework::kDeepspeed;
   return c;
 }
 
@@ -577,8 +586,10 @@ LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape&
     GemmCost g = linear(c, T_out, V / t, h, false);
     output_dgrad_s = gemm(c, c.prec16, T_out, h, V / t, 1.0, c.e, c.e).s;
     Op norm = elementwise(c, 2.0 * e * h * (p.sequence_parallel ? T / t : T));
-    Op loss_f = elementwise(c, kLossForwardBytesPerLogit * T_out * V / t);
-    Op loss_b = elementwise(c, kLossBackwardBytesPerLogit * T_out * V / t);
+    const double loss_f_bytes = c.unfused_loss ? kUnfusedLossForwardBytesPerLogit : kLossForwardBytesPerLogit;
+    const double loss_b_bytes = c.unfused_loss ? kUnfusedLossBackwardBytesPerLogit : kLossBackwardBytesPerLogit;
+    Op loss_f = elementwise(c, loss_f_bytes * T_out * V / t);
+    Op loss_b = elementwise(c, loss_b_bytes * T_out * V / t);
     out.output_forward_s = g.fwd.s + norm.s + loss_f.s;
     out.output_backward_s = g.bwd.s + kBackwardElementwiseFactor * norm.s + loss_b.s;
     out.output_forward_flops = g.fwd.flops;
