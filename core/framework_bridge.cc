@@ -195,6 +195,10 @@ void export_torchtitan(const Scenario& s, const Plan& p, Problems& refuse, Expor
     refuse.push_back({where, "torchtitan's tensor parallel plan always shards the norms over the sequence "
                              "(sequence parallel); the plan has tp " + str(p.tp) + " without it"});
   if (p.tp_comm_overlap) t.set("parallelism", "enable_async_tensor_parallel", "true");
+  if (s.training.compile) {
+    t.set("compile", "enable", "true");
+    t.set("compile", "components", "[\"model\", \"loss\"]");
+  }
   if (s.training.cuda_graphs)
     refuse.push_back({where, "torchtitan trains without CUDA graphs (training.cuda_graphs); its compile option does not capture them"});
   t.set("parallelism", "context_parallel_degree", str(p.cp));
@@ -974,6 +978,15 @@ void import_torchtitan(Importer& in, int64_t num_gpus, int64_t num_layers) {
   if (auto ep = in.integer("parallelism.expert_parallel_degree")) in.assign("parallelism.expert_parallel_degree", str(*ep));
   in.assign_int("parallelism.expert_tensor_parallel_degree", in.integer("parallelism.expert_tensor_parallel_degree"));
   if (auto v = in.boolean("parallelism.enable_async_tensor_parallel")) in.assign("parallelism.tp_comm_overlap", *v ? "true" : "false");
+  // torch.compile of the blocks: [compile] enable with "model" among its components (torchtitan
+  // v0.2); [training] compile in earlier releases.
+  if (auto v = in.boolean("compile.enable")) {
+    const auto components = in.text("compile.components");
+    const bool model = !components || components->find("model") != std::string::npos;
+    in.assign("training.compile", *v && model ? "true" : "false");
+  } else if (auto legacy = in.boolean("training.compile")) {
+    in.assign("training.compile", *legacy ? "true" : "false");
+  }
 
   // Batch: see export_torchtitan.
   const auto local = in.integer("training.local_batch_size");

@@ -26,6 +26,12 @@ std::string framework_problem(Framework f, const Plan& p) {
 
 bool cuda_graphs_capture_whole_layer(const ModelConfig& m) { return !(m.is_moe() && m.moe_dropless); }
 
+std::string async_tp_problem(Framework framework, bool compile, bool tp_comm_overlap) {
+  if (framework != Framework::kTorchtitan || compile || !tp_comm_overlap) return {};
+  return "torchtitan's async TP (its TP communication overlap) needs torch.compile (\"Async TP requires torch.compile\", "
+         "parallelize.py); expected tp_comm_overlap false, or training.compile true";
+}
+
 std::string cuda_graph_problem(const ModelConfig& m, Recompute r) {
   if (r == Recompute::kFull)
     return "Megatron-Core's per-layer CUDA graphs do not run with full recompute (\"full recompute is only supported "

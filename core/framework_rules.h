@@ -36,4 +36,9 @@ std::string cuda_graph_problem(const ModelConfig& model, Recompute recompute);
 // drop-padding MoE", transformer_config.py).
 bool cuda_graphs_capture_whole_layer(const ModelConfig& model);
 
+// Why torchtitan cannot run TP communication overlap (its async TP) with `compile` off, or
+// empty: torchtitan's parallelize raises "Async TP requires torch.compile" (the micro-pipelined
+// TP is an Inductor pass). Other frameworks: empty.
+std::string async_tp_problem(Framework framework, bool compile, bool tp_comm_overlap);
+
 }  // namespace monarch

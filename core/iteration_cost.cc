@@ -71,6 +71,8 @@ std::string plan_problem(const Scenario& sc, const Plan& p, const ModelShape& m)
   if (p.zero_stage < 0 || p.zero_stage > 3) return "zero stage must be 0..3";
   if (sc.training.cuda_graphs)
     if (std::string why = cuda_graph_problem(sc.model, p.recompute); !why.empty()) return why;
+  if (std::string why = async_tp_problem(sc.training.framework, sc.training.compile, p.tp_comm_overlap); !why.empty())
+    return why;
   return framework_problem(sc.training.framework, p);
 }
 

@@ -151,6 +151,11 @@ struct TrainingConfig {
   // graphs (Megatron-Core --cuda-graph-impl transformer_engine, NeMo / Megatron-Bridge
   // cuda_graph_impl) instead of dispatched op by op from Python. Megatron only.
   bool cuda_graphs = false;
+  // training.compile: torchtitan's torch.compile of each transformer block and of the loss
+  // ([compile] enable), which fuses the elementwise ops between the GEMMs and the attention
+  // kernel into generated kernels. Off (torchtitan's default), every op of the block runs as its
+  // own eager kernel. torchtitan only.
+  bool compile = false;
   // Tokens the whole training run processes (training.total_tokens); 0 = not given. With a
   // reliability block it turns goodput into an expected time to train.
   double total_tokens = 0;

@@ -44,6 +44,8 @@ inline const BadCase kBadCases[] = {
      "/parallelism/activation_recompute", "full recompute is only supported with full iteration CUDA graph"},
     {"cuda graphs recomputing attention with dropout", {{"/training/cuda_graphs", "true"}},
      "/parallelism/activation_recompute", "attention dropout"},
+    {"torch.compile under megatron", {{"/training/compile", "true"}}, "/training/compile",
+     "training.framework \"megatron\" has none"},
     {"model missing", {{"/model", "DELETE"}}, "/model", "missing"},
     {"model not an object", {{"/model", "5"}}, "/model", "expected an object"},
     {"misspelled top-level key", {{"/modle", "{}"}}, "/modle", "did you mean \"model\""},

@@ -305,6 +305,9 @@ void cross_check(Ctx& ctx, const json* pj, Scenario& s) {
                   fmt_int(etp * ep) + ", expected a divisor of the ranks of one pipeline stage (tp x cp x dp = " + fmt_int(stage) + ")");
   }
   if (transformer) check_framework_pins(ctx, pj, s);
+  if (p.tp_comm_overlap)
+    if (const std::string why = async_tp_problem(s.training.framework, s.training.compile, *p.tp_comm_overlap); !why.empty())
+      ctx.add("/parallelism/tp_comm_overlap", why);
   if (transformer && s.training.cuda_graphs && p.recompute)
     if (const std::string why = cuda_graph_problem(s.model, *p.recompute); !why.empty())
       ctx.add("/parallelism/activation_recompute", why);

@@ -341,6 +341,26 @@ TEST(ScenarioIo, HfConfigIsReadRelativeToTheScenarioFile) {
   EXPECT_NE(all_messages(s.problems()).find("\"t5\""), std::string::npos);
 }
 
+TEST(ScenarioIo, CompileIsTorchtitansAndSurvivesTheRoundTrip) {
+  json j = base_scenario();
+  j["training"]["framework"] = "torchtitan";
+  j["parallelism"].erase("vpp");
+  auto s = scenario_from_json(j);
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  EXPECT_FALSE(s->training.compile);  // torchtitan's default: eager
+  j["training"]["compile"] = true;
+  s = scenario_from_json(j);
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  EXPECT_TRUE(s->training.compile);
+  auto again = scenario_from_json(scenario_to_json(*s));
+  ASSERT_TRUE(again.ok()) << all_messages(again.problems());
+  EXPECT_TRUE(again->training.compile);
+  j["training"]["compile"] = 1;
+  s = scenario_from_json(j);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(all_messages(s.problems()).find("/training/compile"), std::string::npos);
+}
+
 TEST(ScenarioIo, CudaGraphsAreMegatronsAndSurviveTheRoundTrip) {
   auto s = scenario_from_json(base_scenario());
   ASSERT_TRUE(s.ok()) << all_messages(s.problems());

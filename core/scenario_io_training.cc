@@ -16,7 +16,7 @@ void read_training(Ctx& ctx, const json* tj, TrainingConfig& t, std::optional<do
   }
   Obj o(ctx, tj, "/training",
         {"global_batch_size", "micro_batch_size", "precision", "optimizer", "steps", "seed", "moe_capacity_factor", "framework",
-         "total_tokens", "cuda_graphs"});
+         "total_tokens", "cuda_graphs", "compile"});
   if (auto v = get_int(ctx, o, "global_batch_size", 1, kMaxGlobalBatchSize)) t.global_batch_size = *v;
   else if (!o.has("global_batch_size")) ctx.add(o.at("global_batch_size"), "missing, expected a positive integer (samples per optimizer step)");
   else t.global_batch_size = -1;
@@ -36,6 +36,14 @@ void read_training(Ctx& ctx, const json* tj, TrainingConfig& t, std::optional<do
     if (t.cuda_graphs && t.framework != Framework::kMegatron)
       ctx.add(o.at("cuda_graphs"), std::string("CUDA-graph training is Megatron-Core's (--cuda-graph-impl); training.framework \"") +
                                        to_string(t.framework) + "\" has none");
+  }
+  if (auto v = get_bool(ctx, o, "compile")) {
+    t.compile = *v;
+    // Whole-block torch.compile is torchtitan's option; Megatron-LM and Megatron-DeepSpeed run
+    // their own fused kernels (apex, Transformer Engine, jit-scripted bias-GeLU).
+    if (t.compile && t.framework != Framework::kTorchtitan)
+      ctx.add(o.at("compile"), std::string("torch.compile of the model is torchtitan's ([compile] enable); training.framework \"") +
+                                   to_string(t.framework) + "\" has none");
   }
   o.finish();
   if (t.micro_batch_size && *t.micro_batch_size > 0 && t.global_batch_size > 0 && *t.micro_batch_size > t.global_batch_size)

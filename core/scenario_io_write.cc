@@ -87,6 +87,7 @@ nlohmann::json scenario_to_json(const Scenario& s) {
   if (t.micro_batch_size) tj["micro_batch_size"] = *t.micro_batch_size;
   if (t.total_tokens > 0) tj["total_tokens"] = t.total_tokens;
   if (t.cuda_graphs) tj["cuda_graphs"] = true;
+  if (t.compile) tj["compile"] = true;
   j["training"] = tj;
 
   const ParallelismConstraints& p = s.parallelism;

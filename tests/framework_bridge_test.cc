@@ -408,6 +408,35 @@ TEST(FrameworkExport, TorchtitanUsesTheFrameworksNamesAndFlavor) {
   EXPECT_NE(t.find("local_batch_size = 2"), std::string::npos) << t;
 }
 
+// torch.compile travels as torchtitan's [compile] section, and back; a TOML of the earlier
+// releases says [training] compile; compile without the model among its components compiles no block.
+TEST(FrameworkBridge, TorchtitanCompileTravelsBothWays) {
+  Case c = cases()[0];
+  c.scenario.training.framework = Framework::kTorchtitan;
+  c.scenario.training.compile = true;
+  auto out = export_plan(c.scenario, c.plan, ConfigFormat::kTorchtitan);
+  ASSERT_TRUE(out.ok()) << out.problems().front().to_string();
+  EXPECT_NE(out->text.find("[compile]\nenable = true"), std::string::npos) << out->text;
+  ImportOptions o;
+  o.format = ConfigFormat::kTorchtitan;
+  o.num_gpus = c.scenario.cluster.num_gpus;
+  auto back = import_framework_config(write_temp("compiled.toml", out->text), o);
+  ASSERT_TRUE(back.ok()) << back.problems().front().to_string();
+  EXPECT_TRUE(scenario_from_json(back->scenario)->training.compile);
+  c.scenario.training.compile = false;
+  out = export_plan(c.scenario, c.plan, ConfigFormat::kTorchtitan);
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->text.find("[compile]"), std::string::npos) << out->text;
+  const std::string base = "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[training]\nlocal_batch_size = 1\nseq_len = 8192\n";
+  auto legacy = import_framework_config(write_temp("legacy.toml", base + "compile = true\n"), o);
+  ASSERT_TRUE(legacy.ok()) << legacy.problems().front().to_string();
+  EXPECT_TRUE(scenario_from_json(legacy->scenario)->training.compile);
+  auto loss_only = import_framework_config(
+      write_temp("loss_only.toml", base + "[compile]\nenable = true\ncomponents = [\"loss\"]\n"), o);
+  ASSERT_TRUE(loss_only.ok()) << loss_only.problems().front().to_string();
+  EXPECT_FALSE(scenario_from_json(loss_only->scenario)->training.compile);
+}
+
 TEST(FrameworkExport, MegatronUnevenSplitUsesTheFirstAndLastStageFlags) {
   auto out = export_plan(cases()[1].scenario, cases()[1].plan, ConfigFormat::kMegatron);
   ASSERT_TRUE(out.ok());

@@ -94,6 +94,12 @@ TEST(ScenarioEditor, ProblemsAtTheFieldWithTheCommandLineMessage) {
   EXPECT_TRUE(editor.field_problem("/training/cuda_graphs").contains("torchtitan"));
   editor.set_field_text("/training/framework", "");
   EXPECT_TRUE(editor.scenario());
+  // torch.compile is torchtitan's: under Megatron the key reports the conflict.
+  editor.set_field_text("/training/cuda_graphs", "");
+  ASSERT_TRUE(editor.set_field_text("/training/compile", "true"));
+  EXPECT_EQ(editor.document()["training"]["compile"], true);
+  EXPECT_FALSE(editor.scenario());
+  EXPECT_TRUE(editor.field_problem("/training/compile").contains("megatron"));
 }
 
 TEST(ScenarioEditor, SaveIsAtomicAndKeepsEditsOnFailure) {

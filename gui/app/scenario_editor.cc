@@ -140,6 +140,8 @@ void ScenarioEditor::build_forms() {
     "the stack that runs the plan; default megatron");
   f("Training", "cuda_graphs", {"/training/cuda_graphs"}, K::kChoice, none_true_false,
     "layers replayed as CUDA graphs (Megatron only); default false");
+  f("Training", "compile", {"/training/compile"}, K::kChoice, none_true_false,
+    "blocks compiled by torch.compile (torchtitan only); default false");
   auto deg = [](const char* canonical, const char* a, const char* b) {
     return std::vector<std::string>{std::string("/parallelism/") + canonical, std::string("/parallelism/") + a,
                                     std::string("/parallelism/") + b};
