@@ -61,7 +61,13 @@ struct Ctx {
   double hbm;
   const CalibrationProfile* cal;  // measured throughput, or nullptr
   bool graphed_layers = false;    // training.cuda_graphs and the whole layer is captured
-  bool unfused_loss = false;      // the loss is Megatron-DeepSpeed's unfused fp32 cross entropy
+  // What the training stack runs (training.framework, training.compile): the loss kernels'
+  // bytes per logit, the attention kernel's efficiencies, torchtitan's eager block and its
+  // separate q, k, v and w1, w3 projections.
+  double loss_forward_bytes_per_logit = 0, loss_backward_bytes_per_logit = 0;
+  double flash_forward_efficiency = 0, flash_backward_efficiency = 0;
+  bool eager_block = false;
+  bool separate_projections = false;
 };
 
 Ctx make_ctx(const Scenario& s);

@@ -339,6 +339,81 @@ TEST(LayerCosts, DeepspeedLossRunsTheUnfusedCrossEntropyOnFp32Logits) {
   EXPECT_DOUBLE_EQ(unfused.forward_s, fused.forward_s);
 }
 
+// torchtitan's block in eager PyTorch (training.compile off): the RMSNorms, the rotary embedding,
+// SwiGLU and repeat_kv each pass over HBM op by op, beyond the fused passes, bytes per element
+// as counted in core/layer_cost.cc; torch.compile leaves the fused count.
+TEST(LayerCosts, TorchtitanEagerBlockRunsEachOpAsItsOwnKernel) {
+  Scenario s = llama8b("A100-80GB", 8);
+  s.training.framework = Framework::kTorchtitan;
+  Plan p;
+  p.dp = 8;
+  p.zero_stage = 3;
+  const LayerCosts eager = layer_costs(s, p);
+  s.training.compile = true;
+  const LayerCosts compiled = layer_costs(s, p);
+  const double T = 8192, h = 4096, q = 4096, kv = 1024, f = 14336;
+  const double extra_fwd = 2 * (36 - 4) * h * T + (20 - 4) * (q + kv) * T + (10 - 6) * f * T + 2 * 2 * 2 * q * T;
+  const double extra_bwd = 2 * (76 - 8) * h * T + (20 - 8) * (q + kv) * T + (18 - 12) * f * T + 2 * 2 * (q + kv) * T;
+  EXPECT_NEAR(eager.forward_mem_bytes - compiled.forward_mem_bytes, extra_fwd, 1e-6 * extra_fwd);
+  EXPECT_NEAR(eager.backward_mem_bytes - compiled.backward_mem_bytes, extra_bwd, 1e-6 * extra_bwd);
+  EXPECT_DOUBLE_EQ(eager.forward_flops, compiled.forward_flops);
+  EXPECT_GT(eager.forward_s, compiled.forward_s);
+  // The loss is F.cross_entropy on fp32 logits eagerly: 22 + 26 bytes per logit.
+  const double logits = T * 128256;
+  EXPECT_NEAR(eager.output_forward_mem_bytes - compiled.output_forward_mem_bytes, (22.0 - 14.0) * logits, 1e-6 * logits);
+  // wq, wk, wv and w1, w3 are separate GEMMs: the same FLOPs as Megatron's fused QKV and fc1.
+  s.training.framework = Framework::kMegatron;
+  s.training.compile = false;
+  EXPECT_NEAR(layer_costs(s, p).forward_flops, compiled.forward_flops, 1e-9 * compiled.forward_flops);
+}
+
+// torchtitan's attention is PyTorch's scaled_dot_product_attention, whose default picks
+// FlashAttention-2: on Hopper a third of the peak where Megatron's cuDNN / FlashAttention-3
+// kernels reach two thirds; on Ampere both run FlashAttention-2.
+TEST(LayerCosts, TorchtitanAttentionIsFlashAttention2OnHopper) {
+  for (const char* gpu : {"H100-SXM", "A100-80GB"}) {
+    Scenario s = llama8b(gpu, 8);
+    Plan p;
+    p.dp = 8;
+    p.zero_stage = 3;
+    const LayerCosts megatron = layer_costs(s, p);
+    s.training.framework = Framework::kTorchtitan;
+    s.training.compile = true;
+    const LayerCosts titan = layer_costs(s, p);
+    const double attention_flops = 4.0 * 8192 * 8192 * 0.5 * 4096;  // causal half, forward
+    const double peak = s.cluster.gpu.peak_tflops.bf16 * 1e12 * gpu_profile(s.cluster.gpu).sustained_clock_fraction;
+    const double seq_eff = 8192.0 / (8192.0 + 256.0);
+    const double expected = std::string(gpu) == "H100-SXM"
+                                ? attention_flops / (peak * seq_eff) * (1.0 / 0.333 - 1.0 / 0.66)
+                                : 0.0;
+    // Separate projections cost a few wave-quantization percent beside it; the attention term is
+    // the difference that remains.
+    const double gemm_gap = titan.forward_s - megatron.forward_s - expected;
+    EXPECT_LT(std::fabs(gemm_gap), 0.03 * megatron.forward_s) << gpu;
+    if (expected > 0) EXPECT_GT(titan.forward_s - megatron.forward_s, 0.5 * expected) << gpu;
+  }
+}
+
+// torchtitan's selective recompute is its op-level policy: wk, wo and w3 and every elementwise
+// op run again in the backward, and only the block input, wq, wv, w1, w2 and the attention
+// output stay saved.
+TEST(LayerCosts, TorchtitanSelectiveRecomputeIsTheOpLevelPolicy) {
+  Scenario s = llama8b("A100-80GB", 8);
+  s.training.framework = Framework::kTorchtitan;
+  s.training.compile = true;
+  Plan p;
+  p.dp = 8;
+  p.zero_stage = 3;
+  p.recompute = Recompute::kSelective;
+  const LayerCosts l = layer_costs(s, p);
+  const double T = 8192, h = 4096, kv = 1024, q = 4096, f = 14336;
+  EXPECT_NEAR(l.recompute_flops, 2 * T * h * (kv + q + f), 1e-9 * l.recompute_flops);
+  const ModelShape m = model_shape(s.model);
+  const double kept = 2 * T * h + 2 * T * (2 * q + kv + f) + 2 * T * h + 4 * 32 * T;
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 1, 1, 1, false, Recompute::kSelective, 2.0, 0, 0, true), kept);
+  EXPECT_LT(kept, layer_activation_bytes(m, 1, 1, 1, false, Recompute::kSelective, 2.0));
+}
+
 TEST(Memory, CudaGraphsKeepTheirPassesTemporariesAllocated) {
   Scenario s = llama8b("H100-SXM", 8);
   const ModelShape m = model_shape(s.model);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <string_view>
 
 #include "core/collectives.h"
 #include "core/framework_rules.h"
@@ -79,6 +80,49 @@ constexpr double kLossBackwardBytesPerLogit = 10.0;
 // the incoming gradient (read and write 4) and the cast's backward to 16-bit (read 4, write 2).
 constexpr double kUnfusedLossForwardBytesPerLogit = 38.0;
 constexpr double kUnfusedLossBackwardBytesPerLogit = 14.0;
+// torchtitan's loss, F.cross_entropy on the logits cast to fp32 (torchtitan's
+// components/loss.py cross_entropy_loss: pred.flatten(0, 1).float()): the cast (read 2, write
+// 4 bytes), log-softmax in PyTorch's row kernel (reads for the max, the sum of exponentials and
+// the output, writes the output: 16) and the NLL gather; backward, the NLL gradient written
+// into zeros (4), log-softmax's backward (reads the gradient for its row sum, then the gradient
+// and the output, writes: 16) and the cast's backward (read 4, write 2).
+constexpr double kTorchLossForwardBytesPerLogit = 22.0;
+constexpr double kTorchLossBackwardBytesPerLogit = 26.0;
+
+// --- torchtitan's transformer block in eager PyTorch (training.compile off, its default;
+// torchtitan/models/llama3/model.py and the RMSNorm of torchtitan/models/norms.py). Each op is its
+// own kernel and a pass over HBM, where Transformer Engine's and Megatron's fused kernels make
+// one. Bytes per element of the tensor the op works on, 16-bit activations:
+// - RMSNorm, `(x.float() * rsqrt(x.float().pow(2).mean(-1) + eps)).type_as(x) * weight`:
+//   forward the cast (read 2, write 4), pow (8), mean (4), the scaling multiply (8), the cast
+//   back (6) and the weight multiply (4): 36 (fused: 4); backward through the same autograd
+//   graph: weight multiply and its weight-gradient reduction (12), the casts (6 + 6), the
+//   scaling multiply's two gradients and the row sum (24), mean's expanded gradient (4), pow's
+//   (12) and the sum of the two gradients of x (12): 76 (fused: 8).
+constexpr double kEagerNormForwardBytesPerElement = 36.0;
+constexpr double kEagerNormBackwardBytesPerElement = 76.0;
+constexpr double kEagerNormForwardKernels = 7.0;
+constexpr double kEagerNormBackwardKernels = 10.0;
+// - rotary embedding on q and k, apply_rotary_emb: cast to fp32 (read 2, write 4), complex
+//   multiply by freqs_cis (read 4, write 4), cast back (read 4, write 2): 20 forward, the same
+//   three kernels backward (fused: 4 and 8).
+constexpr double kEagerRopeForwardBytesPerElement = 20.0;
+constexpr double kEagerRopeBackwardBytesPerElement = 20.0;
+constexpr double kEagerRopeKernelsPerTensor = 3.0;
+// - SwiGLU, `w2(F.silu(w1(x)) * w3(x))`: silu (read 2, write 2) and the product (read 4,
+//   write 2): 10 per element of the FFN width (fused: 6); backward the product's two
+//   gradients (12) and silu's (6): 18 (fused: 12).
+constexpr double kEagerSwigluForwardBytesPerElement = 10.0;
+constexpr double kEagerSwigluBackwardBytesPerElement = 18.0;
+// PyTorch's scaled_dot_product_attention picks FlashAttention-2 first by its fixed backend
+// priority, cuDNN's attention only when asked (PyTorch issue 142132, 2024-12: the default SDPA
+// at 329.5 TFLOP/s against cuDNN's 631 on H100, batch 1, 24 heads, 4608 tokens, head dim 128,
+// forward; transformers PR 48163: cuDNN 1.7-2.3x faster on Hopper for training shapes). On
+// Hopper that is 0.333 of the bf16 peak forward where FlashAttention-3 / cuDNN reach 0.66; the
+// backward keeps FlashAttention-2's backward-to-forward ratio on A100 (0.53 / 0.64, Dao 2023):
+// 0.276. On Ampere FlashAttention-2 is what the A100 profile measures already.
+constexpr double kSdpaFlash2HopperForwardEfficiency = 0.333;
+constexpr double kSdpaFlash2HopperBackwardEfficiency = 0.333 * 0.53 / 0.64;
 // Fp8 (Transformer Engine): each fp8 GEMM operand is cast (read 16-bit, write fp8) and, for
 // the wgrad/dgrad GEMMs on Hopper, transposed (write fp8 again): 2 + 1 + 1 bytes per element.
 constexpr double kFp8CastBytesPerElement = 4.0;
@@ -153,7 +197,31 @@ Ctx make_ctx(const Scenario& s) {
   c.hbm = hbm_bytes_per_s(s.cluster.gpu, *c.prof);
   c.cal = profile_of(s.cluster.gpu);
   c.graphed_layers = s.training.cuda_graphs && cuda_graphs_capture_whole_layer(s.model);
-  c.unfused_loss = s.training.framework == Framework::kDeepspeed;
+  c.flash_forward_efficiency = c.prof->flash_forward_efficiency;
+  c.flash_backward_efficiency = c.prof->flash_backward_efficiency;
+  c.loss_forward_bytes_per_logit = kLossForwardBytesPerLogit;  // fused (torch.compile fuses torchtitan's too)
+  c.loss_backward_bytes_per_logit = kLossBackwardBytesPerLogit;
+  switch (s.training.framework) {
+    case Framework::kMegatron: break;
+    case Framework::kDeepspeed:
+      c.loss_forward_bytes_per_logit = kUnfusedLossForwardBytesPerLogit;
+      c.loss_backward_bytes_per_logit = kUnfusedLossBackwardBytesPerLogit;
+      break;
+    case Framework::kTorchtitan: {
+      c.eager_block = !s.training.compile;
+      c.separate_projections = true;
+      if (c.eager_block) {
+        c.loss_forward_bytes_per_logit = kTorchLossForwardBytesPerLogit;
+        c.loss_backward_bytes_per_logit = kTorchLossBackwardBytesPerLogit;
+      }
+      const std::string_view kind = c.prof->kind;
+      if (kind == "H100" || kind == "H200") {
+        c.flash_forward_efficiency = kSdpaFlash2HopperForwardEfficiency;
+        c.flash_backward_efficiency = kSdpaFlash2HopperBackwardEfficiency;
+      }
+      break;
+    }
+  }
   return c;
 }
 
@@ -203,6 +271,54 @@ GemmCost linear(const Ctx& c, double m, double n, double k, bool fp8_ok, double 
     g.bwd += elementwise(c, kFp8CastBytesPerElement * m * n * batch);
   }
   return g;
+}
+
+GemmCost sum_of(GemmCost a, const GemmCost& b) {
+  a.fwd += b.fwd;
+  a.bwd += b.bwd;
+  return a;
+}
+GemmCost sum_of(const GemmCost& a, const GemmCost& b, const GemmCost& c) { return sum_of(sum_of(a, b), c); }
+
+// The passes torchtitan's eager block (training.compile off) makes beyond the fused kernels
+// counted in layer_compute: the RMSNorms, the rotary embedding and SwiGLU op by op
+// (kEager*BytesPerElement, less the fused bytes already counted), and with grouped-query
+// attention repeat_kv's copies of k and v to every query head (forward: read and write each
+// repeated element; backward: the sum back over the repeats, reading the repeated gradient and
+// writing the kv-sized one).
+Op add_eager_block_kernels(const Ctx& c, const ModelShape& m, const Plan& p, double T, LayerCompute& lc) {
+  const double e = c.e;
+  const double t = static_cast<double>(p.tp);
+  const double h = static_cast<double>(m.hidden);
+  const double q = static_cast<double>(m.heads * m.head_dim) / t;
+  const double kv = static_cast<double>(m.kv_heads * m.head_dim) / t;
+  const double T_rep = p.sequence_parallel ? T / t : T;
+  double fwd = 2.0 * (kEagerNormForwardBytesPerElement - 2.0 * e) * h * T_rep;
+  double bwd = 2.0 * (kEagerNormBackwardBytesPerElement - 4.0 * e) * h * T_rep;
+  double fwd_kernels = 2.0 * kEagerNormForwardKernels, bwd_kernels = 2.0 * kEagerNormBackwardKernels;
+  if (!m.learned_positions) {
+    fwd += (kEagerRopeForwardBytesPerElement - 2.0 * e) * (q + kv) * T;
+    bwd += (kEagerRopeBackwardBytesPerElement - 4.0 * e) * (q + kv) * T;
+    fwd_kernels += 2.0 * kEagerRopeKernelsPerTensor;
+    bwd_kernels += 2.0 * kEagerRopeKernelsPerTensor;
+  }
+  if (m.gated_mlp && !m.moe()) {
+    const double f = static_cast<double>(m.ffn) / t;
+    fwd += (kEagerSwigluForwardBytesPerElement - 3.0 * e) * f * T;
+    bwd += (kEagerSwigluBackwardBytesPerElement - 6.0 * e) * f * T;
+    fwd_kernels += 1.0;
+    bwd_kernels += 1.0;
+  }
+  if (m.kv_heads < m.heads) {
+    fwd += 2.0 * 2.0 * e * q * T;     // keys and values, q-sized each
+    bwd += 2.0 * e * (q + kv) * T;    // their gradients summed back
+    fwd_kernels += 2.0;
+    bwd_kernels += 2.0;
+  }
+  const Op forward{fwd / c.hbm + fwd_kernels * kKernelGap_s, 0, fwd};
+  lc.fwd += forward;
+  lc.bwd += Op{bwd / c.hbm + bwd_kernels * kKernelGap_s, 0, bwd};
+  return forward;
 }
 
 }  // namespace
@@ -255,7 +371,10 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
   GemmCost gemms[5];
   int n_gemms = 0;
   int first_moe_gemm = 5;  // gemms from here on belong to the MoE block
-  gemms[n_gemms++] = linear(c, T, (q + 2.0 * kv) / t, h, true);  // QKV
+  // QKV: one fused GEMM (Megatron's linear_qkv), or torchtitan's wq, wk and wv.
+  gemms[n_gemms++] = c.separate_projections ? sum_of(linear(c, T, q / t, h, true), linear(c, T, kv / t, h, true),
+                                                     linear(c, T, kv / t, h, true))
+                                            : linear(c, T, (q + 2.0 * kv) / t, h, true);
   gemms[n_gemms++] = linear(c, T, h, q / t, true);               // attention projection
   if (m.moe()) {
     // Token flow (model_math.h MoeTokenFlow): the router sees the T / tp tokens of this rank's
@@ -270,7 +389,10 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
     gemms[n_gemms++] = linear(c, f.rows_per_expert, h, f.expert_ffn_local, true, f.local_experts);  // row-parallel partial sums
   } else {
     const double f = static_cast<double>(m.ffn);
-    gemms[n_gemms++] = linear(c, T, (m.gated_mlp ? 2.0 : 1.0) * f / t, h, true);  // fc1 (gate+up)
+    // fc1: gate and up in one GEMM (Megatron's linear_fc1), or torchtitan's w1 and w3.
+    gemms[n_gemms++] = c.separate_projections && m.gated_mlp
+                           ? sum_of(linear(c, T, f / t, h, true), linear(c, T, f / t, h, true))
+                           : linear(c, T, (m.gated_mlp ? 2.0 : 1.0) * f / t, h, true);
     gemms[n_gemms++] = linear(c, T, h, f / t, true);                               // fc2
   }
   // TP communication overlap with sequence parallelism splits each forward GEMM that an
@@ -315,10 +437,10 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
     const double seq_eff = s_local / (s_local + kFlashSeqHalf_tokens);
     attn_fwd.flops = work;
     const double clock = c.prof->sustained_clock_fraction;
-    attn_fwd.s = work / (c.peak16 * clock * c.prof->flash_forward_efficiency * seq_eff) + kKernelGap_s;
+    attn_fwd.s = work / (c.peak16 * clock * c.flash_forward_efficiency * seq_eff) + kKernelGap_s;
     attn_fwd.bytes = e * T * (2.0 * q + 2.0 * kv) / t;
     attn_bwd.flops = kFlashBackwardFlopsRatio * work;
-    attn_bwd.s = attn_bwd.flops / (c.peak16 * clock * c.prof->flash_backward_efficiency * seq_eff) + kKernelGap_s;
+    attn_bwd.s = attn_bwd.flops / (c.peak16 * clock * c.flash_backward_efficiency * seq_eff) + kKernelGap_s;
     attn_bwd.bytes = 2.0 * attn_fwd.bytes;
   } else {
     // Materialized scores: batched GEMMs over b x a/t heads, full s x s (masking does not
@@ -376,9 +498,11 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
     ew += (m.gated_mlp ? 3.0 : 2.0) * e * f * T;  // SwiGLU (read 2, write 1) or bias-GeLU
   }
   if (!m.learned_positions) ew += 2.0 * e * (q + kv) / t * T;  // rotary embedding on q and k
-  lc.fwd += elementwise(c, ew);
+  Op elementwise_fwd = elementwise(c, ew);
+  lc.fwd += elementwise_fwd;
   lc.bwd += elementwise(c, kBackwardElementwiseFactor * ew);
   if (m.attention == AttentionKernel::kMaterialized) add_megatron_local_layer_kernels(c, m, p, T, lc);
+  if (c.eager_block) elementwise_fwd += add_eager_block_kernels(c, m, p, T, lc);
 
   // --- MoE router and dispatcher kernels, host sync, and the busiest rank's extra work
   if (m.moe()) {
@@ -419,6 +543,18 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
 
   if (p.recompute == Recompute::kFull) lc.recompute = lc.fwd;
   if (p.recompute == Recompute::kSelective) lc.recompute = attn_fwd;
+  if (p.recompute == Recompute::kSelective && c.separate_projections && !m.moe()) {
+    // torchtitan's selective recompute is its op-level policy (activation_checkpoint.mode
+    // "selective", selective_ac_option "op"; torchtitan/distributed/activation_checkpoint.py
+    // _custom_policy): it saves the attention kernel's outputs and every other matmul's, in the
+    // block's order wq, wk, wv, wo, w1, w3, w2, and recomputes the rest in the backward: wk, wo
+    // and w3 (w2 without a gate), and every elementwise op.
+    const double f = static_cast<double>(m.ffn) / t;
+    lc.recompute = linear(c, T, kv / t, h, true).fwd;
+    lc.recompute += gemms[1].fwd;  // wo
+    lc.recompute += m.gated_mlp ? linear(c, T, f, h, true).fwd : gemms[3].fwd;
+    lc.recompute += elementwise_fwd;
+  }
   // The floor is PyTorch's: a device measured by monarch-calibrate as a CPU runs the project's
   // own runtime (C++ calling BLAS, no Python dispatch), so none there.
   const bool eager = c.cal == nullptr || c.cal->device_kind == DeviceKind::kGpu;
@@ -586,10 +722,8 @@ LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape&
     GemmCost g = linear(c, T_out, V / t, h, false);
     output_dgrad_s = gemm(c, c.prec16, T_out, h, V / t, 1.0, c.e, c.e).s;
     Op norm = elementwise(c, 2.0 * e * h * (p.sequence_parallel ? T / t : T));
-    const double loss_f_bytes = c.unfused_loss ? kUnfusedLossForwardBytesPerLogit : kLossForwardBytesPerLogit;
-    const double loss_b_bytes = c.unfused_loss ? kUnfusedLossBackwardBytesPerLogit : kLossBackwardBytesPerLogit;
-    Op loss_f = elementwise(c, loss_f_bytes * T_out * V / t);
-    Op loss_b = elementwise(c, loss_b_bytes * T_out * V / t);
+    Op loss_f = elementwise(c, c.loss_forward_bytes_per_logit * T_out * V / t);
+    Op loss_b = elementwise(c, c.loss_backward_bytes_per_logit * T_out * V / t);
     out.output_forward_s = g.fwd.s + norm.s + loss_f.s;
     out.output_backward_s = g.bwd.s + kBackwardElementwiseFactor * norm.s + loss_b.s;
     out.output_forward_flops = g.fwd.flops;

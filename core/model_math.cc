@@ -250,7 +250,7 @@ double saved_gemm_input_bytes(Precision precision) {
 }
 
 double layer_activation_bytes(const ModelShape& m, int64_t micro_batch, int64_t tp, int64_t cp, bool sp,
-                              Recompute r, double e, int64_t etp, double gemm_input_bytes) {
+                              Recompute r, double e, int64_t etp, double gemm_input_bytes, bool op_level_selective) {
   const double g = gemm_input_bytes > 0 ? gemm_input_bytes : e;  // saved GEMM inputs
   const double t = static_cast<double>(tp);
   const double s_local = static_cast<double>(m.seq) / static_cast<double>(cp);
@@ -258,6 +258,17 @@ double layer_activation_bytes(const ModelShape& m, int64_t micro_batch, int64_t 
   const double h = static_cast<double>(m.hidden);
   const double sp_div = sp ? t : 1.0;  // sequence parallel shards the replicated part
   if (r == Recompute::kFull) return e * T * h / sp_div;  // the layer input only
+  if (r == Recompute::kSelective && op_level_selective && !m.moe()) {
+    // torchtitan's op-level policy (torchtitan/distributed/activation_checkpoint.py
+    // _custom_policy) keeps the block input, the attention kernel's output and fp32 log-sum-exp,
+    // and every other matmul output in the order wq, wk, wv, wo, w1, w3, w2: wq, wv, w1 and, with
+    // a gate, w2 (a partial sum of h columns under TP); the rest is recomputed.
+    const double t_ = static_cast<double>(tp);
+    const double q_ = static_cast<double>(m.heads * m.head_dim), kv_ = static_cast<double>(m.kv_heads * m.head_dim);
+    const double f_ = static_cast<double>(m.ffn);
+    return e * T * h / sp_div + e * T * (2.0 * q_ + kv_ + f_) / t_ + (m.gated_mlp ? e * T * h : 0.0) +
+           4.0 * static_cast<double>(m.heads) * T / t_;
+  }
 
   const double mask = 1.0;  // dropout masks: one byte per element
   // Replicated across TP ranks unless sequence parallel: the two norm inputs, the inputs of
@@ -379,7 +390,8 @@ MemoryBreakdown stage_memory(const ModelShape& m, const Scenario& sc, const Plan
   const int64_t n_mb = std::max<int64_t>(num_micro_batches(sc, plan), 1);
   const double in_flight = micro_batches_in_flight(plan, stage, n_mb);
   const double g_in = saved_gemm_input_bytes(sc.training.precision);
-  const double per_layer = layer_activation_bytes(m, mbs, plan.tp, plan.cp, plan.sequence_parallel, plan.recompute, e, plan.etp, g_in);
+  const double per_layer = layer_activation_bytes(m, mbs, plan.tp, plan.cp, plan.sequence_parallel, plan.recompute, e, plan.etp, g_in,
+                                                  sc.training.framework == Framework::kTorchtitan);
   const double t = static_cast<double>(plan.tp);
   const double sp_div = plan.sequence_parallel ? t : 1.0;
   const double T = static_cast<double>(m.seq) / static_cast<double>(plan.cp) * static_cast<double>(mbs);

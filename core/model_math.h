@@ -186,9 +186,11 @@ double korthikanti_table2_bytes(int64_t s, int64_t b, int64_t h, int64_t a, int6
 // `gemm_input_bytes` (0 = element_bytes) is the element size of the tensors kept only as the
 // input of a linear layer's weight-gradient GEMM: the QKV and fc1 inputs (norm outputs), the
 // attention projection input and the fc2 input (saved_gemm_input_bytes).
+// `op_level_selective`: selective recompute is torchtitan's op-level policy (what it keeps is
+// below), not Megatron's recompute of the attention core.
 double layer_activation_bytes(const ModelShape& m, int64_t micro_batch, int64_t tp, int64_t cp,
                               bool sequence_parallel, Recompute r, double element_bytes, int64_t etp = 0,
-                              double gemm_input_bytes = 0);
+                              double gemm_input_bytes = 0, bool op_level_selective = false);
 
 // Bytes per element of a saved linear-layer input. Fp8 training (Transformer Engine Linear,
 // LayerNormLinear, LayerNormMLP) casts each GEMM input to fp8 in the forward and saves that fp8
