@@ -76,6 +76,7 @@ Ctx make_ctx(const Scenario& s);
 struct LayerCompute {
   Op fwd, bwd, recompute;
   double host_fwd_s = 0, host_bwd_s = 0, host_recompute_s = 0;  // host dispatch time per pass
+  double extra_host_ops_per_pass = 0;  // ops beyond the layer's counted ones, forward and backward each
   Op attn_fwd;  // attention core forward (for CP overlap and selective recompute)
   Op moe_fwd, moe_bwd;  // of fwd / bwd: the MoE block (router, expert GEMMs, activation, permutation)
   double gemm_fwd_s = 0, gemm_bwd_s = 0;  // GEMM time (for TP overlap windows)

@@ -339,6 +339,33 @@ TEST(LayerCosts, DeepspeedLossRunsTheUnfusedCrossEntropyOnFp32Logits) {
   EXPECT_DOUBLE_EQ(unfused.forward_s, fused.forward_s);
 }
 
+// Megatron-LM's fused softmax needs the attention batches (micro-batch x local heads) to be a
+// multiple of 4; GPT 350M-size at TP 8 has 2 local heads, so micro-batch 1 runs the softmax op
+// by op in fp32 (37 bytes per score forward, 41 backward, against 4 and 6 fused). The layer's
+// bytes are affine in the micro-batch where the kernel is fused (2 and 4), which gives the fused
+// figure at 1.
+TEST(LayerCosts, MegatronSoftmaxRunsUnfusedWhenTheAttentionBatchesAreNotAMultipleOfFour) {
+  Scenario s = gpt125m_a100();
+  s.model.hidden_size = 1024;
+  s.model.num_attention_heads = 16;
+  s.model.seq_length = 1024;
+  s.model.attention_kernel = AttentionKernel::kMaterialized;
+  s.training.precision = Precision::kFp16;
+  Plan p;
+  p.tp = 8;
+  auto bytes = [&](int64_t mb) {
+    p.micro_batch_size = mb;
+    const LayerCosts l = layer_costs(s, p);
+    return std::pair<double, double>{l.forward_mem_bytes, l.backward_mem_bytes};
+  };
+  const auto [f1, b1] = bytes(1);
+  const auto [f2, b2] = bytes(2);
+  const auto [f4, b4] = bytes(4);
+  const double scores = 1.0 * 2 * 1024 * 1024;
+  EXPECT_NEAR(f1 - (f2 - (f4 - f2) / 2), (37.0 - 4.0) * scores, 1e-6 * f1);
+  EXPECT_NEAR(b1 - (b2 - (b4 - b2) / 2), (41.0 - 6.0) * scores, 1e-6 * b1);
+}
+
 // torchtitan's block in eager PyTorch (training.compile off): the RMSNorms, the rotary embedding,
 // SwiGLU and repeat_kv each pass over HBM op by op, beyond the fused passes, bytes per element
 // as counted in core/layer_cost.cc; torch.compile leaves the fused count.

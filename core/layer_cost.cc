@@ -122,6 +122,18 @@ constexpr double kEagerSwigluBackwardBytesPerElement = 18.0;
 // backward keeps FlashAttention-2's backward-to-forward ratio on A100 (0.53 / 0.64, Dao 2023):
 // 0.276. On Ampere FlashAttention-2 is what the A100 profile measures already.
 constexpr double kSdpaFlash2HopperForwardEfficiency = 0.333;
+// Megatron-LM's fused scale-mask-softmax runs only when the attention batches (micro-batch x
+// local heads) are a multiple of 4, the CUDA kernel's batches per block (FusedScaleMaskSoftmax's
+// kernel check, megatron/model/fused_softmax.py; the copy in vTrain's src/model/fused_softmax.py
+// reads `attn_batch_size % 4 == 0`). Otherwise it runs op by op in fp32 (softmax_in_fp32, on with
+// fp16's query-key layer scaling): forward the cast (read 2, write 4 bytes per score), the scale
+// (8), the causal masked_fill (read 4 and the 1-byte mask, write 4), softmax (8) and the cast back
+// (6): 37 against the fused 4; backward the same five autograd nodes: 41 against the fused 6.
+// Four more ops each way on the host.
+constexpr int64_t kFusedSoftmaxBatchesPerBlock = 4;
+constexpr double kUnfusedSoftmaxForwardBytesPerScore = 37.0;
+constexpr double kUnfusedSoftmaxBackwardBytesPerScore = 41.0;
+constexpr double kUnfusedSoftmaxExtraHostOps = 4.0;
 constexpr double kSdpaFlash2HopperBackwardEfficiency = 0.333 * 0.53 / 0.64;
 // Fp8 (Transformer Engine): each fp8 GEMM operand is cast (read 16-bit, write fp8) and, for
 // the wgrad/dgrad GEMMs on Hopper, transposed (write fp8 again): 2 + 1 + 1 bytes per element.
@@ -448,13 +460,15 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
     const double batch = b * heads_local;
     const double scores = batch * s_local * s;  // elements
     attn_fwd += gemm(c, c.prec16, s_local, s, d, batch, e, e);  // Q K^T
-    attn_fwd += elementwise(c, 2.0 * e * scores);               // softmax: read, write
+    const bool fused_softmax = static_cast<int64_t>(batch) % kFusedSoftmaxBatchesPerBlock == 0;
+    attn_fwd += elementwise(c, fused_softmax ? 2.0 * e * scores : kUnfusedSoftmaxForwardBytesPerScore * scores);
     if (m.attention_dropout) attn_fwd += elementwise(c, (2.0 * e + 1.0) * scores);  // dropout + mask
     attn_fwd += gemm(c, c.prec16, s_local, d, s, batch, e, e);  // P V
     attn_bwd += gemm(c, c.prec16, s_local, s, d, batch, e, e);  // dP = dO V^T
     attn_bwd += gemm(c, c.prec16, s, d, s_local, batch, e, e);  // dV = P^T dO
     if (m.attention_dropout) attn_bwd += elementwise(c, (2.0 * e + 1.0) * scores);
-    attn_bwd += elementwise(c, 3.0 * e * scores);               // softmax backward
+    attn_bwd += elementwise(c, fused_softmax ? 3.0 * e * scores : kUnfusedSoftmaxBackwardBytesPerScore * scores);
+    if (!fused_softmax) lc.extra_host_ops_per_pass += kUnfusedSoftmaxExtraHostOps;
     attn_bwd += gemm(c, c.prec16, s_local, d, s, batch, e, e);  // dQ = dS K
     attn_bwd += gemm(c, c.prec16, s, d, s_local, batch, e, e);  // dK = dS^T Q
     // The context [b, a, s, d] becomes [s, b, a d] for the projection: permute + contiguous,
@@ -562,8 +576,9 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
   // bound.
   const double fwd_ops = c.graphed_layers ? kGraphedLayerForwardHostOps : kLayerForwardHostOps;
   const double bwd_ops = c.graphed_layers ? kGraphedLayerBackwardHostOps : kLayerBackwardHostOps;
-  lc.host_fwd_s = eager ? fwd_ops * kEagerHostPerOp_s : 0.0;
-  lc.host_bwd_s = eager ? bwd_ops * kEagerHostPerOp_s : 0.0;
+  const double extra_ops = c.graphed_layers ? 0.0 : lc.extra_host_ops_per_pass;
+  lc.host_fwd_s = eager ? (fwd_ops + extra_ops) * kEagerHostPerOp_s : 0.0;
+  lc.host_bwd_s = eager ? (bwd_ops + extra_ops) * kEagerHostPerOp_s : 0.0;
   // Full recompute runs the layer's forward again inside the backward (a checkpointed block:
   // the same ops from Python again; never with CUDA graphs, see cuda_graph_problem); selective
   // recompute only the attention core's few ops.
