@@ -115,7 +115,7 @@ constexpr double kEagerRopeKernelsPerTensor = 3.0;
 constexpr double kEagerSwigluForwardBytesPerElement = 10.0;
 constexpr double kEagerSwigluBackwardBytesPerElement = 18.0;
 // PyTorch's scaled_dot_product_attention picks FlashAttention-2 first by its fixed backend
-// priority, cuDNN's attention only when asked (PyTorch issue 142132, 2024-12: the default SDPA
+// priority, cuDNN's attention only when asked (pytorch/pytorch#142132, 2024-12: the default SDPA
 // at 329.5 TFLOP/s against cuDNN's 631 on H100, batch 1, 24 heads, 4608 tokens, head dim 128,
 // forward; transformers PR 48163: cuDNN 1.7-2.3x faster on Hopper for training shapes). On
 // Hopper that is 0.333 of the bf16 peak forward where FlashAttention-3 / cuDNN reach 0.66; the
