@@ -263,11 +263,11 @@ double layer_activation_bytes(const ModelShape& m, int64_t micro_batch, int64_t 
     // _custom_policy) keeps the block input, the attention kernel's output and fp32 log-sum-exp,
     // and every other matmul output in the order wq, wk, wv, wo, w1, w3, w2: wq, wv, w1 and, with
     // a gate, w2 (a partial sum of h columns under TP); the rest is recomputed.
-    const double t_ = static_cast<double>(tp);
-    const double q_ = static_cast<double>(m.heads * m.head_dim), kv_ = static_cast<double>(m.kv_heads * m.head_dim);
-    const double f_ = static_cast<double>(m.ffn);
-    return e * T * h / sp_div + e * T * (2.0 * q_ + kv_ + f_) / t_ + (m.gated_mlp ? e * T * h : 0.0) +
-           4.0 * static_cast<double>(m.heads) * T / t_;
+    const double q_cols = static_cast<double>(m.heads * m.head_dim);
+    const double kv_cols = static_cast<double>(m.kv_heads * m.head_dim);
+    const double ffn_cols = static_cast<double>(m.ffn);
+    return e * T * h / sp_div + e * T * (2.0 * q_cols + kv_cols + ffn_cols) / t + (m.gated_mlp ? e * T * h : 0.0) +
+           4.0 * static_cast<double>(m.heads) * T / t;
   }
 
   const double mask = 1.0;  // dropout masks: one byte per element
