@@ -13,6 +13,7 @@ nothing and the wall time is the host's: Python, the ATen dispatcher, autograd.
 
 Run on a CPU build of PyTorch (python3-torch), one thread:
     /usr/bin/python3 tools/host_floor_bench.py
+    /usr/bin/python3 tools/host_floor_bench.py --torchtitan   # torchtitan's Llama block instead
 It prints the host milliseconds of one layer's forward, its recompute and backward (full
 recompute), and of the same layer's forward and backward without recompute. On a GPU each op
 also pays cudaLaunchKernel, which the CPU build does not; the CPU build pays the tiny CPU
@@ -223,6 +224,96 @@ class CheckpointFunction(torch.autograd.Function):  # megatron tensor_parallel.r
         return None, x.grad
 
 
+class SdpaStandIn(torch.autograd.Function):
+    """F.scaled_dot_product_attention (PyTorch 2; not in the 1.13 build here) dispatches one
+    flash-attention op forward and one backward: one op each here."""
+
+    @staticmethod
+    def forward(ctx, q, k, v):
+        return q * 1.0
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 1.0, g, g
+
+
+class TorchtitanBlock(torch.nn.Module):
+    """torchtitan's Llama 3 TransformerBlock in eager PyTorch (torchtitan/models/llama3/model.py,
+    the RMSNorm of torchtitan/models/norms.py): separate wq/wk/wv and w1/w3 linears, the rotary
+    embedding as a complex multiply, repeat_kv, scaled_dot_product_attention (SdpaStandIn), SwiGLU."""
+
+    def __init__(self, h, heads, kv_heads):
+        super().__init__()
+        self.h, self.heads, self.kv_heads, self.hd = h, heads, kv_heads, h // heads
+        lin = lambda i, o: torch.nn.Linear(i, o, bias=False)
+        self.wq, self.wk, self.wv, self.wo = lin(h, h), lin(h, kv_heads * self.hd), lin(h, kv_heads * self.hd), lin(h, h)
+        self.w1, self.w3, self.w2 = lin(h, 4 * h), lin(h, 4 * h), lin(4 * h, h)
+        self.n1, self.n2 = torch.nn.Parameter(torch.ones(h)), torch.nn.Parameter(torch.ones(h))
+
+    @staticmethod
+    def rms(x, w):
+        xf = x.float()
+        return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-5)).type_as(x) * w
+
+    def rope(self, xq, xk, freqs):
+        xq_ = torch.view_as_complex(xq.float().reshape(*xq.shape[:-1], -1, 2))
+        xk_ = torch.view_as_complex(xk.float().reshape(*xk.shape[:-1], -1, 2))
+        f = freqs[0:xq.shape[1]].view(1, xq.shape[1], 1, xq_.shape[-1])
+        return torch.view_as_real(xq_ * f).flatten(3).type_as(xq), torch.view_as_real(xk_ * f).flatten(3).type_as(xk)
+
+    @staticmethod
+    def repeat_kv(x, n):
+        bs, s, kvh, hd = x.shape
+        return x if n == 1 else torch.unsqueeze(x, dim=3).expand(bs, s, kvh, n, hd).reshape(bs, s, kvh * n, hd)
+
+    def forward(self, x, freqs):  # x: [b, s, h]
+        b, s, _ = x.shape
+        y = self.rms(x, self.n1)
+        xq, xk, xv = self.wq(y), self.wk(y), self.wv(y)
+        xq, xk, xv = xq.view(b, s, -1, self.hd), xk.view(b, s, -1, self.hd), xv.view(b, s, -1, self.hd)
+        xq, xk = self.rope(xq, xk, freqs)
+        n = self.heads // self.kv_heads
+        k, v = self.repeat_kv(xk, n), self.repeat_kv(xv, n)
+        o = SdpaStandIn.apply(xq.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
+        h = x + self.wo(o.transpose(1, 2).contiguous().view(b, s, -1))
+        y = self.rms(h, self.n2)
+        return h + self.w2(F.silu(self.w1(y)) * self.w3(y))
+
+
+def measure_torchtitan(blocks, x, freqs, repeats):
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        y = x
+        for blk in blocks:
+            y = blk(y, freqs)
+        y.sum().backward()
+        times.append((time.perf_counter() - start) / len(blocks))
+    return statistics.median(times)
+
+
+def torchtitan_main():
+    h, heads, kv_heads, s, b, n_layers = 64, 4, 2, 8, 1, 8
+    blocks = [TorchtitanBlock(h, heads, kv_heads) for _ in range(n_layers)]
+    x = torch.randn(b, s, h, requires_grad=True)
+    hd = h // heads
+    inv = 1.0 / (10000 ** (torch.arange(0, hd, 2)[: hd // 2].float() / hd))
+    freqs = torch.polar(torch.ones(s, hd // 2), torch.outer(torch.arange(s).float(), inv))
+    measure_torchtitan(blocks, x, freqs, 20)
+    both = measure_torchtitan(blocks, x, freqs, 200)
+    start = time.perf_counter()
+    with torch.no_grad():
+        for _ in range(200):
+            y = x
+            for blk in blocks:
+                y = blk(y, freqs)
+    fwd = (time.perf_counter() - start) / (200 * n_layers)
+    print(f"torch {torch.__version__}, one thread, torchtitan block")
+    print(f"block forward (no grad)                      {fwd * 1e3:.3f} ms")
+    print(f"block forward + backward                     {both * 1e3:.3f} ms")
+    return 0
+
+
 def measure(layers, x, recompute, repeats):
     times = []
     for _ in range(repeats):
@@ -259,4 +350,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(torchtitan_main() if "--torchtitan" in sys.argv[1:] else main())
