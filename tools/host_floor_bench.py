@@ -280,16 +280,29 @@ class TorchtitanBlock(torch.nn.Module):
         return h + self.w2(F.silu(self.w1(y)) * self.w3(y))
 
 
-def measure_torchtitan(blocks, x, freqs, repeats):
+def measure(run, layers, x, repeats):
+    """Median host time per layer of a forward and backward through `layers`, each applied as
+    run(layer, y)."""
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
         y = x
-        for blk in blocks:
-            y = blk(y, freqs)
+        for layer in layers:
+            y = run(layer, y)
         y.sum().backward()
-        times.append((time.perf_counter() - start) / len(blocks))
+        times.append((time.perf_counter() - start) / len(layers))
     return statistics.median(times)
+
+
+def forward_only(run, layers, x, repeats):
+    """Mean host time per layer of a no-grad forward (as a checkpoint's first forward runs it)."""
+    start = time.perf_counter()
+    with torch.no_grad():
+        for _ in range(repeats):
+            y = x
+            for layer in layers:
+                y = run(layer, y)
+    return (time.perf_counter() - start) / (repeats * len(layers))
 
 
 def torchtitan_main():
@@ -299,49 +312,28 @@ def torchtitan_main():
     hd = h // heads
     inv = 1.0 / (10000 ** (torch.arange(0, hd, 2)[: hd // 2].float() / hd))
     freqs = torch.polar(torch.ones(s, hd // 2), torch.outer(torch.arange(s).float(), inv))
-    measure_torchtitan(blocks, x, freqs, 20)
-    both = measure_torchtitan(blocks, x, freqs, 200)
-    start = time.perf_counter()
-    with torch.no_grad():
-        for _ in range(200):
-            y = x
-            for blk in blocks:
-                y = blk(y, freqs)
-    fwd = (time.perf_counter() - start) / (200 * n_layers)
+    run = lambda blk, y: blk(y, freqs)
+    measure(run, blocks, x, 20)  # warm-up
+    both = measure(run, blocks, x, 200)
+    fwd = forward_only(run, blocks, x, 200)
     print(f"torch {torch.__version__}, one thread, torchtitan block")
     print(f"block forward (no grad)                      {fwd * 1e3:.3f} ms")
     print(f"block forward + backward                     {both * 1e3:.3f} ms")
     return 0
 
 
-def measure(layers, x, recompute, repeats):
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        y = x
-        for layer in layers:
-            y = CheckpointFunction.apply(layer, y) if recompute else layer(y)
-        y.sum().backward()
-        times.append((time.perf_counter() - start) / len(layers))
-    return statistics.median(times)
-
-
 def main():
     h, heads, s, b, n_layers = 64, 4, 8, 1, 8
     layers = [Layer(h, heads) for _ in range(n_layers)]
     x = torch.randn(s, b, h, requires_grad=True)
-    for recompute in (False, True):
-        measure(layers, x, recompute, 20)  # warm-up (TorchScript profiling runs)
-    full = measure(layers, x, True, 200)
-    plain = measure(layers, x, False, 200)
+    checkpointed = lambda layer, y: CheckpointFunction.apply(layer, y)
+    plain_layer = lambda layer, y: layer(y)
+    for run in (plain_layer, checkpointed):
+        measure(run, layers, x, 20)  # warm-up (TorchScript profiling runs)
+    full = measure(checkpointed, layers, x, 200)
+    plain = measure(plain_layer, layers, x, 200)
     # The forward alone, as the recompute and the no-grad forward of the checkpoint run it.
-    start = time.perf_counter()
-    with torch.no_grad():
-        for _ in range(200):
-            y = x
-            for layer in layers:
-                y = layer(y)
-    fwd = (time.perf_counter() - start) / (200 * n_layers)
+    fwd = forward_only(plain_layer, layers, x, 200)
     print(f"torch {torch.__version__}, one thread")
     print(f"layer forward (no grad)                      {fwd * 1e3:.3f} ms")
     print(f"layer forward + backward, no recompute       {plain * 1e3:.3f} ms")
