@@ -29,7 +29,13 @@ namespace {
 // layers show 10-20 us CPU per aten op on A100 hosts). When a layer's kernels run faster than
 // that, the GPU idles between them: a pass takes max(GPU time, host time) (the host runs ahead
 // while long kernels queue, so only the excess shows).
-constexpr double kEagerHostPerOp_s = 15e-6;
+// The value is the one host constant, set on measured host-bound runs as the GPUs' sustained
+// clock is set on the calibration runs: vTrain's single-node A100 runs (Megatron-DeepSpeed,
+// tests/data/validation/vtrain-single.json) take 3.09 ms per layer and micro-batch (forward,
+// recomputed forward and backward: 36 + 36 + 72 = 144 ops) where they are host-bound at TP 1-4,
+// the least-squares floor of docs/analytical_model.md "Host floor"; 3.09 ms / 144 = 21.5 us, at
+// the top of the Kineto range above.
+constexpr double kEagerHostPerOp_s = 21.5e-6;
 // PyTorch ops one transformer layer dispatches, counted in Megatron-LM's ParallelTransformerLayer
 // (megatron/model/transformer.py, the Megatron-DeepSpeed fork alike) with the fused LayerNorm,
 // scale-mask-softmax, bias-GeLU and bias-dropout-add kernels: forward, LayerNorm; QKV linear,
