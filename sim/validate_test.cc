@@ -119,6 +119,15 @@ TEST(Validate, TorchtitanRunsHoldTheFidelityReached) {
   expect_within({"torchtitan-published.json", 16, 15.0, 34.0});
 }
 
+// Megatron-Bridge's published dense Llama 3 runs in FP8 (tests/data/validation/
+// megatron-bridge-published.json, from its docs/performance-summary-archive.md, releases 25.11
+// and 26.02) on DGX H100, DGX B200 and DGX GB200, 8-1024 GPUs. Reached 6.5% and 18.1% (the
+// Blackwell runs at TP 1-4 are 11-18% too fast: B200 / GB200 have no calibration runs); a
+// regression guard.
+TEST(Validate, MegatronBridgeRunsHoldTheFidelityReached) {
+  expect_within({"megatron-bridge-published.json", 10, 7.0, 19.0});
+}
+
 // Published DLRM training throughputs (tests/data/validation/dlrm-published.json: MLPerf
 // Training v3.0/v3.1 DLRM-DCNv2 on 64 and 128 H100, NVIDIA DeepLearningExamples DLRM on 1 and
 // 8 A100; source, locator and conversion in each case). Every case is predicted through the
