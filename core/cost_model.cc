@@ -188,6 +188,19 @@ double gemm_eff(const GpuProfile& prof, Precision p, double m, double n, double 
   return base_efficiency(prof, p) * prof.sustained_clock_fraction * std::max(big, half) * (k / (k + kGemmKHalf));
 }
 
+// Under a power cap the board lowers its clock until it draws the cap. Dynamic CMOS power is
+// C V^2 f, and across the DVFS range the voltage scales with the frequency, so P ~ f^3 and the
+// sustained clock scales as (cap / TDP)^(1/3) (`kClockPowerExponent`; the standard DVFS
+// approximation, e.g. Hennessy & Patterson, Computer Architecture, 6th ed., Section 1.5).
+// Static power is left out, so the clock is an upper bound. The clock set at the TDP
+// (`sustained_clock_fraction`) is the reference; HBM bandwidth has its own clock and is kept.
+constexpr double kClockPowerExponent = 1.0 / 3.0;
+
+double power_limit_clock_factor(const GpuSpec& gpu) {
+  if (gpu.power_limit_W <= 0 || gpu.tdp_W <= 0 || gpu.power_limit_W >= gpu.tdp_W) return 1.0;
+  return std::pow(gpu.power_limit_W / gpu.tdp_W, kClockPowerExponent);
+}
+
 double hbm_bytes_per_s(const GpuSpec& gpu, const GpuProfile& prof) {
   if (const CalibrationProfile* cal = profile_of(gpu); cal != nullptr && cal->memory_bandwidth_GBps > 0)
     return gbps_to_bytes_per_s(cal->memory_bandwidth_GBps);  // measured read + write
@@ -198,7 +211,8 @@ double hbm_bytes_per_s(const GpuSpec& gpu, const GpuProfile& prof) {
 
 double gemm_efficiency(const GpuSpec& gpu, Precision precision, int64_t m, int64_t n, int64_t k) {
   const Precision p = effective_precision(gpu, precision);
-  return gemm_eff(gpu_profile(gpu), p, static_cast<double>(m), static_cast<double>(n), static_cast<double>(k), 1.0);
+  return gemm_eff(gpu_profile(gpu), p, static_cast<double>(m), static_cast<double>(n), static_cast<double>(k), 1.0) *
+         power_limit_clock_factor(gpu);
 }
 
 double compute_time_s(const GpuSpec& gpu, Precision precision, double flops, double mem_bytes, int64_t m,
@@ -212,6 +226,7 @@ double compute_time_s(const GpuSpec& gpu, Precision precision, double flops, dou
   if (!(rate > 0))
     rate = peak_tflops(gpu, p) * kTera *
            gemm_eff(prof, p, static_cast<double>(m), static_cast<double>(n), static_cast<double>(k), 1.0);
+  rate *= power_limit_clock_factor(gpu);
   return std::max(flops / rate, mem_s) + kKernelGap_s;
 }
 
@@ -234,6 +249,7 @@ double batched_compute_time_s(const GpuSpec& gpu, Precision precision, double fl
     rate = peak_tflops(gpu, p) * kTera * base_efficiency(prof, p) * prof.sustained_clock_fraction *
            tile_utilization(prof, bm, bn, nb, tm, tn) * (bk / (bk + kGemmKHalf));
   }
+  rate *= power_limit_clock_factor(gpu);
   return std::max(flops / rate, mem_s) + kKernelGap_s;
 }
 

@@ -39,6 +39,9 @@ double optimizer_bytes_per_param(Precision p, Optimizer o);
 double gemm_eff(const GpuProfile& prof, Precision p, double m, double n, double k, double batch);
 // Achievable HBM bandwidth, bytes/s: measured when the profile has it, else the preset.
 double hbm_bytes_per_s(const GpuSpec& gpu, const GpuProfile& prof);
+// The tensor cores' rate under the GPU's power cap, as a fraction of the rate at its TDP
+// (1 without a cap): every compute rate is multiplied by it, peaks for MFU are not.
+double power_limit_clock_factor(const GpuSpec& gpu);
 
 // One kernel or a sum of kernels: time, FLOPs and HBM bytes.
 struct Op {

@@ -244,6 +244,36 @@ TEST(Compute, RooflineAndPrecision) {
   EXPECT_NEAR(ew, 1e9 / (3350e9 * gpu_profile(h100).memory_efficiency), 1e-5);
 }
 
+// A power cap lowers the tensor cores' clock as the cube root of cap / TDP; memory-bound kernels
+// keep HBM's rate, and a plan's layers slow down by no more than the clock.
+TEST(Compute, PowerCapSlowsTheTensorCoresByTheCubeRootOfThePowerRatio) {
+  const GpuSpec h100 = find_gpu_preset("H100-SXM")->spec;
+  GpuSpec capped = h100;
+  capped.power_limit_W = 500;
+  const double flops = 2.0 * 8192 * 8192 * 8192;
+  const double gemm = compute_time_s(h100, Precision::kBf16, flops, 0, 8192, 8192, 8192);
+  const double gemm_capped = compute_time_s(capped, Precision::kBf16, flops, 0, 8192, 8192, 8192);
+  EXPECT_NEAR(gemm_capped / gemm, std::cbrt(700.0 / 500.0), 1e-3);
+  EXPECT_DOUBLE_EQ(compute_time_s(capped, Precision::kBf16, 0, 1e9, 0, 0, 0),
+                   compute_time_s(h100, Precision::kBf16, 0, 1e9, 0, 0, 0));
+  GpuSpec at_tdp = h100;
+  at_tdp.power_limit_W = 700;  // a cap at the TDP changes nothing
+  EXPECT_DOUBLE_EQ(compute_time_s(at_tdp, Precision::kBf16, flops, 0, 8192, 8192, 8192), gemm);
+
+  Scenario s;
+  s.model = find_model_preset("llama3-8b")->config;
+  s.cluster = cluster("H100-SXM", 8);
+  s.training.global_batch_size = 8;
+  s.training.micro_batch_size = 1;
+  Plan p;
+  p.dp = 8;
+  const LayerCosts full = layer_costs(s, p);
+  s.cluster.gpu.power_limit_W = 500;
+  const LayerCosts low = layer_costs(s, p);
+  EXPECT_GT(low.forward_s, full.forward_s);
+  EXPECT_LE(low.forward_s / full.forward_s, std::cbrt(700.0 / 500.0) + 1e-9);
+}
+
 TEST(Compute, ProfilesByGpuName) {
   GpuSpec g;
   g.name = "NVIDIA H100 80GB HBM3";

@@ -210,8 +210,10 @@ Ctx make_ctx(const Scenario& s) {
   c.prec = effective_precision(s.cluster.gpu, s.training.precision);
   c.prec16 = c.prec == Precision::kFp8 ? Precision::kBf16 : c.prec;
   c.e = bytes_per_element(s.training.precision);
-  c.peak_gemm = peak_tflops(s.cluster.gpu, c.prec) * kTera;
-  c.peak16 = peak_tflops(s.cluster.gpu, c.prec16) * kTera;
+  // The rates the layer's kernels run at: under a power cap the clock is lower.
+  const double clock = power_limit_clock_factor(s.cluster.gpu);
+  c.peak_gemm = peak_tflops(s.cluster.gpu, c.prec) * kTera * clock;
+  c.peak16 = peak_tflops(s.cluster.gpu, c.prec16) * kTera * clock;
   c.hbm = hbm_bytes_per_s(s.cluster.gpu, *c.prof);
   c.cal = profile_of(s.cluster.gpu);
   c.graphed_layers = s.training.cuda_graphs && cuda_graphs_capture_whole_layer(s.model);
@@ -254,7 +256,8 @@ Op gemm(const Ctx& c, Precision p, double m, double n, double k, double batch, d
   Op o;
   o.flops = 2.0 * m * n * k * batch;
   o.bytes = batch * (ein * (m * k + k * n) + eout * m * n) + c_extra_bytes;
-  double rate = profile_flops_per_s(c.cal, *c.prof, p, m * batch, n, k);  // batched: as one taller GEMM
+  double rate = profile_flops_per_s(c.cal, *c.prof, p, m * batch, n, k) *  // batched: as one taller GEMM
+                power_limit_clock_factor(*c.gpu);
   if (!(rate > 0)) rate = (p == c.prec ? c.peak_gemm : c.peak16) * gemm_eff(*c.prof, p, m, n, k, batch);
   o.s = std::max(o.flops / rate, o.bytes / c.hbm) + kKernelGap_s;
   return o;

@@ -35,12 +35,13 @@ inline constexpr double kNetworkLatency_us = 5;
 inline constexpr int64_t kHgxGpusPerNode = 8;
 inline constexpr int64_t kNvl72GpusPerDomain = 72;
 
-GpuPreset make_gpu(const char* name, PeakTflops peak, double memory_gib, double hbm_GBps,
+GpuPreset make_gpu(const char* name, PeakTflops peak, double memory_gib, double hbm_GBps, double tdp_W,
                    double nvlink_GBps, double nic_GBps, int64_t gpus_per_node,
                    const char* source) {
   GpuPreset p;
   p.spec.name = name;
   p.spec.peak_tflops = peak;
+  p.spec.tdp_W = tdp_W;
   p.spec.memory_gib = memory_gib;
   p.spec.memory_bandwidth_GBps = hbm_GBps;
   p.default_gpus_per_node = gpus_per_node;
@@ -59,38 +60,41 @@ std::vector<GpuPreset> build_gpu_presets() {
   //
   // A100 SXM4 40GB — NVIDIA A100 Tensor Core GPU datasheet (2021, r4): FP32 19.5 TFLOPS,
   // TF32 156 (312 sparse), BF16 312 (624 sparse), FP16 312 (624 sparse), no FP8;
-  // 40 GB HBM2, 1,555 GB/s; NVLink 600 GB/s.
-  v.push_back(make_gpu("A100-40GB", PeakTflops{19.5, 156, 312, 312, 0}, 40, 1555,
+  // 40 GB HBM2, 1,555 GB/s; NVLink 600 GB/s; max TDP 400 W.
+  v.push_back(make_gpu("A100-40GB", PeakTflops{19.5, 156, 312, 312, 0}, 40, 1555, 400,
                        kNvlink3PerDirection_GBps, kHdr200PerDirection_GBps, kHgxGpusPerNode,
                        "NVIDIA A100 datasheet (SXM4 40GB)"));
-  // A100 SXM4 80GB — same datasheet: same compute, 80 GB HBM2e, 2,039 GB/s; NVLink 600 GB/s.
-  v.push_back(make_gpu("A100-80GB", PeakTflops{19.5, 156, 312, 312, 0}, 80, 2039,
+  // A100 SXM4 80GB — same datasheet: same compute, 80 GB HBM2e, 2,039 GB/s; NVLink 600 GB/s;
+  // max TDP 400 W.
+  v.push_back(make_gpu("A100-80GB", PeakTflops{19.5, 156, 312, 312, 0}, 80, 2039, 400,
                        kNvlink3PerDirection_GBps, kHdr200PerDirection_GBps, kHgxGpusPerNode,
                        "NVIDIA A100 datasheet (SXM4 80GB)"));
   // H100 SXM5 — NVIDIA H100 Tensor Core GPU datasheet: FP32 67 TFLOPS, TF32 989 sparse
   // (494.5 dense), BF16/FP16 1,979 sparse (989.5 dense), FP8 3,958 sparse (1,979 dense);
-  // 80 GB HBM3, 3.35 TB/s; NVLink 900 GB/s.
-  v.push_back(make_gpu("H100-SXM", PeakTflops{67, 494.5, 989.5, 989.5, 1979}, 80, 3350,
+  // 80 GB HBM3, 3.35 TB/s; NVLink 900 GB/s; max TDP up to 700 W (configurable).
+  v.push_back(make_gpu("H100-SXM", PeakTflops{67, 494.5, 989.5, 989.5, 1979}, 80, 3350, 700,
                        kNvlink4PerDirection_GBps, kNdr400PerDirection_GBps, kHgxGpusPerNode,
                        "NVIDIA H100 datasheet (SXM5)"));
   // H200 SXM — NVIDIA H200 Tensor Core GPU datasheet: same tensor cores as H100 SXM (FP32 67,
   // TF32 989 sparse, BF16/FP16 1,979 sparse, FP8 3,958 sparse); 141 GB HBM3e, 4.8 TB/s;
-  // NVLink 900 GB/s.
-  v.push_back(make_gpu("H200-SXM", PeakTflops{67, 494.5, 989.5, 989.5, 1979}, 141, 4800,
+  // NVLink 900 GB/s; max TDP up to 700 W (configurable).
+  v.push_back(make_gpu("H200-SXM", PeakTflops{67, 494.5, 989.5, 989.5, 1979}, 141, 4800, 700,
                        kNvlink4PerDirection_GBps, kNdr400PerDirection_GBps, kHgxGpusPerNode,
                        "NVIDIA H200 datasheet (SXM)"));
   // B200 — NVIDIA HGX B200 datasheet (8 GPUs, sparse tensor figures): FP8 72 PFLOPS,
   // FP16/BF16 36 PFLOPS, TF32 18 PFLOPS, FP32 600 TFLOPS, 1.44 TB HBM3e, 64 TB/s; per GPU
   // dense: FP8 4,500, BF16/FP16 2,250, TF32 1,125, FP32 75 TFLOPS; 180 GB, 8 TB/s;
-  // NVLink 5 1.8 TB/s.
-  v.push_back(make_gpu("B200", PeakTflops{75, 1125, 2250, 2250, 4500}, 180, 8000,
+  // NVLink 5 1.8 TB/s; up to 1,000 W per GPU (DGX B200 user guide: 14.3 kW system, 8 x 1,000 W
+  // GPUs).
+  v.push_back(make_gpu("B200", PeakTflops{75, 1125, 2250, 2250, 4500}, 180, 8000, 1000,
                        kNvlink5PerDirection_GBps, kNdr400PerDirection_GBps, kHgxGpusPerNode,
                        "NVIDIA HGX B200 datasheet (per GPU = system / 8, dense = sparse / 2)"));
   // GB200 (Blackwell GPU of a GB200 NVL72) — NVIDIA GB200 NVL72 datasheet (72 GPUs, sparse
   // tensor figures): FP8 720 PFLOPS, FP16/BF16 360 PFLOPS, TF32 180 PFLOPS, FP32 5,760 TFLOPS,
   // up to 13.4 TB HBM3e at 576 TB/s; per GPU dense: FP8 5,000, BF16/FP16 2,500, TF32 1,250,
-  // FP32 80 TFLOPS; 186 GB, 8 TB/s; NVLink 5 1.8 TB/s inside the 72-GPU NVLink domain.
-  v.push_back(make_gpu("GB200", PeakTflops{80, 1250, 2500, 2500, 5000}, 186, 8000,
+  // FP32 80 TFLOPS; 186 GB, 8 TB/s; NVLink 5 1.8 TB/s inside the 72-GPU NVLink domain; the
+  // Blackwell GPU of GB200 runs at up to 1,200 W (NVL72 reference design).
+  v.push_back(make_gpu("GB200", PeakTflops{80, 1250, 2500, 2500, 5000}, 186, 8000, 1200,
                        kNvlink5PerDirection_GBps, kNdr400PerDirection_GBps, kNvl72GpusPerDomain,
                        "NVIDIA GB200 NVL72 datasheet (per GPU = rack / 72, dense = sparse / 2)"));
   return v;

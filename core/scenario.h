@@ -51,6 +51,8 @@ struct GpuSpec {
   double memory_gib = 0;             // HBM capacity, 2^30 bytes
   double memory_bandwidth_GBps = 0;  // HBM bandwidth, 1e9 bytes/s
   std::string profile;               // optional calibration profile path (monarch-calibrate)
+  double tdp_W = 0;                  // the board's default power limit (its TDP), W; 0: unknown
+  double power_limit_W = 0;          // a lower power cap the cluster runs at, W; 0: the TDP
 };
 
 // One embedding table of a recommendation model (architecture "dlrm").

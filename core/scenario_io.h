@@ -39,6 +39,7 @@ inline constexpr int64_t kMaxWhatIfEntries = 100000;
 inline constexpr double kMaxPeakTflops = 1e6;          // 1 EFLOP/s per GPU
 inline constexpr double kMaxMemoryGib = 1e6;
 inline constexpr double kMaxBandwidth_GBps = 1e7;
+inline constexpr double kMaxPower_W = 1e5;  // one accelerator board
 inline constexpr double kMaxLatency_us = 1e7;          // 10 s
 inline constexpr double kMaxOversubscription = 1e3;
 inline constexpr double kMaxSlowdown = 1e6;

@@ -26,6 +26,23 @@ void read_profile_path(Ctx& ctx, const std::string& file, const std::string& whe
   ctx.add(where, "calibration profile \"" + file + "\": " + prof.problems().front().to_string());
 }
 
+// The board's TDP (a preset's, or `tdp_W`) and the power cap the cluster runs it at.
+void read_power(Ctx& ctx, Obj& o, GpuSpec& gpu) {
+  if (auto v = get_num(ctx, o, "tdp_W", 0, kMaxPower_W, true)) gpu.tdp_W = *v;
+  auto limit = get_num(ctx, o, "power_limit_W", 0, kMaxPower_W, true);
+  if (!limit) return;
+  if (gpu.tdp_W <= 0) {
+    ctx.add(o.at("power_limit_W"), "a power limit needs the board's TDP: add tdp_W (W) to a GPU that is not a preset");
+    return;
+  }
+  if (*limit > gpu.tdp_W) {
+    ctx.add(o.at("power_limit_W"), "found " + fmt_num(*limit) + ", expected at most the board's TDP of " + fmt_num(gpu.tdp_W) +
+                                       " W (a limit caps the power below it)");
+    return;
+  }
+  gpu.power_limit_W = *limit;
+}
+
 void read_gpu(Ctx& ctx, const json* g, const std::string& where, const std::string& base_dir, GpuSpec& gpu,
               const GpuPreset** preset) {
   *preset = nullptr;
@@ -50,7 +67,7 @@ void read_gpu(Ctx& ctx, const json* g, const std::string& where, const std::stri
     ctx.found(where, *g, "a GPU preset name or an object {name, peak_tflops, memory_gib, memory_bandwidth_GBps}");
     return;
   }
-  Obj o(ctx, g, where, {"name", "peak_tflops", "memory_gib", "memory_bandwidth_GBps", "profile"});
+  Obj o(ctx, g, where, {"name", "peak_tflops", "memory_gib", "memory_bandwidth_GBps", "profile", "tdp_W", "power_limit_W"});
   auto name = get_str(ctx, o, "name");
   if (!name) {
     if (!o.has("name")) ctx.add(o.at("name"), "missing, expected a string");
@@ -78,6 +95,7 @@ void read_gpu(Ctx& ctx, const json* g, const std::string& where, const std::stri
   else if (custom && !o.has("memory_bandwidth_GBps"))
     ctx.add(o.at("memory_bandwidth_GBps"), "missing, expected a number > 0 (HBM bandwidth, GB/s)");
   if (auto v = get_str(ctx, o, "profile")) read_profile_path(ctx, *v, o.at("profile"), base_dir, gpu);
+  read_power(ctx, o, gpu);
   o.finish();
 }
 

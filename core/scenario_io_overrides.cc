@@ -76,6 +76,9 @@ std::string apply_override(Ctx& ctx, json& root, const std::string& ov) {
       node = &(*node)[idx];
       continue;
     }
+    // A GPU named by its preset takes keys as the object form {"name": preset}
+    // (--set cluster.gpu.power_limit_W=500 on "gpu": "H100-SXM").
+    if (pointer == "/cluster/gpu" && node->is_string()) *node = json{{"name", node->get<std::string>()}};
     if (!node->is_object()) {
       ctx.add(where, (pointer.empty() ? std::string("/") : pointer) + " is " + type_name(*node) + ", cannot set \"" + k + "\" inside it");
       return "";

@@ -361,6 +361,31 @@ TEST(ScenarioIo, CompileIsTorchtitansAndSurvivesTheRoundTrip) {
   EXPECT_NE(all_messages(s.problems()).find("/training/compile"), std::string::npos);
 }
 
+// A power cap: a preset brings its TDP, a custom GPU states it; both survive the round trip.
+TEST(ScenarioIo, PowerLimitTakesThePresetsTdpAndSurvivesTheRoundTrip) {
+  json j = base_scenario();
+  j["cluster"]["gpu"] = json::parse(R"({"name": "A100-80GB", "power_limit_W": 300})");
+  auto s = scenario_from_json(j);
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  EXPECT_DOUBLE_EQ(s->cluster.gpu.tdp_W, 400);
+  EXPECT_DOUBLE_EQ(s->cluster.gpu.power_limit_W, 300);
+  auto again = scenario_from_json(scenario_to_json(*s));
+  ASSERT_TRUE(again.ok()) << all_messages(again.problems());
+  EXPECT_DOUBLE_EQ(again->cluster.gpu.power_limit_W, 300);
+  j["cluster"]["gpu"] = json::parse(R"({"name": "X1", "peak_tflops": {"bf16": 100}, "memory_gib": 40,
+                                        "memory_bandwidth_GBps": 1000, "tdp_W": 450, "power_limit_W": 300})");
+  s = scenario_from_json(j);
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  again = scenario_from_json(scenario_to_json(*s));
+  ASSERT_TRUE(again.ok()) << all_messages(again.problems());
+  EXPECT_DOUBLE_EQ(again->cluster.gpu.tdp_W, 450);
+  EXPECT_DOUBLE_EQ(again->cluster.gpu.power_limit_W, 300);
+  s = scenario_from_json(base_scenario());  // a preset by name: its TDP, no cap
+  ASSERT_TRUE(s.ok());
+  EXPECT_DOUBLE_EQ(s->cluster.gpu.tdp_W, 400);
+  EXPECT_DOUBLE_EQ(s->cluster.gpu.power_limit_W, 0);
+}
+
 TEST(ScenarioIo, CudaGraphsAreMegatronsAndSurviveTheRoundTrip) {
   auto s = scenario_from_json(base_scenario());
   ASSERT_TRUE(s.ok()) << all_messages(s.problems());
@@ -529,9 +554,14 @@ TEST(ScenarioIo, OverridesApplyWithTheSameValidation) {
   s = scenario_from_json(base_scenario(), ".", {"parallelism.tp"});
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.problems()[0].where, "--set parallelism.tp");
-  s = scenario_from_json(base_scenario(), ".", {"cluster.gpu.name=H100-SXM"});
+  // A GPU named by its preset takes keys as the object {"name": preset} does.
+  s = scenario_from_json(base_scenario(), ".", {"cluster.gpu.power_limit_W=300"});
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  EXPECT_EQ(s->cluster.gpu.name, "A100-80GB");
+  EXPECT_DOUBLE_EQ(s->cluster.gpu.power_limit_W, 300);
+  s = scenario_from_json(base_scenario(), ".", {"name.first=x"});
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.problems()[0].message.find("/cluster/gpu is a string"), std::string::npos);
+  EXPECT_NE(s.problems()[0].message.find("/name is a string"), std::string::npos);
   s = scenario_from_json(base_scenario(), ".", {"cluster.num_gpus=-1e400"});
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.problems()[0].message.find("overflow"), std::string::npos);

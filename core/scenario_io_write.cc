@@ -64,6 +64,10 @@ nlohmann::json scenario_to_json(const Scenario& s) {
               {"memory_gib", c.gpu.memory_gib},
               {"memory_bandwidth_GBps", c.gpu.memory_bandwidth_GBps}};
   if (!c.gpu.profile.empty()) gpu["profile"] = c.gpu.profile;
+  if (c.gpu.power_limit_W > 0) {  // the TDP only matters beside a limit
+    gpu["tdp_W"] = c.gpu.tdp_W;
+    gpu["power_limit_W"] = c.gpu.power_limit_W;
+  }
   json cj = {{"gpu", gpu}, {"num_gpus", c.num_gpus}, {"gpus_per_node", c.gpus_per_node}};
   json intra = json::object(), inter = json::object();
   if (c.intra_node.bandwidth_GBps > 0) intra["bandwidth_GBps"] = c.intra_node.bandwidth_GBps;
