@@ -100,6 +100,22 @@ TEST(ScenarioEditor, ProblemsAtTheFieldWithTheCommandLineMessage) {
   EXPECT_EQ(editor.document()["training"]["compile"], true);
   EXPECT_FALSE(editor.scenario());
   EXPECT_TRUE(editor.field_problem("/training/compile").contains("megatron"));
+  editor.set_field_text("/training/compile", "");
+
+  // A power limit turns the GPU named by its preset into the object form; another preset keeps
+  // the limit, and one above the board's TDP is reported at the key.
+  ASSERT_TRUE(editor.set_field_text("/cluster/gpu/power_limit_W", "300"));
+  EXPECT_EQ(editor.document()["cluster"]["gpu"]["name"], "A100-80GB");
+  EXPECT_EQ(editor.document()["cluster"]["gpu"]["power_limit_W"], 300);
+  ASSERT_TRUE(editor.scenario());
+  EXPECT_DOUBLE_EQ(editor.scenario()->cluster.gpu.power_limit_W, 300);
+  EXPECT_EQ(editor.field_text("/cluster/gpu"), "A100-80GB");
+  ASSERT_TRUE(editor.set_field_text("/cluster/gpu", "H100-SXM"));
+  EXPECT_EQ(editor.document()["cluster"]["gpu"]["name"], "H100-SXM");
+  EXPECT_EQ(editor.document()["cluster"]["gpu"]["power_limit_W"], 300);
+  ASSERT_TRUE(editor.set_field_text("/cluster/gpu/power_limit_W", "800"));
+  EXPECT_FALSE(editor.scenario());
+  EXPECT_TRUE(editor.field_problem("/cluster/gpu/power_limit_W").contains("700 W"));
 }
 
 TEST(ScenarioEditor, SaveIsAtomicAndKeepsEditsOnFailure) {

@@ -122,6 +122,8 @@ void ScenarioEditor::build_forms() {
   f("Cluster", "gpu", {"/cluster/gpu"}, K::kEditableChoice, with_empty(gpu_preset_names()));
   f("Cluster", "num_gpus", {"/cluster/num_gpus"}, K::kInteger);
   f("Cluster", "gpus_per_node", {"/cluster/gpus_per_node"}, K::kInteger);
+  f("Cluster", "GPU power limit W", {"/cluster/gpu/power_limit_W"}, K::kNumber, {},
+    "a cap below the board's TDP: the tensor cores' clock drops as (limit / TDP)^(1/3); empty = the TDP");
   f("Cluster", "intra-node GB/s", {"/cluster/intra_node/bandwidth_GBps"}, K::kNumber, {}, "per GPU, per direction (NVLink)");
   f("Cluster", "intra-node latency us", {"/cluster/intra_node/latency_us"}, K::kNumber);
   f("Cluster", "inter-node GB/s", {"/cluster/inter_node/bandwidth_GBps"}, K::kNumber, {}, "per NIC, per direction");
@@ -248,11 +250,18 @@ void ScenarioEditor::build_forms() {
   }
 }
 
+// The field whose key is the problem's path or its closest parent (the GPU's power limit, not
+// the GPU).
 ScenarioEditor::Field* ScenarioEditor::field_for(const std::string& path) {
+  Field* best = nullptr;
+  size_t best_len = 0;
   for (Field& fd : fields_)
     for (const std::string& p : fd.paths)
-      if (path == p || path.rfind(p + "/", 0) == 0) return &fd;
-  return nullptr;
+      if ((path == p || path.rfind(p + "/", 0) == 0) && p.size() > best_len) {
+        best = &fd;
+        best_len = p.size();
+      }
+  return best;
 }
 
 const ScenarioEditor::Field* ScenarioEditor::field_for(const std::string& path) const {
@@ -279,6 +288,15 @@ void ScenarioEditor::refresh_widgets() {
   json_view_->setPlainText(QString::fromStdString(doc_.dump(2)));
 }
 
+// A key inside the GPU (its power limit) needs the object form: a GPU given by its preset name
+// becomes {"name": preset}, as the command line's --set does.
+void ScenarioEditor::gpu_as_object_for(const std::string& target) {
+  static const std::string gpu = "/cluster/gpu";
+  if (target.rfind(gpu + "/", 0) != 0) return;
+  const json::json_pointer ptr(gpu);
+  if (doc_.contains(ptr) && doc_.at(ptr).is_string()) doc_[ptr] = json{{"name", doc_.at(ptr).get<std::string>()}};
+}
+
 void ScenarioEditor::field_edited(Field& fd) {
   if (loading_) return;
   // Write where the file already has the key (an alias stays an alias), else the canonical key.
@@ -291,7 +309,10 @@ void ScenarioEditor::field_edited(Field& fd) {
   const json::json_pointer ptr(target);
   const QString text = widget_text(fd.widget).trimmed();
   try {
-    if (text.isEmpty()) {
+    gpu_as_object_for(target);
+    if (target == "/cluster/gpu" && doc_.contains(ptr) && doc_.at(ptr).is_object() && !text.isEmpty()) {
+      doc_[ptr]["name"] = text.toStdString();  // another preset for a GPU given as an object: its other keys stay
+    } else if (text.isEmpty()) {
       if (doc_.contains(ptr)) doc_[ptr.parent_pointer()].erase(ptr.back());
     } else {
       doc_[ptr] = text_to_json(text, fd.kind);
