@@ -118,7 +118,7 @@ double collective_time_s(CollectiveKind kind, int64_t bytes_per_rank, const Grou
       if (t > 0) return t;  // measured on this node (nccl-tests style)
     }
     if (kind == CollectiveKind::kAllToAll) return all_to_all_latency_s(g, c) + collective_bus_factor(kind, n) * S / bw_intra;
-    return steps_factor * (n - 1.0) * lat_intra + collective_bus_factor(kind, n) * S / bw_intra;
+    return kNcclCollectiveBaseLatency_s + steps_factor * (n - 1.0) * lat_intra + collective_bus_factor(kind, n) * S / bw_intra;
   }
   // Across nodes: r members per node, N nodes. Hierarchical algorithm: an intra-node phase on
   // NVLink and an inter-node phase where each of the r GPUs moves 1/r of the data over its
@@ -149,7 +149,7 @@ double collective_time_s(CollectiveKind kind, int64_t bytes_per_rank, const Grou
   if (kind == CollectiveKind::kAllGather || kind == CollectiveKind::kReduceScatter)
     intra += std::max(0.0, n - N - (r - 1.0)) * lat_intra;
   const double inter = collective_bus_factor(kind, N) * S / r / bw_nic + inter_steps * lat_inter;
-  return intra + inter;
+  return kNcclCollectiveBaseLatency_s + intra + inter;
 }
 
 double p2p_time_s(int64_t bytes, bool crosses_nodes, const ClusterConfig& c) {

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/collectives.h"
+
 #include <cmath>
 
 #include <filesystem>
@@ -68,12 +70,13 @@ TEST(Collectives, RingFormulasInsideANode) {
   const double S = 1e9;
   const double bw = 300e9 * gpu_profile(c.gpu).nvlink_efficiency;
   const double lat = c.intra_node.latency_us * 1e-6;
-  EXPECT_NEAR(collective_time_s(CollectiveKind::kAllReduce, 1000000000, g, c), 2.0 * 7 / 8 * S / bw + 14 * lat, 1e-12);
-  EXPECT_NEAR(collective_time_s(CollectiveKind::kAllGather, 1000000000, g, c), 7.0 / 8 * S / bw + 7 * lat, 1e-12);
-  EXPECT_NEAR(collective_time_s(CollectiveKind::kReduceScatter, 1000000000, g, c), 7.0 / 8 * S / bw + 7 * lat, 1e-12);
+  const double base = kNcclCollectiveBaseLatency_s;  // NCCL's fixed cost of a call
+  EXPECT_NEAR(collective_time_s(CollectiveKind::kAllReduce, 1000000000, g, c), base + 2.0 * 7 / 8 * S / bw + 14 * lat, 1e-12);
+  EXPECT_NEAR(collective_time_s(CollectiveKind::kAllGather, 1000000000, g, c), base + 7.0 / 8 * S / bw + 7 * lat, 1e-12);
+  EXPECT_NEAR(collective_time_s(CollectiveKind::kReduceScatter, 1000000000, g, c), base + 7.0 / 8 * S / bw + 7 * lat, 1e-12);
   // nccl-tests: busbw = algbw x 2(n-1)/n for all-reduce; our bus bandwidth is the NVLink
-  // bandwidth times the NCCL efficiency.
-  const double algbw = S / collective_time_s(CollectiveKind::kAllReduce, 1000000000, g, c);
+  // bandwidth times the NCCL efficiency (8 GB: the latencies do not show).
+  const double algbw = 8 * S / collective_time_s(CollectiveKind::kAllReduce, 8000000000, g, c);
   EXPECT_NEAR(algbw * 2 * 7 / 8 / 1e9, 300 * gpu_profile(c.gpu).nvlink_efficiency, 1.0);
   EXPECT_NEAR(collective_wire_bytes(CollectiveKind::kAllReduce, 800, 8), 1400, 1e-9);
   g.size = 1;
@@ -87,7 +90,8 @@ TEST(Collectives, AllGatherRingLatencyCountsEveryRankAcrossNodes) {
   const ClusterConfig c = cluster("A100-80GB", 1536);
   const GroupSpan g{1536, 192, 8, false};
   const int64_t S = 8;  // bytes: the latency alone
-  const double expect = (1536.0 - 192.0) * us_to_s(c.intra_node.latency_us) + 191.0 * us_to_s(c.inter_node.latency_us);
+  const double expect = kNcclCollectiveBaseLatency_s + (1536.0 - 192.0) * us_to_s(c.intra_node.latency_us) +
+                        191.0 * us_to_s(c.inter_node.latency_us);
   EXPECT_NEAR(collective_time_s(CollectiveKind::kAllGather, S, g, c), expect, 1e-6);
   EXPECT_NEAR(collective_time_s(CollectiveKind::kReduceScatter, S, g, c), expect, 1e-6);
   // All-reduce keeps NCCL's tree over the nodes: far fewer steps.
@@ -107,7 +111,7 @@ TEST(Collectives, AcrossNodesTheNicsPaceTheGroup) {
   EXPECT_LT(t_full, t_one);
   // One rank per node: a ring over 16 NICs of 50 GB/s x 0.9.
   // (latency: NCCL trees, 2 log2(16) = 8 steps of 5 us)
-  EXPECT_NEAR(t_one, 2.0 * 15 / 16 * S / (50e9 * kInterNodeEfficiency) + 8 * 5e-6, 1e-9);
+  EXPECT_NEAR(t_one, kNcclCollectiveBaseLatency_s + 2.0 * 15 / 16 * S / (50e9 * kInterNodeEfficiency) + 8 * 5e-6, 1e-9);
   // Oversubscribed leaf uplinks slow traffic that leaves the rail.
   ClusterConfig over = c;
   over.oversubscription = 2;

@@ -206,6 +206,7 @@ std::vector<FlowPhase> decompose_collective(CollectiveKind kind, const std::vect
           across(m - 1);
           inside(r - 1);
         }
+        phases.front().extra_latency_s += kNcclCollectiveBaseLatency_s;
         return phases;
       }
       append_ring(phases, {ring_edges(gpus, shape)}, ring_steps(kind, n), bytes / static_cast<double>(n), fidelity, alpha);
@@ -249,6 +250,7 @@ std::vector<FlowPhase> decompose_collective(CollectiveKind kind, const std::vect
   }
   for (auto& p : phases)
     if (p.latency_s == 0) p.latency_s = alpha;
+  if (!phases.empty()) phases.front().extra_latency_s += kNcclCollectiveBaseLatency_s;
   return phases;
 }
 
