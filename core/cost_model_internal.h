@@ -60,7 +60,8 @@ struct Ctx {
   Precision prec;       // training precision (fp8 GEMMs where TE runs them)
   Precision prec16;     // precision of non-fp8 kernels (attention, output layer)
   double e;             // activation element bytes
-  double peak_gemm, peak16;
+  double peak_gemm, peak16;  // tensor-core peaks at the clock of the GPU's power cap
+  double power_clock = 1.0;  // power_limit_clock_factor of the GPU, for measured rates
   double hbm;
   const CalibrationProfile* cal;  // measured throughput, or nullptr
   bool graphed_layers = false;    // training.cuda_graphs and the whole layer is captured

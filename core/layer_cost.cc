@@ -211,9 +211,9 @@ Ctx make_ctx(const Scenario& s) {
   c.prec16 = c.prec == Precision::kFp8 ? Precision::kBf16 : c.prec;
   c.e = bytes_per_element(s.training.precision);
   // The rates the layer's kernels run at: under a power cap the clock is lower.
-  const double clock = power_limit_clock_factor(s.cluster.gpu);
-  c.peak_gemm = peak_tflops(s.cluster.gpu, c.prec) * kTera * clock;
-  c.peak16 = peak_tflops(s.cluster.gpu, c.prec16) * kTera * clock;
+  c.power_clock = power_limit_clock_factor(s.cluster.gpu);
+  c.peak_gemm = peak_tflops(s.cluster.gpu, c.prec) * kTera * c.power_clock;
+  c.peak16 = peak_tflops(s.cluster.gpu, c.prec16) * kTera * c.power_clock;
   c.hbm = hbm_bytes_per_s(s.cluster.gpu, *c.prof);
   c.cal = profile_of(s.cluster.gpu);
   c.graphed_layers = s.training.cuda_graphs && cuda_graphs_capture_whole_layer(s.model);
@@ -256,8 +256,7 @@ Op gemm(const Ctx& c, Precision p, double m, double n, double k, double batch, d
   Op o;
   o.flops = 2.0 * m * n * k * batch;
   o.bytes = batch * (ein * (m * k + k * n) + eout * m * n) + c_extra_bytes;
-  double rate = profile_flops_per_s(c.cal, *c.prof, p, m * batch, n, k) *  // batched: as one taller GEMM
-                power_limit_clock_factor(*c.gpu);
+  double rate = profile_flops_per_s(c.cal, *c.prof, p, m * batch, n, k) * c.power_clock;  // batched: one taller GEMM
   if (!(rate > 0)) rate = (p == c.prec ? c.peak_gemm : c.peak16) * gemm_eff(*c.prof, p, m, n, k, batch);
   o.s = std::max(o.flops / rate, o.bytes / c.hbm) + kKernelGap_s;
   return o;

@@ -66,6 +66,11 @@ Expected<Scenario> read_scenario_file(const std::string& path,
 Expected<Scenario> scenario_from_json(const nlohmann::json& j, const std::string& base_dir = ".",
                                       const std::vector<std::string>& overrides = {});
 
+// Before a key is set inside the GPU (`cluster.gpu.power_limit_W`): a GPU named by its preset
+// ("gpu": "H100-SXM") becomes the object form {"name": "H100-SXM"}, which reads the same. The
+// command line's --set and the GUI's editor both call it.
+void gpu_as_object(nlohmann::json& scenario);
+
 // Normalized, defaults filled, canonical key names (no aliases, GPU as a full object);
 // round-trips through scenario_from_json.
 nlohmann::json scenario_to_json(const Scenario&);

@@ -76,9 +76,7 @@ std::string apply_override(Ctx& ctx, json& root, const std::string& ov) {
       node = &(*node)[idx];
       continue;
     }
-    // A GPU named by its preset takes keys as the object form {"name": preset}
-    // (--set cluster.gpu.power_limit_W=500 on "gpu": "H100-SXM").
-    if (pointer == "/cluster/gpu" && node->is_string()) *node = json{{"name", node->get<std::string>()}};
+    if (pointer == "/cluster/gpu") gpu_as_object(root);  // --set cluster.gpu.power_limit_W=500
     if (!node->is_object()) {
       ctx.add(where, (pointer.empty() ? std::string("/") : pointer) + " is " + type_name(*node) + ", cannot set \"" + k + "\" inside it");
       return "";
@@ -97,3 +95,14 @@ std::string apply_override(Ctx& ctx, json& root, const std::string& ov) {
 }
 
 }  // namespace monarch::scenario_io_detail
+
+namespace monarch {
+
+void gpu_as_object(nlohmann::json& scenario) {
+  if (!scenario.is_object() || !scenario.contains("cluster") || !scenario["cluster"].is_object()) return;
+  nlohmann::json& cluster = scenario["cluster"];
+  if (cluster.contains("gpu") && cluster["gpu"].is_string())
+    cluster["gpu"] = nlohmann::json{{"name", cluster["gpu"].get<std::string>()}};
+}
+
+}  // namespace monarch

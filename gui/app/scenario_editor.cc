@@ -288,15 +288,6 @@ void ScenarioEditor::refresh_widgets() {
   json_view_->setPlainText(QString::fromStdString(doc_.dump(2)));
 }
 
-// A key inside the GPU (its power limit) needs the object form: a GPU given by its preset name
-// becomes {"name": preset}, as the command line's --set does.
-void ScenarioEditor::gpu_as_object_for(const std::string& target) {
-  static const std::string gpu = "/cluster/gpu";
-  if (target.rfind(gpu + "/", 0) != 0) return;
-  const json::json_pointer ptr(gpu);
-  if (doc_.contains(ptr) && doc_.at(ptr).is_string()) doc_[ptr] = json{{"name", doc_.at(ptr).get<std::string>()}};
-}
-
 void ScenarioEditor::field_edited(Field& fd) {
   if (loading_) return;
   // Write where the file already has the key (an alias stays an alias), else the canonical key.
@@ -309,7 +300,7 @@ void ScenarioEditor::field_edited(Field& fd) {
   const json::json_pointer ptr(target);
   const QString text = widget_text(fd.widget).trimmed();
   try {
-    gpu_as_object_for(target);
+    if (target.rfind("/cluster/gpu/", 0) == 0) gpu_as_object(doc_);  // a key inside the GPU (its power limit)
     if (target == "/cluster/gpu" && doc_.contains(ptr) && doc_.at(ptr).is_object() && !text.isEmpty()) {
       doc_[ptr]["name"] = text.toStdString();  // another preset for a GPU given as an object: its other keys stay
     } else if (text.isEmpty()) {

@@ -74,7 +74,6 @@ class ScenarioEditor : public QWidget {
   void build_forms();
   void refresh_widgets();
   void field_edited(Field& f);
-  void gpu_as_object_for(const std::string& target);
   void show_problems();
   void show_resolved();
   Field* field_for(const std::string& path);
