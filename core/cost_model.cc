@@ -254,13 +254,8 @@ double batched_compute_time_s(const GpuSpec& gpu, Precision precision, double fl
 }
 
 DType grad_reduce_dtype(const TrainingConfig& t) {
-  if (t.precision == Precision::kFp32) return DType::kFp32;
-  switch (t.framework) {
-    case Framework::kMegatron: return t.precision == Precision::kFp16 ? DType::kFp16 : DType::kFp32;
-    case Framework::kDeepspeed: return t.precision == Precision::kFp16 ? DType::kFp16 : DType::kBf16;
-    case Framework::kTorchtitan: return DType::kFp32;
-  }
-  return DType::kFp32;
+  if (grad_reduce_in_fp32(t)) return DType::kFp32;
+  return t.precision == Precision::kFp16 ? DType::kFp16 : DType::kBf16;
 }
 
 double grad_reduce_bytes_per_param(const TrainingConfig& t) { return grad_reduce_dtype(t) == DType::kFp32 ? 4.0 : 2.0; }

@@ -30,15 +30,9 @@
 
 namespace monarch {
 
-// Precision in which the gradients are reduced over the data-parallel group (and the
-// sequence-parallel and tied-embedding gradient all-reduces), each framework's default:
-// - Megatron-LM: fp32 for bf16 and fp8 (whose parameters are bf16): arguments.py sets
-//   accumulate_allreduce_grads_in_fp32 for bf16; for fp16 the flag stays off, so main_grad and
-//   its reduction are fp16 (megatron/core/distributed: grad dtype = param dtype).
-// - DeepSpeed: the engine's communication_data_type, by default the training dtype
-//   (deepspeed/runtime/engine.py: fp16 -> float16, bf16 -> bfloat16).
-// - torchtitan (FSDP2): MixedPrecisionPolicy reduce_dtype, mixed_precision_reduce = "float32".
-// fp32 training reduces in fp32 everywhere. Shared with the lowering.
+// Type in which the gradients are reduced over the data-parallel group (and the
+// sequence-parallel and tied-embedding gradient all-reduces): fp32 where grad_reduce_in_fp32()
+// (core/model_math.h) says so, else the 16-bit training type. Shared with the lowering.
 DType grad_reduce_dtype(const TrainingConfig& training);
 // Its bytes per parameter: 4 (fp32) or 2 (fp16, bf16).
 double grad_reduce_bytes_per_param(const TrainingConfig& training);

@@ -783,6 +783,23 @@ TEST(Iteration, GradientReductionFollowsTheFrameworksPrecision) {
   const double bf16 = dp_bytes(Precision::kBf16), fp16 = dp_bytes(Precision::kFp16);
   EXPECT_GT(bf16, 0);
   EXPECT_NEAR(fp16, bf16 / 2, 1e-6 * bf16);
+
+  // training.grad_reduce_in_fp32 false (Megatron-LM --grad-reduce-in-bf16, NVIDIA's benchmark
+  // recipes): the bf16 run's reduce-scatter carries 2 bytes per parameter, and its main_grad
+  // buffer shrinks by the same 2 bytes; a stated true keeps fp32 under DeepSpeed too.
+  const BackendResult fp32_grads = [&] {
+    s.training.precision = Precision::kBf16;
+    return estimate_plan(s, p);
+  }();
+  s.training.grad_reduce_in_fp32 = false;
+  EXPECT_NEAR(dp_bytes(Precision::kBf16), bf16 / 2, 1e-6 * bf16);
+  const BackendResult bf16_grads = estimate_plan(s, p);
+  const double params = static_cast<double>(parameter_counts(model_shape(s.model)).total);
+  EXPECT_NEAR(gib_to_bytes(fp32_grads.memory.peak_gib - bf16_grads.memory.peak_gib), 2.0 * params,
+              0.02 * 2.0 * params);
+  t.framework = Framework::kDeepspeed;
+  t.grad_reduce_in_fp32 = true;
+  EXPECT_EQ(grad_reduce_dtype(t), DType::kFp32);
 }
 
 TEST(Iteration, RejectsPlansThatDoNotFitOrCannotRun) {

@@ -347,9 +347,22 @@ StateBytesPerParameter state_bytes_per_parameter(Precision p, Optimizer o) {
   return b;
 }
 
+bool grad_reduce_in_fp32(const TrainingConfig& t) {
+  if (t.precision == Precision::kFp32) return true;
+  if (t.grad_reduce_in_fp32) return *t.grad_reduce_in_fp32;
+  switch (t.framework) {
+    case Framework::kMegatron: return t.precision != Precision::kFp16;
+    case Framework::kDeepspeed: return false;
+    case Framework::kTorchtitan: return true;
+  }
+  return true;
+}
+
 StateBytesPerParameter state_bytes_per_parameter(const TrainingConfig& t) {
   StateBytesPerParameter b = state_bytes_per_parameter(t.precision, t.optimizer);
-  if (t.precision == Precision::kFp16 && t.framework != Framework::kTorchtitan) b.gradients = 2;
+  if (t.precision == Precision::kFp32) return b;
+  if (t.framework == Framework::kMegatron) b.gradients = grad_reduce_in_fp32(t) ? 4 : 2;
+  if (t.framework == Framework::kDeepspeed && t.precision == Precision::kFp16) b.gradients = 2;
   return b;
 }
 

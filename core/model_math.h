@@ -217,12 +217,23 @@ struct StateBytesPerParameter {
 // fp32 with Adam: 4 + 4 + 8. SGD with momentum: optimizer 4 (momentum) + 4 master if mixed.
 StateBytesPerParameter state_bytes_per_parameter(Precision p, Optimizer o);
 // The same for a dense model's training settings, with the gradient buffer each framework keeps:
-// fp16 under Megatron-LM (main_grad in the parameter dtype: accumulate_allreduce_grads_in_fp32
-// is set for bf16 only) and DeepSpeed (FP16_Optimizer and ZeRO-1/2 keep the fp16 .grad) is
-// 2 bytes; bf16 and fp8 under Megatron-LM (fp32 main_grad), bf16 under DeepSpeed
-// (BF16_Optimizer's fp32 gradient accumulators) and torchtitan (FSDP2's fp32 sharded
-// gradients) are 4.
+// Megatron-LM's main_grad buffer has the reduction's type (param_and_grad_buffer: fp32 if
+// grad_reduce_in_fp32, else the parameter dtype), 4 or 2 bytes; DeepSpeed keeps fp16 .grad
+// under fp16 (FP16_Optimizer, ZeRO-1/2: 2 bytes) and fp32 accumulators under bf16
+// (BF16_Optimizer: 4); torchtitan keeps FSDP2's fp32 sharded gradients (4).
 StateBytesPerParameter state_bytes_per_parameter(const TrainingConfig& training);
+
+// Whether the gradients are reduced in fp32: training.grad_reduce_in_fp32 where the scenario
+// states it, else each framework's default:
+// - Megatron-LM: fp32 for bf16 and fp8 (whose parameters are bf16): arguments.py sets
+//   accumulate_allreduce_grads_in_fp32 for bf16 unless --grad-reduce-in-bf16; for fp16 the flag
+//   stays off, so main_grad and its reduction are fp16 (megatron/core/distributed: grad dtype =
+//   param dtype).
+// - DeepSpeed: the engine's communication_data_type, by default the training dtype
+//   (deepspeed/runtime/engine.py: fp16 -> float16, bf16 -> bfloat16).
+// - torchtitan (FSDP2): MixedPrecisionPolicy reduce_dtype, mixed_precision_reduce = "float32".
+// fp32 training reduces in fp32 everywhere.
+bool grad_reduce_in_fp32(const TrainingConfig& training);
 
 struct MemoryBreakdown {
   double weights_bytes = 0;

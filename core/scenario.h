@@ -158,6 +158,13 @@ struct TrainingConfig {
   // kernel into generated kernels. Off (torchtitan's default), every op of the block runs as its
   // own eager kernel. torchtitan only.
   bool compile = false;
+  // training.grad_reduce_in_fp32: whether the gradients are accumulated and reduced over the
+  // data-parallel group in fp32 (true) or in the 16-bit training type (false). Megatron-Core's
+  // DDP grad_reduce_in_fp32 (Megatron-LM --grad-reduce-in-bf16 / --accumulate-allreduce-grads-
+  // in-fp32, NeMo 1.0 grad_sync_dtype), DeepSpeed's communication_data_type, torchtitan's
+  // mixed_precision_reduce. Absent = the framework's default (grad_reduce_in_fp32() in
+  // core/model_math.h). Meaningless for fp32 training, which reduces in fp32.
+  std::optional<bool> grad_reduce_in_fp32;
   // Tokens the whole training run processes (training.total_tokens); 0 = not given. With a
   // reliability block it turns goodput into an expected time to train.
   double total_tokens = 0;

@@ -37,6 +37,9 @@ struct BadCase {
 };
 
 inline const BadCase kBadCases[] = {
+    {"16-bit gradient reduction in fp32 training", {{"/training/precision", "\"fp32\""}, {"/training/grad_reduce_in_fp32", "false"}},
+     "/training/grad_reduce_in_fp32", "whose gradients are fp32"},
+    {"gradient reduction type not a bool", {{"/training/grad_reduce_in_fp32", "\"bf16\""}}, "/training/grad_reduce_in_fp32", "true or false"},
     {"cuda graphs under torchtitan", {{"/training/cuda_graphs", "true"}, {"/training/framework", "\"torchtitan\""},
                                       {"/model/attention_dropout", "0"}, {"/parallelism/vpp", "DELETE"}},
      "/training/cuda_graphs", "training.framework \"torchtitan\" has none"},

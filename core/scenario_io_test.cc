@@ -361,6 +361,25 @@ TEST(ScenarioIo, CompileIsTorchtitansAndSurvivesTheRoundTrip) {
   EXPECT_NE(all_messages(s.problems()).find("/training/compile"), std::string::npos);
 }
 
+// The gradients' reduction type: absent it is the framework's default (Megatron-LM: fp32 for
+// bf16); stated, it is kept and written back.
+TEST(ScenarioIo, GradReduceInFp32IsTheFrameworksDefaultUntilStated) {
+  json j = base_scenario();
+  auto s = scenario_from_json(j);
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  EXPECT_FALSE(s->training.grad_reduce_in_fp32.has_value());
+  EXPECT_TRUE(grad_reduce_in_fp32(s->training));
+  EXPECT_FALSE(scenario_to_json(*s)["training"].contains("grad_reduce_in_fp32"));
+  j["training"]["grad_reduce_in_fp32"] = false;
+  s = scenario_from_json(j);
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  EXPECT_FALSE(grad_reduce_in_fp32(s->training));
+  auto again = scenario_from_json(scenario_to_json(*s));
+  ASSERT_TRUE(again.ok()) << all_messages(again.problems());
+  ASSERT_TRUE(again->training.grad_reduce_in_fp32.has_value());
+  EXPECT_FALSE(*again->training.grad_reduce_in_fp32);
+}
+
 // A power cap: a preset brings its TDP, a custom GPU states it; both survive the round trip.
 TEST(ScenarioIo, PowerLimitTakesThePresetsTdpAndSurvivesTheRoundTrip) {
   json j = base_scenario();

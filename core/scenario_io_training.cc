@@ -16,7 +16,7 @@ void read_training(Ctx& ctx, const json* tj, TrainingConfig& t, std::optional<do
   }
   Obj o(ctx, tj, "/training",
         {"global_batch_size", "micro_batch_size", "precision", "optimizer", "steps", "seed", "moe_capacity_factor", "framework",
-         "total_tokens", "cuda_graphs", "compile"});
+         "total_tokens", "cuda_graphs", "compile", "grad_reduce_in_fp32"});
   if (auto v = get_int(ctx, o, "global_batch_size", 1, kMaxGlobalBatchSize)) t.global_batch_size = *v;
   else if (!o.has("global_batch_size")) ctx.add(o.at("global_batch_size"), "missing, expected a positive integer (samples per optimizer step)");
   else t.global_batch_size = -1;
@@ -44,6 +44,11 @@ void read_training(Ctx& ctx, const json* tj, TrainingConfig& t, std::optional<do
     if (t.compile && t.framework != Framework::kTorchtitan)
       ctx.add(o.at("compile"), std::string("torch.compile of the model is torchtitan's ([compile] enable); training.framework \"") +
                                    to_string(t.framework) + "\" has none");
+  }
+  if (auto v = get_bool(ctx, o, "grad_reduce_in_fp32")) {
+    t.grad_reduce_in_fp32 = *v;
+    if (!*v && t.precision == Precision::kFp32)
+      ctx.add(o.at("grad_reduce_in_fp32"), "found false with training.precision \"fp32\", whose gradients are fp32; expected true or no value");
   }
   o.finish();
   if (t.micro_batch_size && *t.micro_batch_size > 0 && t.global_batch_size > 0 && *t.micro_batch_size > t.global_batch_size)
