@@ -15,6 +15,14 @@
 namespace monarch {
 namespace {
 
+// Whether the exported run reduces its gradients in fp32: the scenario's setting, or else the
+// target framework's default (the scenario may name another framework than the export's).
+bool exported_grad_reduce_in_fp32(const Scenario& s, Framework target) {
+  TrainingConfig t = s.training;
+  t.framework = target;
+  return grad_reduce_in_fp32(t);
+}
+
 std::string str(int64_t v) { return std::to_string(v); }
 
 std::string num(double v) {
@@ -175,7 +183,7 @@ void export_torchtitan(const Scenario& s, const Plan& p, Problems& refuse, Expor
   t.set("training", "global_batch_size", str(s.training.global_batch_size));
   t.set("training", "seq_len", str(m.seq_length));
   t.set("training", "mixed_precision_param", quoted(s.training.precision == Precision::kFp32 ? "float32" : "bfloat16"));
-  t.set("training", "mixed_precision_reduce", quoted("float32"));
+  t.set("training", "mixed_precision_reduce", quoted(exported_grad_reduce_in_fp32(s, Framework::kTorchtitan) ? "float32" : "bfloat16"));
 
   // Data parallelism: DDP (replicate) for ZeRO 0, FSDP2 (shard) for ZeRO 2 and 3.
   int64_t replicate = p.dp, shard = 1;
@@ -361,6 +369,12 @@ void export_megatron(const Scenario& s, const Plan& p, Problems& refuse, Exporte
       break;
     case Precision::kFp32: break;
   }
+  // Megatron-LM's gradient type: fp32 for bf16 unless --grad-reduce-in-bf16, fp16 for fp16
+  // unless --accumulate-allreduce-grads-in-fp32 (megatron/training/arguments.py).
+  const bool fp32_grads = exported_grad_reduce_in_fp32(s, Framework::kMegatron);
+  if (s.training.precision == Precision::kFp16 && fp32_grads) f.add("--accumulate-allreduce-grads-in-fp32");
+  if ((s.training.precision == Precision::kBf16 || s.training.precision == Precision::kFp8) && !fp32_grads)
+    f.add("--grad-reduce-in-bf16");
   megatron_model_flags(s.model, f);
   const int64_t nodes = s.cluster.num_nodes();
   out.text = "#!/bin/bash\n# Megatron-LM (core_v0.19) pretrain_gpt.py arguments written by monarch-sim for \"" + s.name +
@@ -409,6 +423,8 @@ void export_deepspeed(const Scenario& s, const Plan& p, Problems& refuse, Export
   if (p.zero_stage == 3) j << ",\n    \"stage3_prefetch_bucket_size\": " << kDeepspeedPrefetchBucket_elements;
   j << "\n  },\n  \"bf16\": { \"enabled\": " << (s.training.precision == Precision::kBf16 ? "true" : "false")
     << " },\n  \"fp16\": { \"enabled\": " << (s.training.precision == Precision::kFp16 ? "true" : "false") << " }";
+  // DeepSpeed reduces in the training dtype unless told otherwise (communication_data_type).
+  if (s.training.precision != Precision::kFp32 && exported_grad_reduce_in_fp32(s, Framework::kDeepspeed)) j << ",\n  \"communication_data_type\": \"fp32\"";
   if (p.recompute == Recompute::kFull)
     j << ",\n  \"activation_checkpointing\": {\n    \"partition_activations\": " << (p.tp > 1 ? "true" : "false")
       << ",\n    \"contiguous_memory_optimization\": false,\n    \"cpu_checkpointing\": false\n  }";
@@ -550,6 +566,13 @@ void export_bridge(const Scenario& s, const Plan& p, Problems& refuse, ExportedC
       refuse.push_back({where, "Megatron-Bridge 0.6 registers no fp32 mixed_precision recipe"});
       break;
   }
+  // The bf16 and fp8 recipes reduce in fp32 (MixedPrecisionConfig.grad_reduce_in_fp32 = True),
+  // and their setup() writes it over ddp.grad_reduce_in_fp32, so an override cannot turn it off.
+  if (s.training.precision != Precision::kFp16 && s.training.precision != Precision::kFp32 &&
+      !exported_grad_reduce_in_fp32(s, Framework::kMegatron))
+    out.warnings.push_back("the plan reduces gradients in bf16 (training.grad_reduce_in_fp32 false); Megatron-Bridge's " +
+                           std::string(to_string(s.training.precision)) + " mixed_precision recipe reduces in fp32: set "
+                           "cfg.mixed_precision.grad_reduce_in_fp32 = False in the recipe, as its performance recipes do");
   std::string text = "# Megatron-Bridge 0.6 scripts/training/run_recipe.py overrides written by monarch-sim for \"" +
                      s.name + "\" on " + str(p.world_size()) + " GPUs (data parallel " + str(p.dp) +
                      ").\n# Launch: torchrun --nproc-per-node " +
@@ -815,6 +838,10 @@ void import_megatron_like(Importer& in, bool deepspeed_flags) {
   (void)in.text("--fp8-recipe");
   in.assign("training.precision", fp8 ? "\"fp8\"" : bf16 ? "\"bf16\"" : fp16 ? "\"fp16\"" : "\"fp32\"");
   in.assign("training.framework", deepspeed_flags ? "\"deepspeed\"" : "\"megatron\"");
+  if (!deepspeed_flags) {
+    if (in.boolean("--grad-reduce-in-bf16").value_or(false)) in.assign("training.grad_reduce_in_fp32", "false");
+    else if (in.boolean("--accumulate-allreduce-grads-in-fp32").value_or(false)) in.assign("training.grad_reduce_in_fp32", "true");
+  }
 
   // Model shape.
   const bool swiglu = in.boolean("--swiglu").value_or(false);
@@ -884,6 +911,11 @@ void import_deepspeed(Importer& in) {
   (void)in.integer("gradient_accumulation_steps");  // implied by the two batch sizes and dp
   if (in.boolean("bf16.enabled").value_or(false)) in.assign("training.precision", "\"bf16\"");
   else if (in.boolean("fp16.enabled").value_or(false)) in.assign("training.precision", "\"fp16\"");
+  if (auto c = in.text("communication_data_type")) {
+    if (*c == "fp32" || *c == "float32") in.assign("training.grad_reduce_in_fp32", "true");
+    else if (*c == "bf16" || *c == "fp16" || *c == "bfloat16" || *c == "float16") in.assign("training.grad_reduce_in_fp32", "false");
+    else in.problem(in.setting("communication_data_type"), "found \"" + *c + "\", expected fp32, bf16 or fp16");
+  }
   if (in.setting("activation_checkpointing.partition_activations")) {
     (void)in.boolean("activation_checkpointing.partition_activations");
     in.assign("parallelism.activation_recompute", "\"full\"");
@@ -948,7 +980,11 @@ void import_torchtitan(Importer& in, int64_t num_gpus, int64_t num_layers) {
   const auto param = in.text("training.mixed_precision_param");
   if (!in.setting("model.converters") || in.setting("model.converters")->value.find("float8") == std::string::npos)
     in.assign("training.precision", param == "float32" ? "\"fp32\"" : "\"bf16\"");
-  (void)in.text("training.mixed_precision_reduce");
+  if (auto r = in.text("training.mixed_precision_reduce")) {
+    if (*r == "float32") in.assign("training.grad_reduce_in_fp32", "true");
+    else if (*r == "bfloat16") in.assign("training.grad_reduce_in_fp32", "false");
+    else in.problem(in.setting("training.mixed_precision_reduce"), "found \"" + *r + "\", expected float32 or bfloat16");
+  }
   in.assign("training.framework", "\"torchtitan\"");
   in.assign_int("model.seq_length", in.integer("training.seq_len"));
 
@@ -1123,6 +1159,8 @@ void import_bridge(Importer& in) {
     if (auto v = in.boolean(std::string("ddp.") + k)) in.assign(std::string("parallelism.") + k, *v ? "true" : "false");
   if (auto v = in.boolean("comm_overlap.tp_comm_overlap")) in.assign("parallelism.tp_comm_overlap", *v ? "true" : "false");
   import_cuda_graphs(in, "model.cuda_graph_impl", "model.enable_cuda_graph", "model.cuda_graph_scope");
+  for (const char* k : {"ddp.grad_reduce_in_fp32", "mixed_precision.grad_reduce_in_fp32"})
+    if (auto v = in.boolean(k)) in.assign("training.grad_reduce_in_fp32", *v ? "true" : "false");
   if (auto mp = in.text("mixed_precision")) {
     std::string r = *mp;
     std::replace(r.begin(), r.end(), '-', '_');

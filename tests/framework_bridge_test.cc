@@ -353,6 +353,47 @@ TEST(FrameworkBridge, CudaGraphsTravelToMegatronAndBack) {
   }
 }
 
+// The gradients' reduction type travels in each framework's own words and comes back.
+TEST(FrameworkBridge, GradReduceTypeTravelsBothWays) {
+  struct Want {
+    ConfigFormat format;
+    Framework framework;
+    bool fp32;
+    const char* words;
+  };
+  const Want wants[] = {{ConfigFormat::kMegatron, Framework::kMegatron, false, "--grad-reduce-in-bf16"},
+                        {ConfigFormat::kTorchtitan, Framework::kTorchtitan, false, "mixed_precision_reduce = \"bfloat16\""},
+                        {ConfigFormat::kDeepspeed, Framework::kDeepspeed, true, "\"communication_data_type\": \"fp32\""}};
+  for (const Want& w : wants) {
+    Case c = cases()[0];
+    c.scenario.training.framework = w.framework;
+    c.scenario.training.grad_reduce_in_fp32 = w.fp32;
+    auto out = export_plan(c.scenario, c.plan, w.format);
+    ASSERT_TRUE(out.ok()) << to_string(w.format) << ": " << out.problems().front().to_string();
+    EXPECT_NE(out->text.find(w.words), std::string::npos) << out->text;
+    ImportOptions o;
+    o.format = w.format;
+    o.num_gpus = c.scenario.cluster.num_gpus;
+    o.gpus_per_node = c.scenario.cluster.gpus_per_node;
+    auto imported = import_framework_config(write_temp("grads_" + std::string(to_string(w.format)) + extension(w.format), out->text), o);
+    ASSERT_TRUE(imported.ok()) << to_string(w.format) << ": " << imported.problems().front().to_string();
+    auto again = scenario_from_json(imported->scenario);
+    ASSERT_TRUE(again.ok()) << again.problems().front().to_string();
+    ASSERT_TRUE(again->training.grad_reduce_in_fp32.has_value()) << to_string(w.format);
+    EXPECT_EQ(*again->training.grad_reduce_in_fp32, w.fp32) << to_string(w.format);
+  }
+  // Megatron-Bridge's mixed-precision recipe reduces in fp32 whatever ddp says: a warning.
+  Case c = cases()[0];
+  c.scenario.training.grad_reduce_in_fp32 = false;
+  auto bridge = export_plan(c.scenario, c.plan, ConfigFormat::kMegatronBridge);
+  ASSERT_TRUE(bridge.ok()) << bridge.problems().front().to_string();
+  bool warned = false;
+  for (const auto& wn : bridge->warnings) warned |= wn.find("grad_reduce_in_fp32 = False") != std::string::npos;
+  EXPECT_TRUE(warned);
+  // The defaults write nothing new.
+  EXPECT_EQ(export_plan(cases()[0].scenario, cases()[0].plan, ConfigFormat::kMegatron)->text.find("--grad-reduce-in-bf16"), std::string::npos);
+}
+
 TEST(FrameworkExport, RefusesWhatTheTargetCannotExpress) {
   const Case interleaved = cases()[2];
   auto ds = export_plan(interleaved.scenario, interleaved.plan, ConfigFormat::kDeepspeed);

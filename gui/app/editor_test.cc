@@ -101,6 +101,16 @@ TEST(ScenarioEditor, ProblemsAtTheFieldWithTheCommandLineMessage) {
   EXPECT_FALSE(editor.scenario());
   EXPECT_TRUE(editor.field_problem("/training/compile").contains("megatron"));
   editor.set_field_text("/training/compile", "");
+  // The gradients' reduction type is a boolean; false under fp32 training is reported at the key.
+  ASSERT_TRUE(editor.set_field_text("/training/grad_reduce_in_fp32", "false"));
+  EXPECT_EQ(editor.document()["training"]["grad_reduce_in_fp32"], false);
+  EXPECT_TRUE(editor.scenario());
+  ASSERT_TRUE(editor.set_field_text("/training/precision", "fp32"));
+  EXPECT_FALSE(editor.scenario());
+  EXPECT_TRUE(editor.field_problem("/training/grad_reduce_in_fp32").contains("fp32"));
+  editor.set_field_text("/training/grad_reduce_in_fp32", "");
+  EXPECT_TRUE(editor.scenario());
+  editor.set_field_text("/training/precision", "bf16");
 
   // A power limit turns the GPU named by its preset into the object form; another preset keeps
   // the limit, and one above the board's TDP is reported at the key.

@@ -144,6 +144,8 @@ void ScenarioEditor::build_forms() {
     "layers replayed as CUDA graphs (Megatron only); default false");
   f("Training", "compile", {"/training/compile"}, K::kChoice, none_true_false,
     "blocks compiled by torch.compile (torchtitan only); default false");
+  f("Training", "grad_reduce_in_fp32", {"/training/grad_reduce_in_fp32"}, K::kChoice, none_true_false,
+    "gradients reduced in fp32 (true) or the 16-bit type (false); empty = the framework's default");
   auto deg = [](const char* canonical, const char* a, const char* b) {
     return std::vector<std::string>{std::string("/parallelism/") + canonical, std::string("/parallelism/") + a,
                                     std::string("/parallelism/") + b};
