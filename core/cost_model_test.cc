@@ -705,6 +705,8 @@ TEST(Iteration, PhysicalOrderings) {
             quick_estimate(llama8b("H100-SXM", 8), dp8).iteration_time_s);
 }
 
+// Overlap hides the data-parallel reduction but Megatron's last bucket (the embedding's: 6.5%
+// of Llama 3 8B's parameters, see MegatronsLastGradientBucketIsExposed).
 TEST(Iteration, OverlapHidesDataParallelCommunication) {
   Scenario s = llama8b("H100-SXM", 64);
   s.training.global_batch_size = 512;
@@ -717,7 +719,7 @@ TEST(Iteration, OverlapHidesDataParallelCommunication) {
   const BackendResult exposed = estimate_plan(s, p);
   EXPECT_GT(hidden.time_breakdown_s.dp_comm, 0);
   EXPECT_NEAR(hidden.time_breakdown_s.dp_comm, exposed.time_breakdown_s.dp_comm, 1e-12);
-  EXPECT_GT(exposed.time_breakdown_s.exposed_comm, hidden.time_breakdown_s.exposed_comm + 0.9 * exposed.time_breakdown_s.dp_comm);
+  EXPECT_GT(exposed.time_breakdown_s.exposed_comm, hidden.time_breakdown_s.exposed_comm + 0.85 * exposed.time_breakdown_s.dp_comm);
   EXPECT_GT(exposed.iteration_time_s, hidden.iteration_time_s);
 }
 
@@ -800,6 +802,29 @@ TEST(Iteration, GradientReductionFollowsTheFrameworksPrecision) {
   t.framework = Framework::kDeepspeed;
   t.grad_reduce_in_fp32 = true;
   EXPECT_EQ(grad_reduce_dtype(t), DType::kFp32);
+}
+
+// Megatron's DDP: the bucket with the word embedding is reduced after the backward and gathered
+// before the first layer, so neither hides, however long the step; the rest of the reduction
+// hides and pays only its SMs. Llama 3 8B (untied, 128256 x 4096 = 525M-parameter embedding,
+// more than a 64M-parameter bucket at dp 64) with 16 micro-batches per rank.
+TEST(Iteration, MegatronsLastGradientBucketIsExposed) {
+  Scenario s = llama8b("H100-SXM", 64);
+  s.training.global_batch_size = 1024;
+  Plan p;
+  p.dp = 64;
+  p.zero_stage = 1;
+  p.micro_batch_size = 1;
+  const BackendResult r = estimate_plan(s, p);
+  const double embedding = 128256.0 * 4096.0;
+  const GroupSpan span = group_span(GroupKind::kDpCp, p, s.cluster.gpus_per_node);
+  const double tail = collective_time_s(CollectiveKind::kReduceScatter, static_cast<int64_t>(4.0 * embedding), span, s.cluster) +
+                      collective_time_s(CollectiveKind::kAllGather, static_cast<int64_t>(2.0 * embedding), span, s.cluster);
+  EXPECT_GT(r.time_breakdown_s.exposed_comm, tail);
+  EXPECT_LT(r.time_breakdown_s.exposed_comm, tail + 0.1 * r.time_breakdown_s.dp_comm);
+  // DeepSpeed's engine reduces through its own buckets: no such tail here.
+  s.training.framework = Framework::kDeepspeed;
+  EXPECT_LT(estimate_plan(s, p).time_breakdown_s.exposed_comm, tail);
 }
 
 TEST(Iteration, RejectsPlansThatDoNotFitOrCannotRun) {

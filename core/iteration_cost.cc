@@ -89,6 +89,11 @@ std::string plan_problem(const Scenario& sc, const Plan& p, const ModelShape& m)
 //   gradients leave in reduce buckets of `reduce_bucket_size` elements
 //   (deepspeed/runtime/zero/stage3.py, the stage-2 bucket default kZeroReduceBucketElements).
 constexpr double kDeepspeedZero3SubmodulesPerLayer = 6.0;
+// Megatron-Core DDP's default bucket: max(40,000,000, 1,000,000 x dp) parameters
+// (DistributedDataParallelConfig.bucket_size: "larger DP sizes need larger buckets to ensure
+// collectives do not become latency-bound").
+constexpr double kMegatronMinBucketParams = 4.0e7;
+constexpr double kMegatronBucketParamsPerDpRank = 1.0e6;
 struct Zero3Calls {
   double gathers = 1, reduce_scatters = 1;  // per pass over the stage
 };
@@ -230,6 +235,19 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
   b.bubble = pp > 1 ? pipeline_bubble_s(pipeline_shape(sc, p, m, lc, L, stage_s)) : 0.0;
 
   // --- data parallel gradient reduction and parameter gathers
+  // Megatron's DDP reduces the gradients bucket by bucket as the backward produces them, in
+  // buckets of max(40M, 1M x dp) parameters filled in backward order, a parameter never split
+  // (megatron/core/distributed/distributed_data_parallel.py, DistributedDataParallelConfig
+  // bucket_size). The last bucket holds the first parameters, the word embedding among them:
+  // its gradients are ready when the first stage's backward ends, so its reduction cannot hide
+  // behind compute, and with overlap_param_gather the forward waits for that same bucket's
+  // gather before its first layer. The first stage is the one whose backward ends the step.
+  const double megatron_last_bucket_params = [&] {
+    if (sc.training.framework != Framework::kMegatron) return 0.0;
+    const double bucket = std::max(kMegatronMinBucketParams, kMegatronBucketParamsPerDpRank * static_cast<double>(p.dp * p.cp));
+    const double embedding = static_cast<double>(m.vocab * m.hidden) / static_cast<double>(p.tp);
+    return std::min(stage_parameters(m, p, 0, layers[0]).dense, std::max(bucket, embedding));
+  }();
   const int64_t dense_group = p.dp * p.cp;
   double dp_total = 0, dp_exposed = 0;
   // DeepSpeed reduces the gradients after the backward, not beside it, without ZeRO (the
@@ -258,10 +276,18 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
       if (span.size <= 1 || params <= 0) return;
       const int64_t g_bytes = static_cast<int64_t>(grad_reduce_bytes_per_param(sc.training) * params);
       const int64_t w_all = static_cast<int64_t>(w_bytes * params - (fp8_params ? (w_bytes - kFp8WeightBytes) * gemm_params : 0.0));
+      // The part of the stage's gradients (and gathered weights) in Megatron's last bucket.
+      const double last = group == GroupKind::kExpertDp ? 0.0 : std::min(1.0, megatron_last_bucket_params / params);
+      auto hidden_but_last = [&](CollectiveKind kind, int64_t bytes, double window) {
+        if (last <= 0) return overlapped_comm_cost_s(collective_time_s(kind, bytes, span, cl), window, kNcclOverlapSms, sms);
+        const auto tail = static_cast<int64_t>(last * static_cast<double>(bytes));
+        return collective_time_s(kind, tail, span, cl) +
+               overlapped_comm_cost_s(collective_time_s(kind, bytes - tail, span, cl), window, kNcclOverlapSms, sms);
+      };
       if (p.zero_stage == 0) {
         const double ar = collective_time_s(CollectiveKind::kAllReduce, g_bytes, span, cl);
         dp_total += ar;
-        dp_exposed += overlap_grads ? overlapped_comm_cost_s(ar, bwd_window, kNcclOverlapSms, sms) : ar;
+        dp_exposed += overlap_grads ? hidden_but_last(CollectiveKind::kAllReduce, g_bytes, bwd_window) : ar;
         if (detail) add_comm(it.comm, CollectiveKind::kAllReduce, group, span.size, collective_wire_bytes(CollectiveKind::kAllReduce, g_bytes, span.size), 1, ar);
       } else if (p.zero_stage <= 2) {
         // ZeRO-1 (Megatron's distributed optimizer): one reduce-scatter per step, after the
@@ -275,8 +301,11 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
         const int64_t n_rs = p.zero_stage == 2 ? nmb : 1;
         const double rs_n = static_cast<double>(n_rs);
         dp_total += rs_n * rs + ag;
-        dp_exposed += rs_n * (overlap_grads ? overlapped_comm_cost_s(rs, bwd_window, kNcclOverlapSms, sms) : rs);
-        dp_exposed += p.overlap_param_gather ? overlapped_comm_cost_s(ag, fwd_window, kNcclOverlapSms, sms) : ag;
+        // ZeRO-2's earlier reduce-scatters hide behind the next micro-batch; the step's last one
+        // pays its last bucket.
+        dp_exposed += (rs_n - 1.0) * (overlap_grads ? overlapped_comm_cost_s(rs, bwd_window, kNcclOverlapSms, sms) : rs);
+        dp_exposed += overlap_grads ? hidden_but_last(CollectiveKind::kReduceScatter, g_bytes, bwd_window) : rs;
+        dp_exposed += p.overlap_param_gather ? hidden_but_last(CollectiveKind::kAllGather, w_all, fwd_window) : ag;
         if (detail) {
           add_comm(it.comm, CollectiveKind::kReduceScatter, group, span.size,
                    rs_n * collective_wire_bytes(CollectiveKind::kReduceScatter, g_bytes, span.size), n_rs, rs_n * rs);
