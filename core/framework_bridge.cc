@@ -1159,8 +1159,14 @@ void import_bridge(Importer& in) {
     if (auto v = in.boolean(std::string("ddp.") + k)) in.assign(std::string("parallelism.") + k, *v ? "true" : "false");
   if (auto v = in.boolean("comm_overlap.tp_comm_overlap")) in.assign("parallelism.tp_comm_overlap", *v ? "true" : "false");
   import_cuda_graphs(in, "model.cuda_graph_impl", "model.enable_cuda_graph", "model.cuda_graph_scope");
-  for (const char* k : {"ddp.grad_reduce_in_fp32", "mixed_precision.grad_reduce_in_fp32"})
-    if (auto v = in.boolean(k)) in.assign("training.grad_reduce_in_fp32", *v ? "true" : "false");
+  // The gradients' type: a mixed_precision recipe's setup() writes its own grad_reduce_in_fp32
+  // over ddp's, so ddp's counts only without one.
+  const auto mp_fp32 = in.boolean("mixed_precision.grad_reduce_in_fp32");
+  const auto ddp_fp32 = in.boolean("ddp.grad_reduce_in_fp32");
+  if (mp_fp32) in.assign("training.grad_reduce_in_fp32", *mp_fp32 ? "true" : "false");
+  else if (ddp_fp32 && in.setting("mixed_precision"))
+    in.left_out(in.setting("ddp.grad_reduce_in_fp32"), "the mixed_precision recipe's grad_reduce_in_fp32 replaces ddp's");
+  else if (ddp_fp32) in.assign("training.grad_reduce_in_fp32", *ddp_fp32 ? "true" : "false");
   if (auto mp = in.text("mixed_precision")) {
     std::string r = *mp;
     std::replace(r.begin(), r.end(), '-', '_');

@@ -390,6 +390,24 @@ TEST(FrameworkBridge, GradReduceTypeTravelsBothWays) {
   bool warned = false;
   for (const auto& wn : bridge->warnings) warned |= wn.find("grad_reduce_in_fp32 = False") != std::string::npos;
   EXPECT_TRUE(warned);
+  // Read back from Megatron-Bridge overrides: the recipe's own flag counts, ddp's is noted as
+  // replaced by it.
+  ImportOptions o;
+  o.format = ConfigFormat::kMegatronBridge;
+  o.num_gpus = c.scenario.cluster.num_gpus;
+  o.gpus_per_node = c.scenario.cluster.gpus_per_node;
+  auto via_ddp = import_framework_config(write_temp("grads_ddp.txt", bridge->text + "ddp.grad_reduce_in_fp32=false\n"), o);
+  ASSERT_TRUE(via_ddp.ok()) << via_ddp.problems().front().to_string();
+  EXPECT_FALSE(scenario_from_json(via_ddp->scenario)->training.grad_reduce_in_fp32.has_value());
+  bool replaced = false;
+  for (const auto& l : via_ddp->left_out) replaced |= l.find("ddp.grad_reduce_in_fp32") != std::string::npos;
+  EXPECT_TRUE(replaced);
+  auto via_recipe = import_framework_config(
+      write_temp("grads_recipe.txt", bridge->text + "mixed_precision.grad_reduce_in_fp32=false\n"), o);
+  ASSERT_TRUE(via_recipe.ok()) << via_recipe.problems().front().to_string();
+  const auto recipe_scenario = scenario_from_json(via_recipe->scenario);
+  ASSERT_TRUE(recipe_scenario->training.grad_reduce_in_fp32.has_value());
+  EXPECT_FALSE(*recipe_scenario->training.grad_reduce_in_fp32);
   // The defaults write nothing new.
   EXPECT_EQ(export_plan(cases()[0].scenario, cases()[0].plan, ConfigFormat::kMegatron)->text.find("--grad-reduce-in-bf16"), std::string::npos);
 }
