@@ -72,6 +72,9 @@ struct Ctx {
   double flash_forward_efficiency = 0, flash_backward_efficiency = 0;
   bool eager_block = false;
   bool separate_projections = false;
+  // TP communication overlap runs on Transformer Engine's userbuffers (Megatron), whose
+  // pipelined reduce-scatters take SMs from their GEMMs; torchtitan's async TP does not.
+  bool te_userbuffers = false;
 };
 
 Ctx make_ctx(const Scenario& s);

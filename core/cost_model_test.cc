@@ -559,6 +559,32 @@ TEST(LayerCosts, TpOverlapChunksTheRingExchangeInputGradientGemms) {
   EXPECT_DOUBLE_EQ(no_sp_on.backward_s, layer_costs(s, p).backward_s);
 }
 
+// Transformer Engine's pipelined reduce-scatters (after the projection and fc2) set an SM
+// margin: those two forward GEMMs run on 132 - 16 of the H100's SMs. They are 35% of Llama 3
+// 8B's forward GEMM FLOPs, so the forward grows by 16/116 of their time: more than 16/116 of a
+// quarter of the forward GEMM time, less than 16/116 of all of it.
+TEST(LayerCosts, TpOverlapPipelinedReduceScattersTakeSmsFromTheirGemms) {
+  Scenario s = llama8b("H100-SXM", 8);
+  s.model.seq_length = 4096;
+  Plan p;
+  p.tp = 4;
+  p.dp = 2;
+  p.sequence_parallel = true;
+  p.tp_comm_overlap = true;
+  const ModelShape m = model_shape(s.model);
+  cost_detail::Ctx c = cost_detail::make_ctx(s);
+  ASSERT_TRUE(c.te_userbuffers);
+  const cost_detail::LayerCompute with = cost_detail::layer_compute(c, m, p);
+  c.te_userbuffers = false;
+  const cost_detail::LayerCompute without = cost_detail::layer_compute(c, m, p);
+  const double delta = with.fwd.s - without.fwd.s;
+  EXPECT_GT(delta, 16.0 / 116.0 * 0.25 * without.gemm_fwd_s);
+  EXPECT_LT(delta, 16.0 / 116.0 * without.gemm_fwd_s);
+  EXPECT_DOUBLE_EQ(with.bwd.s, without.bwd.s);
+  s.training.framework = Framework::kTorchtitan;
+  EXPECT_FALSE(cost_detail::make_ctx(s).te_userbuffers);
+}
+
 // Megatron-LM's own layers (the materialized-attention stack) add the QKV bias in its own
 // kernel, reduce each bias gradient separately and concatenate the q, k, v gradients. Bytes
 // per micro-batch follow the shapes exactly; a model without biases (Llama) keeps only the

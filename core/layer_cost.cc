@@ -155,11 +155,17 @@ constexpr double kGradZeroBytesPerParam = 4.0;
 // TP communication overlap (Transformer Engine userbuffers, Megatron --tp-comm-overlap, NeMo
 // tp_comm_overlap): the overlapped collectives run as kernels that hold SMs while the GEMM they
 // hide behind runs on the rest. SMs per overlapped GEMM in NeMo's / Megatron-Bridge's H100
-// configs (comm_overlap.py, userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192): pipelined
-// reduce-scatter after the projection and fc2 24 and 16, bulk overlaps in the backward 4, 24, 2
-// and 4, ring-exchange all-gathers on the copy engines (0-1): 7.4 on average over a layer's ten
-// overlapped GEMMs (fp8 and GPT-3 175B configs 3.6-3.9).
-constexpr double kTpOverlapCommSms = 8.0;
+// configs (userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192 in
+// nemo/collections/llm/recipes/tp_overlap_configs/userbuffers.py): bulk overlaps in the
+// backward 4, 24, 2 and 4, ring-exchange all-gathers on the copy engines (0-1): 4.5 on average
+// over the eight overlapped GEMMs other than the two below.
+constexpr double kTpOverlapCommSms = 4.5;
+// The pipelined reduce-scatters after the projection and fc2 (Transformer Engine's "pipeline"
+// method) set an SM margin: their GEMM runs on the SMs less num_sm for its whole length
+// (set_sm_margin; transformer_engine/pytorch/module/base.py initialize_ub defaults: num_sm 16,
+// set_sm_margin for every method but ring_exchange; NeMo's H100 configs 24 and 16, GPT-3
+// 175B's 24 and 20).
+constexpr double kTpOverlapPipelineSms = 16.0;
 
 // --- Mixture-of-experts layers (Megatron-Core MoELayer: TopKRouter, MoEAlltoAllTokenDispatcher,
 // TEGroupedMLP; megatron/core/transformer/moe/).
@@ -222,7 +228,9 @@ Ctx make_ctx(const Scenario& s) {
   c.loss_forward_bytes_per_logit = kLossForwardBytesPerLogit;  // fused (torch.compile fuses torchtitan's too)
   c.loss_backward_bytes_per_logit = kLossBackwardBytesPerLogit;
   switch (s.training.framework) {
-    case Framework::kMegatron: break;
+    case Framework::kMegatron:
+      c.te_userbuffers = true;
+      break;
     case Framework::kDeepspeed:
       c.loss_forward_bytes_per_logit = kUnfusedLossForwardBytesPerLogit;
       c.loss_backward_bytes_per_logit = kUnfusedLossBackwardBytesPerLogit;
@@ -435,6 +443,10 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
       const Op whole = linear_dgrad(c, T, dims[i][0], dims[i][1], true);
       const Op parts = chunked(linear_dgrad(c, T / t, dims[i][0], dims[i][1], true));
       gemms[i].bwd += Op{parts.s - whole.s, parts.flops - whole.flops, parts.bytes - whole.bytes};
+    }
+    if (c.te_userbuffers) {
+      const double sms = static_cast<double>(c.prof->sm_count);
+      for (int i : {1, 3}) gemms[i].fwd.s *= sms / (sms - kTpOverlapPipelineSms);
     }
   }
   for (int i = 0; i < n_gemms; ++i) {
