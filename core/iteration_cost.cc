@@ -242,11 +242,12 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
   // its gradients are ready when the first stage's backward ends, so its reduction cannot hide
   // behind compute, and with overlap_param_gather the forward waits for that same bucket's
   // gather before its first layer. The first stage is the one whose backward ends the step.
+  const StageParameters first_stage = stage_parameters(m, p, 0, layers[0]);
   const double megatron_last_bucket_params = [&] {
     if (sc.training.framework != Framework::kMegatron) return 0.0;
     const double bucket = std::max(kMegatronMinBucketParams, kMegatronBucketParamsPerDpRank * static_cast<double>(p.dp * p.cp));
     const double embedding = static_cast<double>(m.vocab * m.hidden) / static_cast<double>(p.tp);
-    return std::min(stage_parameters(m, p, 0, layers[0]).dense, std::max(bucket, embedding));
+    return std::min(first_stage.dense, std::max(bucket, embedding));
   }();
   const int64_t dense_group = p.dp * p.cp;
   double dp_total = 0, dp_exposed = 0;
@@ -259,8 +260,9 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
   double opt_params = 0, grad_params = 0;
   {
     // The rank with the most parameters (first or last stage) paces the reduction.
-    StageParameters most{};
-    for (int64_t st : {int64_t{0}, pp - 1, worst_stage}) {
+    StageParameters most = first_stage;
+    for (int64_t st : {pp - 1, worst_stage}) {
+      if (st == 0) continue;
       const StageParameters sp = stage_parameters(m, p, st, layers[static_cast<size_t>(st)]);
       if (sp.total() > most.total()) most = sp;
     }
