@@ -14,10 +14,11 @@ nothing and the wall time is the host's: Python, the ATen dispatcher, autograd.
 Run on a CPU build of PyTorch (python3-torch), one thread:
     /usr/bin/python3 tools/host_floor_bench.py
     /usr/bin/python3 tools/host_floor_bench.py --torchtitan   # torchtitan's Llama block instead
+    python3 tools/host_floor_bench.py --cuda                  # on a GPU: the real dispatch path
 It prints the host milliseconds of one layer's forward, its recompute and backward (full
-recompute), and of the same layer's forward and backward without recompute. On a GPU each op
-also pays cudaLaunchKernel, which the CPU build does not; the CPU build pays the tiny CPU
-kernels instead, about the same few microseconds.
+recompute), and of the same layer's forward and backward without recompute. On a GPU (--cuda)
+each op also pays cudaLaunchKernel and CUDA's per-op bookkeeping, the path the host floor
+models; the CPU build pays the tiny CPU kernels instead, about the same few microseconds.
 """
 import statistics
 import sys
@@ -27,6 +28,26 @@ import torch
 import torch.nn.functional as F
 
 torch.set_num_threads(1)
+
+# Where the layer's tensors live: "cpu" (the CPU build) or "cuda" (--cuda). The tensors are tiny
+# either way, so the kernels cost next to nothing and the wall time is the host's.
+DEVICE = "cuda" if "--cuda" in sys.argv[1:] else "cpu"
+
+
+def get_rng_state():  # Megatron forks the CUDA generator on a GPU, the CPU one here
+    return torch.cuda.get_rng_state() if DEVICE == "cuda" else torch.get_rng_state()
+
+
+def set_rng_state(state):
+    if DEVICE == "cuda":
+        torch.cuda.set_rng_state(state)
+    else:
+        torch.set_rng_state(state)
+
+
+def sync():  # the host's time includes waiting for the GPU's queue to drain
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
 
 
 class FusedLayerNormAffine(torch.autograd.Function):  # apex FusedLayerNormAffineFunction
@@ -129,30 +150,30 @@ def bias_dropout_add_fused_train(x, bias, residual, prob: float):
 
 class RngTracker:  # CudaRNGStatesTracker.fork: swap the generator state in and out
     def __init__(self):
-        self.state = torch.get_rng_state()
+        self.state = get_rng_state()
 
     def fork(self):
         tracker = self
 
         class Ctx:
             def __enter__(self):
-                self.orig = torch.get_rng_state()
-                torch.set_rng_state(tracker.state)
+                self.orig = get_rng_state()
+                set_rng_state(tracker.state)
 
             def __exit__(self, *a):
-                tracker.state = torch.get_rng_state()
-                torch.set_rng_state(self.orig)
+                tracker.state = get_rng_state()
+                set_rng_state(self.orig)
         return Ctx()
 
 
-TRACKER = RngTracker()
+TRACKER = None  # made in main(), once DEVICE's generator exists
 
 
 class Layer(torch.nn.Module):
     def __init__(self, h, heads):
         super().__init__()
         self.h, self.heads = h, heads
-        p = lambda *s: torch.nn.Parameter(torch.randn(*s) * 0.02)
+        p = lambda *s: torch.nn.Parameter(torch.randn(*s, device=DEVICE) * 0.02)
         self.ln1_w, self.ln1_b, self.ln2_w, self.ln2_b = p(h), p(h), p(h), p(h)
         self.qkv_w, self.qkv_b = p(3 * h, h), p(3 * h)
         self.proj_w, self.proj_b = p(h, h), p(h)
@@ -168,7 +189,7 @@ class Layer(torch.nn.Module):
         q, k, v = torch.split(mixed, hd, dim=-1)
         q = q.reshape(s, b * self.heads, hd)
         k = k.reshape(s, b * self.heads, hd)
-        buf = torch.empty(b * self.heads, s, s)
+        buf = torch.empty(b * self.heads, s, s, device=DEVICE)
         scores = torch.baddbmm(buf, q.transpose(0, 1), k.transpose(0, 1).transpose(1, 2), beta=0.0, alpha=1.0 / hd ** 0.5)
         scores = scores.view(b, self.heads, s, s)
         probs = UpperTriangMaskedSoftmax.apply(scores, 1.0)
@@ -201,7 +222,7 @@ class CheckpointFunction(torch.autograd.Function):  # megatron tensor_parallel.r
     @staticmethod
     def forward(ctx, run, x):
         ctx.run = run
-        ctx.rng = torch.get_rng_state()
+        ctx.rng = get_rng_state()
         ctx.tracker = TRACKER.state
         with torch.no_grad():
             out = run(x)
@@ -211,14 +232,14 @@ class CheckpointFunction(torch.autograd.Function):  # megatron tensor_parallel.r
     @staticmethod
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
-        rng, tracker = torch.get_rng_state(), TRACKER.state
-        torch.set_rng_state(ctx.rng)
+        rng, tracker = get_rng_state(), TRACKER.state
+        set_rng_state(ctx.rng)
         TRACKER.state = ctx.tracker
         x = x.detach()
         x.requires_grad = True
         with torch.enable_grad():
             out = ctx.run(x)
-        torch.set_rng_state(rng)
+        set_rng_state(rng)
         TRACKER.state = tracker
         torch.autograd.backward(out, grad)
         return None, x.grad
@@ -245,10 +266,11 @@ class TorchtitanBlock(torch.nn.Module):
     def __init__(self, h, heads, kv_heads):
         super().__init__()
         self.h, self.heads, self.kv_heads, self.hd = h, heads, kv_heads, h // heads
-        lin = lambda i, o: torch.nn.Linear(i, o, bias=False)
+        lin = lambda i, o: torch.nn.Linear(i, o, bias=False, device=DEVICE)
         self.wq, self.wk, self.wv, self.wo = lin(h, h), lin(h, kv_heads * self.hd), lin(h, kv_heads * self.hd), lin(h, h)
         self.w1, self.w3, self.w2 = lin(h, 4 * h), lin(h, 4 * h), lin(4 * h, h)
-        self.n1, self.n2 = torch.nn.Parameter(torch.ones(h)), torch.nn.Parameter(torch.ones(h))
+        self.n1, self.n2 = (torch.nn.Parameter(torch.ones(h, device=DEVICE)),
+                            torch.nn.Parameter(torch.ones(h, device=DEVICE)))
 
     @staticmethod
     def rms(x, w):
@@ -290,6 +312,7 @@ def measure(run, layers, x, repeats):
         for layer in layers:
             y = run(layer, y)
         y.sum().backward()
+        sync()
         times.append((time.perf_counter() - start) / len(layers))
     return statistics.median(times)
 
@@ -302,30 +325,33 @@ def forward_only(run, layers, x, repeats):
             y = x
             for layer in layers:
                 y = run(layer, y)
+        sync()
     return (time.perf_counter() - start) / (repeats * len(layers))
 
 
 def torchtitan_main():
     h, heads, kv_heads, s, b, n_layers = 64, 4, 2, 8, 1, 8
     blocks = [TorchtitanBlock(h, heads, kv_heads) for _ in range(n_layers)]
-    x = torch.randn(b, s, h, requires_grad=True)
+    x = torch.randn(b, s, h, device=DEVICE, requires_grad=True)
     hd = h // heads
     inv = 1.0 / (10000 ** (torch.arange(0, hd, 2)[: hd // 2].float() / hd))
-    freqs = torch.polar(torch.ones(s, hd // 2), torch.outer(torch.arange(s).float(), inv))
+    freqs = torch.polar(torch.ones(s, hd // 2), torch.outer(torch.arange(s).float(), inv)).to(DEVICE)
     run = lambda blk, y: blk(y, freqs)
     measure(run, blocks, x, 20)  # warm-up
     both = measure(run, blocks, x, 200)
     fwd = forward_only(run, blocks, x, 200)
-    print(f"torch {torch.__version__}, one thread, torchtitan block")
+    print(f"torch {torch.__version__}, one thread, {DEVICE}, torchtitan block")
     print(f"block forward (no grad)                      {fwd * 1e3:.3f} ms")
     print(f"block forward + backward                     {both * 1e3:.3f} ms")
     return 0
 
 
 def main():
+    global TRACKER
+    TRACKER = RngTracker()
     h, heads, s, b, n_layers = 64, 4, 8, 1, 8
     layers = [Layer(h, heads) for _ in range(n_layers)]
-    x = torch.randn(s, b, h, requires_grad=True)
+    x = torch.randn(s, b, h, device=DEVICE, requires_grad=True)
     checkpointed = lambda layer, y: CheckpointFunction.apply(layer, y)
     plain_layer = lambda layer, y: layer(y)
     for run in (plain_layer, checkpointed):
@@ -334,7 +360,7 @@ def main():
     plain = measure(plain_layer, layers, x, 200)
     # The forward alone, as the recompute and the no-grad forward of the checkpoint run it.
     fwd = forward_only(plain_layer, layers, x, 200)
-    print(f"torch {torch.__version__}, one thread")
+    print(f"torch {torch.__version__}, one thread, {DEVICE}")
     print(f"layer forward (no grad)                      {fwd * 1e3:.3f} ms")
     print(f"layer forward + backward, no recompute       {plain * 1e3:.3f} ms")
     print(f"layer forward + recompute + backward (full)  {full * 1e3:.3f} ms")

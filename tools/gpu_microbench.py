@@ -1,0 +1,341 @@
+#!/usr/bin/env python3
+"""Microbenchmarks of one GPU through PyTorch: the measured figures behind the cost model's GPU
+constants (core/cost_model.cc, core/layer_cost.cc), in one run of a few minutes.
+
+    python3 tools/gpu_microbench.py --out gpu_microbench.json [--quick]
+
+What it measures, each with CUDA events around back-to-back calls after warm-ups:
+- gemm: torch.matmul in bf16 and fp16 (cuBLAS, fp32 accumulation) and torch._scaled_mm in fp8
+  (e4m3 x e4m3 -> bf16, per-tensor scales) over a grid of shapes: the square MAMF shapes and the
+  GEMMs of the validation sets' layers (tokens x hidden, TP-sharded). TFLOP/s = 2 m n k / time.
+- sustained: the 8192^3 bf16 (and fp8) product run back to back for tens of seconds while
+  nvidia-smi samples the SM clock and the board power: the clock the tensor cores hold at the
+  power limit, against the clock the peak is quoted at.
+- attention: F.scaled_dot_product_attention, causal, head dim 128, bf16, forward and backward,
+  with the backend PyTorch picks and with each fused backend forced; causal FLOPs counted as half
+  of 4 b h s^2 d forward and 2.5 x that backward (FlashAttention's convention).
+- memory: a device copy (read + write bytes) and an elementwise add (2 reads + 1 write).
+- host: tools/host_floor_bench.py's Megatron-LM layer on CUDA tensors too small to cost the GPU
+  anything (forward, recompute, backward), with the kernels it launches counted by the profiler;
+  one tiny elementwise op; and c10d's all_reduce through ProcessGroupNCCL on a one-rank group,
+  the per-call host cost a TP collective adds to the host floor.
+The JSON holds every figure with its shape; stdout shows the same as tables.
+"""
+import argparse
+import contextlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+import torch
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+
+def time_call(fn, min_s):
+    """Seconds per call of fn: 3 warm-ups, then batches timed with CUDA events until min_s."""
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    n, per_call = 1, []
+    while True:
+        start.record()
+        for _ in range(n):
+            fn()
+        end.record()
+        end.synchronize()
+        elapsed = start.elapsed_time(end) / 1e3
+        if elapsed < min_s / 4:
+            n *= 4
+            continue
+        per_call.append(elapsed / n)
+        if len(per_call) >= 3:
+            return statistics.median(per_call)
+
+
+def gemm_shapes(quick):
+    square = [512, 1024, 2048, 4096, 8192] if not quick else [1024, 4096, 8192]
+    shapes = [(s, s, s) for s in square]
+    # (m = tokens, n, k) of the layers in the validation sets: Llama 3.1 8B (h 4096, ffn 14336,
+    # GQA 8 x 128) at TP 1 and 2, 8192 tokens; Llama 3.1 70B (h 8192, ffn 28672) at TP 4 and 8;
+    # GPT-3 175B (h 12288) at TP 4 and 8, 2048 tokens; the vTrain GPTs (h 1024 and 2048, TP 1-8,
+    # 1024-8192 tokens); MAMF's H100 shape.
+    layers = [
+        (8192, 6144, 4096), (8192, 4096, 4096), (8192, 28672, 4096), (8192, 4096, 14336),
+        (8192, 3072, 4096), (8192, 14336, 4096), (8192, 4096, 7168),
+        (8192, 2560, 8192), (8192, 8192, 2048), (8192, 14336, 8192), (8192, 8192, 7168),
+        (8192, 1280, 8192), (8192, 8192, 1024), (8192, 7168, 8192), (8192, 8192, 3584),
+        (2048, 9216, 12288), (2048, 12288, 3072), (2048, 12288, 12288), (2048, 12288, 6144),
+        (2048, 4608, 12288), (2048, 12288, 1536), (2048, 6144, 12288),
+        (4096, 6144, 2048), (4096, 2048, 2048), (4096, 8192, 2048), (4096, 2048, 8192),
+        (8192, 6144, 2048), (16384, 8192, 2048), (1024, 3072, 1024), (1024, 4096, 1024),
+        (2048, 384, 1024), (2048, 1024, 512), (2048, 768, 2048), (2048, 2048, 256),
+        (6144, 17920, 2816),
+    ]
+    return shapes if quick else shapes + layers
+
+
+def fp8_pair(m, n, k):
+    a = torch.randn(m, k, device="cuda").to(torch.float8_e4m3fn)
+    b = torch.randn(n, k, device="cuda").to(torch.float8_e4m3fn).t()  # column-major k x n
+    one = torch.ones((), device="cuda")
+    return lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+
+
+def bench_gemm(quick, min_s):
+    rows = []
+    for (m, n, k) in gemm_shapes(quick):
+        for dtype in ("bf16", "fp16", "fp8"):
+            if dtype == "fp16" and (m, n, k) not in [(s, s, s) for s in (1024, 4096, 8192)] and m > 4096:
+                continue  # fp16 runs the same tensor cores as bf16: the square shapes and vTrain's
+            if dtype == "fp8":
+                fn = fp8_pair(m, n, k)
+            else:
+                t = torch.bfloat16 if dtype == "bf16" else torch.float16
+                a = torch.randn(m, k, device="cuda", dtype=t)
+                b = torch.randn(k, n, device="cuda", dtype=t)
+                fn = lambda a=a, b=b: torch.matmul(a, b)
+            s = time_call(fn, min_s)
+            rows.append({"dtype": dtype, "m": m, "n": n, "k": k, "time_s": s,
+                         "tflops": 2.0 * m * n * k / s / 1e12})
+            print(f"gemm {dtype:5s} {m:6d} {n:6d} {k:6d}  {s * 1e6:10.1f} us  {rows[-1]['tflops']:7.1f} TFLOP/s",
+                  flush=True)
+    return rows
+
+
+class SmiSampler:
+    """nvidia-smi's SM clock, power and throttle reasons every interval, in a thread."""
+
+    FIELDS = "clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu,clocks_event_reasons.active"
+
+    def __init__(self, interval_ms=250):
+        self.proc = subprocess.Popen(["nvidia-smi", f"--query-gpu={self.FIELDS}", "--format=csv,noheader,nounits",
+                                      f"--loop-ms={interval_ms}"], stdout=subprocess.PIPE, text=True)
+        self.samples = []
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            parts = [p.strip() for p in line.split(",")]
+            if len(parts) == 6:
+                self.samples.append({"t": time.time(), "sm_MHz": float(parts[0]), "max_sm_MHz": float(parts[1]),
+                                     "power_W": float(parts[2]), "limit_W": float(parts[3]),
+                                     "temp_C": float(parts[4]), "throttle": parts[5]})
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait()
+
+
+def bench_sustained(seconds, fp8):
+    m = n = k = 8192
+    if fp8:
+        fn = fp8_pair(m, n, k)
+    else:
+        a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
+        fn = lambda: torch.matmul(a, b)
+    sampler = SmiSampler()
+    windows, t_end = [], time.time() + seconds
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    while time.time() < t_end:
+        start.record()
+        for _ in range(50):
+            fn()
+        end.record()
+        end.synchronize()
+        s = start.elapsed_time(end) / 1e3 / 50
+        windows.append({"t": time.time(), "tflops": 2.0 * m * n * k / s / 1e12})
+    sampler.stop()
+    last = [w["tflops"] for w in windows if w["t"] > t_end - seconds / 2]
+    clocks = [x for x in sampler.samples if x["t"] > t_end - seconds / 2]
+    out = {"dtype": "fp8" if fp8 else "bf16", "m": m, "n": n, "k": k, "seconds": seconds,
+           "first_window_tflops": windows[0]["tflops"], "second_half_median_tflops": statistics.median(last),
+           "second_half_median_sm_MHz": statistics.median(x["sm_MHz"] for x in clocks) if clocks else None,
+           "max_sm_MHz": clocks[0]["max_sm_MHz"] if clocks else None,
+           "second_half_median_power_W": statistics.median(x["power_W"] for x in clocks) if clocks else None,
+           "power_limit_W": clocks[0]["limit_W"] if clocks else None,
+           "throttle_reasons": sorted({x["throttle"] for x in clocks}),
+           "samples": sampler.samples}
+    print(f"sustained {out['dtype']}: first {out['first_window_tflops']:.0f} TFLOP/s, second half "
+          f"{out['second_half_median_tflops']:.0f} TFLOP/s at {out['second_half_median_sm_MHz']} MHz "
+          f"(max {out['max_sm_MHz']}), {out['second_half_median_power_W']} W of {out['power_limit_W']} W, "
+          f"throttle {out['throttle_reasons']}", flush=True)
+    return out
+
+
+def bench_attention(quick, min_s):
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    rows = []
+    configs = [(1, 32, 2048), (1, 32, 4096), (1, 32, 8192), (4, 16, 2048), (2, 64, 2048), (1, 8, 16384)]
+    if quick:
+        configs = configs[:2]
+    backends = {"default": None, "flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION,
+                "efficient": SDPBackend.EFFICIENT_ATTENTION}
+    for (b, h, s) in configs:
+        d = 128
+        fwd_flops = 4.0 * b * h * s * s * d / 2  # causal: half the score matrix
+        for name, backend in backends.items():
+            q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
+            try:
+                ctx = sdpa_kernel([backend]) if backend is not None else contextlib.nullcontext()
+                with ctx:
+                    fwd = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                    t_fwd = time_call(fwd, min_s)
+                    out = fwd()
+                    g = torch.randn_like(out)
+                    bwd = lambda: torch.autograd.grad(out, (q, k, v), g, retain_graph=True)
+                    t_bwd = time_call(bwd, min_s)
+            except RuntimeError as e:
+                print(f"attention {name}: not available ({str(e).splitlines()[0][:100]})", flush=True)
+                continue
+            rows.append({"backend": name, "batch": b, "heads": h, "seq": s, "head_dim": d,
+                         "forward_s": t_fwd, "backward_s": t_bwd,
+                         "forward_tflops": fwd_flops / t_fwd / 1e12, "backward_tflops": 2.5 * fwd_flops / t_bwd / 1e12})
+            r = rows[-1]
+            print(f"attention {name:9s} b{b} h{h} s{s:5d}  fwd {r['forward_tflops']:6.1f}  bwd {r['backward_tflops']:6.1f} TFLOP/s",
+                  flush=True)
+    return rows
+
+
+def bench_memory(min_s):
+    n = 1 << 29  # 1 GiB of bf16... as 2-byte elements: 2^29 x 2 B
+    a = torch.empty(n, device="cuda", dtype=torch.bfloat16).normal_()
+    b = torch.empty_like(a).normal_()
+    c = torch.empty_like(a)
+    t_copy = time_call(lambda: c.copy_(a), min_s)
+    t_add = time_call(lambda: torch.add(a, b, out=c), min_s)
+    out = {"bytes_per_tensor": 2 * n, "copy_GBps": 2 * 2 * n / t_copy / 1e9, "add_GBps": 3 * 2 * n / t_add / 1e9}
+    print(f"memory: copy {out['copy_GBps']:.0f} GB/s, add {out['add_GBps']:.0f} GB/s", flush=True)
+    return out
+
+
+def kernels_launched(fn):
+    """Kernel launches fn makes, counted by the profiler's CUDA runtime events."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    names = [e.name for e in prof.events()]
+    return sum(1 for x in names if x.startswith(("cudaLaunchKernel", "cuLaunchKernel")))
+
+
+def bench_host():
+    import host_floor_bench as hfb
+    hfb.DEVICE = "cuda"
+    hfb.TRACKER = hfb.RngTracker()
+    h, heads, s, b, n_layers = 64, 4, 8, 1, 8
+    layers = [hfb.Layer(h, heads) for _ in range(n_layers)]
+    x = torch.randn(s, b, h, device="cuda", requires_grad=True)
+    checkpointed = lambda layer, y: hfb.CheckpointFunction.apply(layer, y)
+    plain = lambda layer, y: layer(y)
+    for run in (plain, checkpointed):
+        hfb.measure(run, layers, x, 20)
+    out = {"torch": torch.__version__, "layer_forward_no_grad_s": hfb.forward_only(plain, layers, x, 200),
+           "layer_forward_backward_s": hfb.measure(plain, layers, x, 200),
+           "layer_forward_recompute_backward_s": hfb.measure(checkpointed, layers, x, 200)}
+
+    def one_pass(run):
+        def go():
+            y = x
+            for layer in layers:
+                y = run(layer, y)
+            y.sum().backward()
+        return go
+    out["kernels_per_layer_forward_backward"] = kernels_launched(one_pass(plain)) / n_layers
+    out["kernels_per_layer_full_recompute"] = kernels_launched(one_pass(checkpointed)) / n_layers
+    # One tiny elementwise op: Python, the dispatcher and cudaLaunchKernel, nothing else.
+    t = torch.ones(16, device="cuda")
+    torch.cuda.synchronize()
+    reps = 20000
+    start = time.perf_counter()
+    for _ in range(reps):
+        t.add_(1.0)
+    torch.cuda.synchronize()
+    out["tiny_op_s"] = (time.perf_counter() - start) / reps
+    out["host_cpu"] = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
+                            if line.startswith("model name")), "unknown")
+    print(f"host ({out['host_cpu']}, torch {out['torch']}): layer fwd {out['layer_forward_no_grad_s'] * 1e3:.3f} ms, "
+          f"fwd+bwd {out['layer_forward_backward_s'] * 1e3:.3f} ms ({out['kernels_per_layer_forward_backward']:.0f} kernels), "
+          f"fwd+recompute+bwd {out['layer_forward_recompute_backward_s'] * 1e3:.3f} ms "
+          f"({out['kernels_per_layer_full_recompute']:.0f} kernels); tiny op {out['tiny_op_s'] * 1e6:.1f} us", flush=True)
+    return out
+
+
+def bench_c10d():
+    """ProcessGroupNCCL's all_reduce on a one-rank group: the host time of one call (c10d's
+    work object, stream and event bookkeeping, NCCL's enqueue), against a tiny op's."""
+    import torch.distributed as dist
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", "29533")
+    dist.init_process_group("nccl", rank=0, world_size=1, device_id=torch.device("cuda", 0))
+    t = torch.ones(1024, device="cuda")
+    for _ in range(50):
+        dist.all_reduce(t)
+    torch.cuda.synchronize()
+    reps = 5000
+    start = time.perf_counter()
+    for _ in range(reps):
+        dist.all_reduce(t)
+    host = (time.perf_counter() - start) / reps
+    torch.cuda.synchronize()
+    wall = (time.perf_counter() - start) / reps
+    dist.destroy_process_group()
+    out = {"all_reduce_host_s": host, "all_reduce_wall_s": wall, "bytes": 4096}
+    print(f"c10d NCCL all_reduce (1 rank, 4 KiB): host {host * 1e6:.1f} us per call, wall {wall * 1e6:.1f} us", flush=True)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--sustained-s", type=float, default=30.0)
+    ap.add_argument("--only", default="gemm,sustained,attention,memory,host,c10d")
+    args = ap.parse_args()
+    if not torch.cuda.is_available():
+        print("gpu_microbench: no GPU visible", file=sys.stderr)
+        return 3
+    torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
+    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
+    min_s = 0.01 if args.quick else 0.05
+    props = torch.cuda.get_device_properties(0)
+    result = {"device": props.name, "sm_count": props.multi_processor_count, "torch": torch.__version__,
+              "cuda": torch.version.cuda, "cublas": torch.backends.cuda.preferred_blas_library().name}
+    print(f"{props.name}, {props.multi_processor_count} SMs, torch {torch.__version__}, CUDA {torch.version.cuda}", flush=True)
+    parts = args.only.split(",")
+
+    def save():
+        tmp = args.out + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(result, f, indent=1)
+        os.replace(tmp, args.out)
+
+    steps = [("memory", lambda: bench_memory(min_s)), ("gemm", lambda: bench_gemm(args.quick, min_s)),
+             ("attention", lambda: bench_attention(args.quick, min_s)), ("host", bench_host), ("c10d", bench_c10d),
+             ("sustained_bf16", lambda: bench_sustained(args.sustained_s, False)),
+             ("sustained_fp8", lambda: bench_sustained(args.sustained_s / 2, True))]
+    for name, fn in steps:
+        if name.split("_")[0] not in parts:
+            continue
+        t0 = time.time()
+        try:
+            result[name] = fn()
+        except Exception as e:  # one failed part must not lose the others' figures
+            result[name] = {"error": f"{type(e).__name__}: {e}"}
+            print(f"{name}: FAILED {type(e).__name__}: {e}", flush=True)
+        print(f"-- {name} took {time.time() - t0:.1f} s", flush=True)
+        save()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
