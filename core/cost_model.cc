@@ -48,6 +48,10 @@ using namespace cost_detail;
 //
 // H200 SXM: the H100 die at 700 W with HBM3e; GH200 (same die, same peak) reaches MAMF
 // 821.0 / 989 = 83% (same source, CUDA 12.5) -> 0.83 / 0.937 = 0.885.
+// An H200 measured here (tools/gpu_microbench.py, tests/data/gpu/h200-microbench.json): the
+// 8192^3 bf16 product held at the 700 W limit runs 665 TFLOP/s at 1455 MHz, 0.845 of the peak
+// per clock, which this ceiling gives; fp8 1211 TFLOP/s at 1335 MHz, which 0.74 at the
+// sustained clock gives (docs/analytical_model.md, "Measured on an H200").
 //
 // B200 / GB200: 148 SMs, 256x256 two-SM tiles (tcgen05). No MAMF figure was published in
 // the sources above when this was written; NVIDIA's cuBLAS 12.8 blog reports ~1.6-1.8 PFLOP/s

