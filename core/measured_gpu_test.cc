@@ -12,6 +12,8 @@
 
 #include "core/cost_model.h"
 #include "core/presets.h"
+#include "core/profile.h"
+#include "core/profile_io.h"
 
 namespace monarch {
 namespace {
@@ -106,6 +108,26 @@ TEST(MeasuredH200, HostFloorOfMegatronsLayerMatchesTheMeasuredGpuHost) {
   const double model_plain_s = (l.forward_s + l.host_forward_s) + (l.backward_s + l.host_backward_s);
   const double measured_plain_s = h200().at("host").at("layer_forward_backward_s").get<double>();
   EXPECT_NEAR(model_plain_s, measured_plain_s, 0.10 * measured_plain_s) << "model " << model_plain_s << " s";
+}
+
+// monarch-calibrate --device gpu's output on the same H200 (tests/data/gpu/h200-profile.json):
+// the reader takes the file a real GPU wrote, and a scenario naming it takes its GEMM rates,
+// times the sustained clock, in place of the preset's.
+TEST(MeasuredH200, CalibrateProfileReadsBackAndDrivesTheGemmModel) {
+  const std::string path = std::string(MONARCH_SOURCE_DIR) + "/tests/data/gpu/h200-profile.json";
+  Expected<CalibrationProfile> prof = read_profile(path);
+  ASSERT_TRUE(prof.ok()) << prof.problems().front().to_string();
+  EXPECT_EQ(prof->device_name, "NVIDIA H200");
+  EXPECT_EQ(prof->matmul.size(), 375u);  // 5^3 shapes in fp32, tf32 and bf16
+  EXPECT_GT(prof->memory_bandwidth_GBps, 3000.0);
+  GpuSpec gpu = h200_spec();
+  gpu.profile = path;
+  const double tflops = profile_matmul_tflops(*prof, Precision::kBf16, 8192, 8192, 8192);
+  EXPECT_GT(tflops, 600.0);
+  const double flops = 2.0 * 8192.0 * 8192.0 * 8192.0;
+  const double t = compute_time_s(gpu, Precision::kBf16, flops, 0.0, 8192, 8192, 8192);
+  EXPECT_NEAR(t, flops / (tflops * 1e12 * gpu_profile(gpu).sustained_clock_fraction), 5e-6);
+  EXPECT_NE(t, compute_time_s(h200_spec(), Precision::kBf16, flops, 0.0, 8192, 8192, 8192));
 }
 
 }  // namespace

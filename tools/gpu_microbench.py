@@ -19,7 +19,11 @@ What it measures, each with CUDA events around back-to-back calls after warm-ups
   anything (forward, recompute, backward), with the kernels it launches counted by the profiler;
   one tiny elementwise op; and c10d's all_reduce through ProcessGroupNCCL on a one-rank group,
   the per-call host cost a TP collective adds to the host floor.
-The JSON holds every figure with its shape; stdout shows the same as tables.
+The JSON holds every figure with its shape; stdout shows the same as tables. It is rewritten
+(through a temporary file and a rename) after each part, so a part that fails or a run that is
+stopped keeps the figures before it.
+
+Exit status: 0 measured; 3 no GPU visible (nothing is written).
 """
 import argparse
 import contextlib
