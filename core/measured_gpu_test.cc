@@ -4,6 +4,7 @@
 // an H200", gives every figure and what it says about the model.
 #include <gtest/gtest.h>
 
+#include <cassert>
 #include <cmath>
 #include <fstream>
 #include <string>
@@ -27,11 +28,13 @@ const nlohmann::json& h200() {
   return j;
 }
 
-GpuSpec h200_spec() {
+const GpuPreset& h200_preset() {
   const GpuPreset* p = find_gpu_preset("H200-SXM");
-  EXPECT_NE(p, nullptr);
-  return p->spec;
+  assert(p != nullptr);  // a shipped preset
+  return *p;
 }
+
+GpuSpec h200_spec() { return h200_preset().spec; }
 
 // Hopper's dense 16-bit tensor cores do 4096 FLOP per SM and clock (twice the A100's 2048,
 // NVIDIA H100 whitepaper), so the preset's 989.5 TFLOP/s is quoted at 989.5e12 / (132 x 4096)
@@ -88,13 +91,11 @@ TEST(MeasuredH200, HostFloorOfMegatronsLayerMatchesTheMeasuredGpuHost) {
   s.model.vocab_size = 512;
   s.model.seq_length = 8;
   s.model.attention_kernel = AttentionKernel::kMaterialized;
-  const GpuPreset* preset = find_gpu_preset("H200-SXM");
-  ASSERT_NE(preset, nullptr);
-  s.cluster.gpu = preset->spec;
+  s.cluster.gpu = h200_spec();
   s.cluster.num_gpus = 1;
   s.cluster.gpus_per_node = 1;
-  s.cluster.intra_node = preset->default_intra_node;
-  s.cluster.inter_node = preset->default_inter_node;
+  s.cluster.intra_node = h200_preset().default_intra_node;
+  s.cluster.inter_node = h200_preset().default_inter_node;
   s.training.global_batch_size = 1;
   Plan p;
   p.recompute = Recompute::kFull;

@@ -302,16 +302,20 @@ class TorchtitanBlock(torch.nn.Module):
         return h + self.w2(F.silu(self.w1(y)) * self.w3(y))
 
 
+def one_pass(run, layers, x):
+    """A forward and backward through `layers`, each applied as run(layer, y)."""
+    y = x
+    for layer in layers:
+        y = run(layer, y)
+    y.sum().backward()
+
+
 def measure(run, layers, x, repeats):
-    """Median host time per layer of a forward and backward through `layers`, each applied as
-    run(layer, y)."""
+    """Median host time per layer of one_pass."""
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
-        y = x
-        for layer in layers:
-            y = run(layer, y)
-        y.sum().backward()
+        one_pass(run, layers, x)
         sync()
         times.append((time.perf_counter() - start) / len(layers))
     return statistics.median(times)
@@ -346,26 +350,40 @@ def torchtitan_main():
     return 0
 
 
-def main():
+def plain(layer, y):
+    return layer(y)
+
+
+def checkpointed(layer, y):  # full recompute
+    return CheckpointFunction.apply(layer, y)
+
+
+def megatron_layers(n_layers=8):
+    """n_layers of Megatron's layer (hidden 64, 4 heads) and their input (8 tokens, batch 1) on
+    DEVICE: too small for their kernels to cost anything."""
     global TRACKER
     TRACKER = RngTracker()
-    h, heads, s, b, n_layers = 64, 4, 8, 1, 8
-    layers = [Layer(h, heads) for _ in range(n_layers)]
-    x = torch.randn(s, b, h, device=DEVICE, requires_grad=True)
-    checkpointed = lambda layer, y: CheckpointFunction.apply(layer, y)
-    plain_layer = lambda layer, y: layer(y)
-    for run in (plain_layer, checkpointed):
-        measure(run, layers, x, 20)  # warm-up (TorchScript profiling runs)
-    full = measure(checkpointed, layers, x, 200)
-    plain = measure(plain_layer, layers, x, 200)
-    # The forward alone, as the recompute and the no-grad forward of the checkpoint run it.
-    fwd = forward_only(plain_layer, layers, x, 200)
-    print(f"torch {torch.__version__}, one thread, {DEVICE}")
-    print(f"layer forward (no grad)                      {fwd * 1e3:.3f} ms")
-    print(f"layer forward + backward, no recompute       {plain * 1e3:.3f} ms")
-    print(f"layer forward + recompute + backward (full)  {full * 1e3:.3f} ms")
-    return 0
+    h, heads, s, b = 64, 4, 8, 1
+    return [Layer(h, heads) for _ in range(n_layers)], torch.randn(s, b, h, device=DEVICE, requires_grad=True)
 
+
+def megatron_layer_times(layers, x, repeats=200):
+    """Host seconds per layer: the no-grad forward (as the recompute and a checkpoint's first
+    forward run it), forward and backward, and forward, recompute and backward."""
+    for run in (plain, checkpointed):
+        measure(run, layers, x, 20)  # warm-up (TorchScript profiling runs)
+    return {"layer_forward_no_grad_s": forward_only(plain, layers, x, repeats),
+            "layer_forward_backward_s": measure(plain, layers, x, repeats),
+            "layer_forward_recompute_backward_s": measure(checkpointed, layers, x, repeats)}
+
+
+def main():
+    t = megatron_layer_times(*megatron_layers())
+    print(f"torch {torch.__version__}, one thread, {DEVICE}")
+    print(f"layer forward (no grad)                      {t['layer_forward_no_grad_s'] * 1e3:.3f} ms")
+    print(f"layer forward + backward, no recompute       {t['layer_forward_backward_s'] * 1e3:.3f} ms")
+    print(f"layer forward + recompute + backward (full)  {t['layer_forward_recompute_backward_s'] * 1e3:.3f} ms")
+    return 0
 
 if __name__ == "__main__":
     sys.exit(torchtitan_main() if "--torchtitan" in sys.argv[1:] else main())
