@@ -14,6 +14,14 @@ What it measures, each with CUDA events around back-to-back calls after warm-ups
 - attention: F.scaled_dot_product_attention, causal, head dim 128, bf16, forward and backward,
   with the backend PyTorch picks and with each fused backend forced; causal FLOPs counted as half
   of 4 b h s^2 d forward and 2.5 x that backward (FlashAttention's convention).
+- sustained tf32: the same product with fp32 inputs through the tensor cores, its rate per clock
+  against bf16's.
+- layers: one transformer block's forward and backward as a TP rank runs it (Llama 3.1 8B at 8192
+  tokens, GPT-3 175B at TP 8, a vTrain GPT), held like the sustained product: the clock a
+  training mix holds at the power limit, against the pure GEMM's.
+- heldattention: causal SDPA forward and backward held at 8192, 2048 and 512 tokens, with the clock.
+- dlrm: DeepLearningExamples' DLRM "small" step (batch 65536) in AMP and in TF32, timed and broken
+  down per kernel by torch.profiler: which part does not speed up with the precision.
 - memory: a device copy (read + write bytes) and an elementwise add (2 reads + 1 write).
 - host: tools/host_floor_bench.py's Megatron-LM layer on CUDA tensors too small to cost the GPU
   anything (forward, recompute, backward), with the kernels it launches counted by the profiler;
@@ -139,41 +147,156 @@ class SmiSampler:
         self.proc.wait()
 
 
-def bench_sustained(seconds, fp8):
-    m = n = k = 8192
-    if fp8:
-        fn = fp8_pair(m, n, k)
-    else:
-        a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-        b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
-        fn = lambda: torch.matmul(a, b)
+def bench_held(label, fn, flops_per_call, seconds, calls_per_window=50):
+    """fn run back to back for `seconds` while nvidia-smi samples the SM clock and the board power:
+    the rate and the clock the GPU holds at its power limit, from the second half of the run."""
     sampler = SmiSampler()
     windows, t_end = [], time.time() + seconds
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     while time.time() < t_end:
         start.record()
-        for _ in range(50):
+        for _ in range(calls_per_window):
             fn()
         end.record()
         end.synchronize()
-        s = start.elapsed_time(end) / 1e3 / 50
-        windows.append({"t": time.time(), "tflops": 2.0 * m * n * k / s / 1e12})
+        s = start.elapsed_time(end) / 1e3 / calls_per_window
+        windows.append({"t": time.time(), "s": s})
     sampler.stop()
-    last = [w["tflops"] for w in windows if w["t"] > t_end - seconds / 2]
+    last = [w["s"] for w in windows if w["t"] > t_end - seconds / 2] or [windows[-1]["s"]]
     clocks = [x for x in sampler.samples if x["t"] > t_end - seconds / 2]
-    out = {"dtype": "fp8" if fp8 else "bf16", "m": m, "n": n, "k": k, "seconds": seconds,
-           "first_window_tflops": windows[0]["tflops"], "second_half_median_tflops": statistics.median(last),
+    per_call_s = statistics.median(last)
+    out = {"label": label, "seconds": seconds, "flops_per_call": flops_per_call,
+           "first_window_s": windows[0]["s"], "second_half_median_s": per_call_s,
+           "first_window_tflops": flops_per_call / windows[0]["s"] / 1e12,
+           "second_half_median_tflops": flops_per_call / per_call_s / 1e12,
            "second_half_median_sm_MHz": statistics.median(x["sm_MHz"] for x in clocks) if clocks else None,
            "max_sm_MHz": clocks[0]["max_sm_MHz"] if clocks else None,
            "second_half_median_power_W": statistics.median(x["power_W"] for x in clocks) if clocks else None,
            "power_limit_W": clocks[0]["limit_W"] if clocks else None,
            "throttle_reasons": sorted({x["throttle"] for x in clocks}),
            "samples": sampler.samples}
-    print(f"sustained {out['dtype']}: first {out['first_window_tflops']:.0f} TFLOP/s, second half "
-          f"{out['second_half_median_tflops']:.0f} TFLOP/s at {out['second_half_median_sm_MHz']} MHz "
+    print(f"held {label}: {per_call_s * 1e3:.3f} ms per call, first {out['first_window_tflops']:.0f} TFLOP/s, "
+          f"second half {out['second_half_median_tflops']:.0f} TFLOP/s at {out['second_half_median_sm_MHz']} MHz "
           f"(max {out['max_sm_MHz']}), {out['second_half_median_power_W']} W of {out['power_limit_W']} W, "
           f"throttle {out['throttle_reasons']}", flush=True)
     return out
+
+
+def bench_sustained(seconds, dtype):
+    """The 8192^3 product held: bf16 (the model's ceiling per clock), fp8, and tf32 (fp32 inputs
+    through the tensor cores, torch.backends.cuda.matmul.allow_tf32)."""
+    m = n = k = 8192
+    if dtype == "fp8":
+        fn = fp8_pair(m, n, k)
+    else:
+        t = torch.bfloat16 if dtype == "bf16" else torch.float32
+        a = torch.randn(m, k, device="cuda", dtype=t)
+        b = torch.randn(k, n, device="cuda", dtype=t)
+        fn = lambda: torch.matmul(a, b)
+    torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
+    try:
+        out = bench_held(f"gemm {dtype} {m}^3", fn, 2.0 * m * n * k, seconds)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = False
+    out.update({"dtype": dtype, "m": m, "n": n, "k": k})
+    return out
+
+
+def rms_norm(x, w, eps=1e-5):
+    return x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + eps).to(x.dtype) * w
+
+
+def causal_attention(q, k, v):
+    """q [b, heads, s, d], k and v [b, kv_heads, s, d]: the fused SDPA kernel PyTorch picks (the
+    KV heads repeated for grouped-query attention, as Megatron-LM does without Transformer Engine);
+    the materialized softmax where PyTorch has no SDPA (the CPU self-check under PyTorch 1.x)."""
+    if k.shape[1] != q.shape[1]:
+        rep = q.shape[1] // k.shape[1]
+        k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
+    if hasattr(F, "scaled_dot_product_attention"):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    s = q.shape[2]
+    scores = q @ k.transpose(-1, -2) / q.shape[-1] ** 0.5
+    mask = torch.ones(s, s, dtype=torch.bool, device=q.device).triu(1)
+    return scores.masked_fill(mask, float("-inf")).softmax(-1) @ v
+
+
+def transformer_layer(h, ffn, heads, kv_heads, seq, mbs, tp, gated, device="cuda", dtype=torch.bfloat16):
+    """One pre-norm transformer block's forward and backward as one tensor-parallel rank runs it:
+    the QKV and fc1 weights split by columns, the projection and fc2 by rows, heads / tp heads, no
+    collectives (one GPU). Returns (fn, model FLOPs per call): FLOPs are 2 m n k per GEMM (x3 for
+    forward and backward) and causal attention at half of 4 b heads s^2 d forward, 2.5x that
+    backward (FlashAttention's convention).
+    Shapes: x [mbs * seq, h]; wqkv [h, (heads + 2 kv) d / tp]; wo [heads d / tp, h];
+    w1 [h, ffn / tp] (x2 when gated: SwiGLU's gate and up); w2 [ffn / tp, h]."""
+    d = h // heads
+    hq, hkv, f = heads // tp, max(1, kv_heads // tp), ffn // tp
+    T = mbs * seq
+    mk = lambda *shape: (torch.randn(*shape, device=device, dtype=dtype) * 0.02).requires_grad_()
+    wqkv, wo = mk(h, (hq + 2 * hkv) * d), mk(hq * d, h)
+    w1, w2 = mk(h, (2 if gated else 1) * f), mk(f, h)
+    n1, n2 = torch.ones(h, device=device, dtype=dtype), torch.ones(h, device=device, dtype=dtype)
+    x = torch.randn(T, h, device=device, dtype=dtype, requires_grad=True)
+    grad = torch.randn(T, h, device=device, dtype=dtype)
+    params = [x, wqkv, wo, w1, w2]
+
+    def forward():
+        qkv = rms_norm(x, n1) @ wqkv
+        q, k, v = qkv.split([hq * d, hkv * d, hkv * d], dim=-1)
+        heads_first = lambda t, n: t.view(mbs, seq, n, d).transpose(1, 2)
+        a = causal_attention(heads_first(q, hq), heads_first(k, hkv), heads_first(v, hkv))
+        y = x + a.transpose(1, 2).reshape(T, hq * d) @ wo
+        u = rms_norm(y, n2) @ w1
+        if gated:
+            g, up = u.chunk(2, dim=-1)
+            u = F.silu(g) * up
+        else:
+            u = F.gelu(u, approximate="tanh")
+        return y + u @ w2
+
+    def step():
+        torch.autograd.grad(forward(), params, grad)
+
+    linear = 2.0 * T * (h * (hq + 2 * hkv) * d + hq * d * h + h * (2 if gated else 1) * f + f * h)
+    attention = 4.0 * mbs * hq * seq * seq * d / 2
+    return step, 3.0 * linear + 3.5 * attention
+
+
+# Layers held for the training mix's clock: Llama 3.1 8B (DGX Cloud recipe shape, 8192 tokens),
+# GPT-3 175B at TP 8 (2048 tokens), a vTrain GPT (h 2048, 4 x 1024 tokens).
+HELD_LAYERS = {
+    "llama3.1-8b": dict(h=4096, ffn=14336, heads=32, kv_heads=8, seq=8192, mbs=1, tp=1, gated=True),
+    "gpt3-175b-tp8": dict(h=12288, ffn=49152, heads=96, kv_heads=96, seq=2048, mbs=1, tp=8, gated=False),
+    "vtrain-gpt-h2048": dict(h=2048, ffn=8192, heads=16, kv_heads=16, seq=1024, mbs=4, tp=1, gated=False),
+}
+
+
+def bench_layers(seconds):
+    rows = []
+    for label, cfg in HELD_LAYERS.items():
+        fn, flops = transformer_layer(**cfg)
+        for _ in range(3):
+            fn()
+        torch.cuda.synchronize()
+        row = bench_held(f"layer {label}", fn, flops, seconds, calls_per_window=10)
+        row["config"] = cfg
+        rows.append(row)
+    return rows
+
+
+def bench_attention_held(seconds):
+    """Causal SDPA forward and backward held at 8192 and 2048 tokens (the backend PyTorch picks):
+    the short-sequence falloff at a known clock."""
+    rows = []
+    for (b, h, s) in [(1, 32, 8192), (4, 32, 2048), (16, 32, 512)]:
+        d = 128
+        q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
+        g = torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16)
+        fn = lambda: torch.autograd.grad(F.scaled_dot_product_attention(q, k, v, is_causal=True), (q, k, v), g)
+        row = bench_held(f"attention b{b} h{h} s{s}", fn, 3.5 * 4.0 * b * h * s * s * d / 2, seconds)
+        row.update({"batch": b, "heads": h, "seq": s, "head_dim": d})
+        rows.append(row)
+    return rows
 
 
 def bench_attention(quick, min_s):
@@ -208,6 +331,105 @@ def bench_attention(quick, min_s):
             print(f"attention {name:9s} b{b} h{h} s{s:5d}  fwd {r['forward_tflops']:6.1f}  bwd {r['backward_tflops']:6.1f} TFLOP/s",
                   flush=True)
     return rows
+
+
+def dlrm_step(tables, batch, amp, device="cuda", pad=False):
+    """One training step of DeepLearningExamples' PyTorch DLRM "small" (Criteo 1TB, dot
+    interaction) in stock PyTorch: fp32 tables as one sparse-gradient nn.Embedding (SGD), bottom
+    MLP 13-512-256-128, the 27 x 27 dot interaction's 351 pairs beside the bottom output, top MLP
+    479-1024-1024-512-256-1, BCE loss; AMP (fp16 autocast, loss scaling) or TF32. pad: the dense
+    input and the top MLP's input zero-padded to multiples of 8 (16 and 480), as
+    DeepLearningExamples pads them, so cuBLAS can pick its aligned tensor-core kernels.
+    Shapes: dense [B, 13]; ids [B, 26]; feats [B, 27, 128]; z [B, 27, 27]; top input [B, 479]."""
+    nn = torch.nn
+    rows = [t["rows"] for t in tables]
+    dim = tables[0]["dim"]
+    offsets = torch.tensor([sum(rows[:i]) for i in range(len(rows))], device=device)
+    emb = nn.Embedding(sum(rows), dim, sparse=True, device=device)
+
+    def mlp(widths, last_relu):
+        mods = []
+        for i in range(len(widths) - 1):
+            mods.append(nn.Linear(widths[i], widths[i + 1], device=device))
+            if i < len(widths) - 2 or last_relu:
+                mods.append(nn.ReLU())
+        return nn.Sequential(*mods)
+
+    n_feat = len(rows) + 1
+    li, lj = torch.tril_indices(n_feat, n_feat, -1, device=device)
+    dense_in, pad_top = (16, (-(dim + len(li))) % 8) if pad else (13, 0)
+    bottom = mlp([dense_in, 512, 256, dim], True)
+    top = mlp([dim + len(li) + pad_top, 1024, 1024, 512, 256, 1], False)
+    dense = torch.randn(batch, dense_in, device=device)
+    ids = torch.stack([torch.randint(0, r, (batch,), device=device) for r in rows], 1) + offsets
+    labels = torch.randint(0, 2, (batch,), device=device).float()
+    opt = torch.optim.SGD(list(emb.parameters()) + list(bottom.parameters()) + list(top.parameters()), lr=0.01)
+    scaler = torch.amp.GradScaler(device, enabled=amp) if hasattr(torch, "amp") and hasattr(torch.amp, "GradScaler") else None
+
+    def step():
+        with torch.autocast(device, dtype=torch.float16) if amp else contextlib.nullcontext():
+            b = bottom(dense)
+            feats = torch.cat([b.unsqueeze(1), emb(ids).to(b.dtype)], 1)
+            z = torch.bmm(feats, feats.transpose(1, 2))
+            parts = [b, z[:, li, lj]] + ([b.new_zeros(batch, pad_top)] if pad_top else [])
+            out = top(torch.cat(parts, 1))
+            loss = F.binary_cross_entropy_with_logits(out.squeeze(1).float(), labels)
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        else:
+            loss.backward()
+            opt.step()
+        opt.zero_grad(set_to_none=True)
+    return step
+
+
+def kernel_table(fn, steps=3):
+    """GPU time per kernel name over `steps` calls of fn, from torch.profiler, largest first."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            fn()
+        torch.cuda.synchronize()
+    gpu_us = lambda e: max(getattr(e, name, 0) or 0 for name in
+                           ("device_time_total", "self_device_time_total", "cuda_time_total", "self_cuda_time_total"))
+    rows = [{"kernel": e.key[:160], "calls_per_step": e.count / steps, "gpu_s_per_step": gpu_us(e) / 1e6 / steps}
+            for e in prof.key_averages()]
+    rows = [r for r in rows if r["gpu_s_per_step"] > 0]
+    return sorted(rows, key=lambda r: -r["gpu_s_per_step"])
+
+
+def bench_dlrm(min_s):
+    """DLRM "small" on one GPU, AMP against TF32: step time and where the GPU time goes, to find
+    the part of DeepLearningExamples' runs that does not speed up with the precision."""
+    path = os.path.join(HERE, "..", "tests", "data", "validation", "dlrm-published.json")
+    data = json.load(open(path))
+    cases = data["cases"] if isinstance(data, dict) else data
+    case = next(c for c in cases if c["id"] == "dle-dlrm-1xA100-80GB-small-amp")
+    tables, batch = case["scenario"]["model"]["embedding_tables"], case["scenario"]["training"]["global_batch_size"]
+    out = {"batch": batch, "tables": len(tables)}
+    for mode in ("amp", "tf32", "amp_padded", "tf32_padded"):
+        torch.backends.cuda.matmul.allow_tf32 = mode.startswith("tf32")
+        torch.backends.cudnn.allow_tf32 = mode.startswith("tf32")
+        try:
+            step = dlrm_step(tables, batch, amp=mode.startswith("amp"), pad=mode.endswith("padded"))
+            s = time_call(step, min_s)
+            kernels = kernel_table(step)
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = False
+        out[mode] = {"step_s": s, "samples_per_s": batch / s,
+                     "kernel_gpu_s_per_step": sum(k["gpu_s_per_step"] for k in kernels), "kernels": kernels[:40]}
+        print(f"dlrm {mode}: {s * 1e3:.2f} ms per step, {batch / s / 1e6:.2f} M samples/s; kernels "
+              f"{out[mode]['kernel_gpu_s_per_step'] * 1e3:.2f} ms per step", flush=True)
+        for k in kernels[:12]:
+            print(f"   {k['gpu_s_per_step'] * 1e3:7.3f} ms  x{k['calls_per_step']:4.0f}  {k['kernel'][:110]}", flush=True)
+        del step
+        torch.cuda.empty_cache()
+    for suffix in ("", "_padded"):
+        out["amp_speedup_over_tf32" + suffix] = out["tf32" + suffix]["step_s"] / out["amp" + suffix]["step_s"]
+        print(f"dlrm{suffix}: AMP {out['amp_speedup_over_tf32' + suffix]:.2f}x faster than TF32", flush=True)
+    return out
 
 
 def bench_memory(min_s):
@@ -287,7 +509,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--sustained-s", type=float, default=30.0)
-    ap.add_argument("--only", default="gemm,sustained,attention,memory,host,c10d")
+    ap.add_argument("--only", default="gemm,sustained,attention,memory,host,c10d,layers,heldattention,dlrm")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print("gpu_microbench: no GPU visible", file=sys.stderr)
@@ -309,10 +531,14 @@ def main():
 
     steps = [("memory", lambda: bench_memory(min_s)), ("gemm", lambda: bench_gemm(args.quick, min_s)),
              ("attention", lambda: bench_attention(args.quick, min_s)), ("host", bench_host), ("c10d", bench_c10d),
-             ("sustained_bf16", lambda: bench_sustained(args.sustained_s, False)),
-             ("sustained_fp8", lambda: bench_sustained(args.sustained_s / 2, True))]
+             ("sustained_bf16", lambda: bench_sustained(args.sustained_s, "bf16")),
+             ("sustained_fp8", lambda: bench_sustained(args.sustained_s / 2, "fp8")),
+             ("sustained_tf32", lambda: bench_sustained(args.sustained_s / 2, "tf32")),
+             ("layers", lambda: bench_layers(args.sustained_s * 2 / 3)),
+             ("heldattention", lambda: bench_attention_held(args.sustained_s / 4)),
+             ("dlrm", lambda: bench_dlrm(min_s))]
     for name, fn in steps:
-        if name.split("_")[0] not in parts:
+        if name not in parts and name.split("_")[0] not in parts:
             continue
         t0 = time.time()
         try:
