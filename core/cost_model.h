@@ -42,9 +42,10 @@ struct GpuProfile {
   const char* kind = "generic";
   int64_t sm_count = 132;
   int64_t tile_m = 128, tile_n = 256;  // CTA tile of the large-GEMM kernels cuBLAS picks
-  double gemm_efficiency_16bit = 0.8;  // large-GEMM ceiling / dense peak, bf16/fp16
+  // Large-GEMM ceiling / dense peak, bf16/fp16, and tf32 (fp32 training): tf32 tensor cores
+  // run at the same fraction of their peak per clock (core/cost_model.cc, "tf32").
+  double gemm_efficiency_16bit = 0.8;
   double gemm_efficiency_fp8 = 0.65;   // large-GEMM ceiling / dense fp8 peak
-  double gemm_efficiency_tf32 = 0.7;   // fp32 training (tf32 tensor cores)
   double flash_forward_efficiency = 0.6;   // fused attention forward FLOPs / peak (16-bit)
   double flash_backward_efficiency = 0.45;
   double memory_efficiency = 0.8;      // achieved / peak HBM bandwidth for elementwise kernels

@@ -1,6 +1,7 @@
 // The cost model's GPU constants against one H200 measured through PyTorch and cuBLAS
-// (tools/gpu_microbench.py; tests/data/gpu/h200-microbench.json: PyTorch 2.11, CUDA 13.0,
-// cuBLAS 13.1, driver 580, the board at its 700 W limit). docs/analytical_model.md, "Measured on
+// (tools/gpu_microbench.py; tests/data/gpu/h200-microbench.json and, held parts with the clock
+// read beside each, h200-microbench-2.json: PyTorch 2.11, CUDA 13.0, cuBLAS 13.1, driver 580,
+// the board at its 700 W limit). docs/analytical_model.md, "Measured on
 // an H200", gives every figure and what it says about the model.
 #include <gtest/gtest.h>
 
@@ -19,12 +20,19 @@
 namespace monarch {
 namespace {
 
+nlohmann::json read_gpu_data(const std::string& name) {
+  std::ifstream in(std::string(MONARCH_SOURCE_DIR) + "/tests/data/gpu/" + name);
+  EXPECT_TRUE(in.good()) << name;
+  return nlohmann::json::parse(in);
+}
+
 const nlohmann::json& h200() {
-  static const nlohmann::json j = [] {
-    std::ifstream in(std::string(MONARCH_SOURCE_DIR) + "/tests/data/gpu/h200-microbench.json");
-    EXPECT_TRUE(in.good());
-    return nlohmann::json::parse(in);
-  }();
+  static const nlohmann::json j = read_gpu_data("h200-microbench.json");
+  return j;
+}
+
+const nlohmann::json& h200_held() {
+  static const nlohmann::json j = read_gpu_data("h200-microbench-2.json");
   return j;
 }
 
@@ -73,6 +81,45 @@ TEST(MeasuredH200, Fp8GemmRateMatchesTheSteadyStateProduct) {
   const double model_tflops = gpu.peak_tflops.fp8 * gemm_efficiency(gpu, Precision::kFp8, 8192, 8192, 8192);
   const double measured_tflops = s.at("second_half_median_tflops").get<double>();
   EXPECT_NEAR(model_tflops, measured_tflops, 0.03 * measured_tflops);
+}
+
+// Transformer blocks held at the power limit settle between the pure GEMM's clock and the
+// boost clock, the more GEMM-bound the lower: a Llama 3.1 8B block at 8192 tokens at 1560 MHz
+// (0.852 of 1830), a GPT-3 175B TP-8 block at 2048 tokens at 1635 MHz (0.893). The model's one
+// sustained clock, set on the runs of those two families, lies between them, and every training
+// layer holds a higher clock than the 8192^3 GEMM of the same run.
+TEST(MeasuredH200, TrainingLayersHoldClocksAroundTheModelsSustainedClock) {
+  const GpuSpec gpu = h200_spec();
+  const double quoted_MHz = quoted_clock_MHz(gpu);
+  const double gemm_MHz = h200_held().at("sustained_bf16").at("second_half_median_sm_MHz").get<double>();
+  double llama = 0, gpt3 = 0;
+  for (const nlohmann::json& layer : h200_held().at("layers")) {
+    const double clock_MHz = layer.at("second_half_median_sm_MHz").get<double>();
+    EXPECT_GT(clock_MHz, gemm_MHz) << layer.at("label");
+    const std::string label = layer.at("label").get<std::string>();
+    if (label == "layer llama3.1-8b") llama = clock_MHz / quoted_MHz;
+    if (label == "layer gpt3-175b-tp8") gpt3 = clock_MHz / quoted_MHz;
+  }
+  const double model = gpu_profile(gpu).sustained_clock_fraction;
+  EXPECT_NEAR(llama, 0.852, 0.005);
+  EXPECT_LE(llama, model);
+  EXPECT_GE(gpt3, model);
+}
+
+// fp32 training runs tf32 tensor cores at half the 16-bit rate with operands twice as wide: the
+// same bytes per clock, the same fraction of the peak. The 8192^3 tf32 product held at the power
+// limit runs 344 TFLOP/s at 1492 MHz, 0.852 of the tf32 peak per clock (bf16 0.845); the model's
+// fp32 GEMM ceiling (the 16-bit one) gives the same per clock.
+TEST(MeasuredH200, Tf32GemmCeilingPerClockMatchesTheSteadyStateProduct) {
+  const GpuSpec gpu = h200_spec();
+  const nlohmann::json& s = h200_held().at("sustained_tf32");
+  const double clock_MHz = s.at("second_half_median_sm_MHz").get<double>();
+  const double measured = s.at("second_half_median_tflops").get<double>() /
+                          (gpu.peak_tflops.tf32 * clock_MHz / quoted_clock_MHz(gpu));
+  const double model = gemm_efficiency(gpu, Precision::kFp32, 8192, 8192, 8192) / gpu_profile(gpu).sustained_clock_fraction;
+  EXPECT_NEAR(model, measured, 0.02 * measured) << "measured " << measured << " per clock at " << clock_MHz << " MHz";
+  EXPECT_NEAR(model, gemm_efficiency(gpu, Precision::kBf16, 8192, 8192, 8192) / gpu_profile(gpu).sustained_clock_fraction,
+              1e-12);
 }
 
 // tools/host_floor_bench.py's Megatron-LM layer (its Python autograd Functions, fused kernels,
