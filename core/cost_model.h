@@ -132,7 +132,8 @@ struct LayerCosts {
   double moe_forward_mem_bytes = 0, moe_backward_mem_bytes = 0;
   // Host floor: seconds per pass that the GPU idles because the host dispatches the layer's
   // kernels more slowly than they run (eager PyTorch); not part of forward_s / backward_s /
-  // recompute_s, which are GPU time. 0 when the GPU work is longer than the dispatch.
+  // recompute_s, which are GPU time. 0 when the GPU work, with the pass's exposed TP
+  // collectives (which run while the host dispatches), is longer than the dispatch.
   double host_forward_s = 0, host_backward_s = 0, host_recompute_s = 0;
 
   struct Collective {

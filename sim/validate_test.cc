@@ -81,8 +81,9 @@ struct VisibleSet {
   double max_abs_error_pct;
 };
 
-void expect_within(const VisibleSet& v) {
-  const std::string path = std::string(MONARCH_SOURCE_DIR) + "/tests/data/validation/" + v.file;
+void expect_within(const VisibleSet& v,
+                   const std::string& dir = std::string(MONARCH_SOURCE_DIR) + "/tests/data/validation") {
+  const std::string path = dir + "/" + v.file;
   Expected<ValidationReport> rep = validate_cases(path);
   ASSERT_TRUE(rep.ok()) << v.file << ": " << (rep.ok() ? "" : rep.problems().front().to_string());
   ASSERT_EQ(rep->rows.size(), v.cases) << v.file << ": every case is predicted";
@@ -105,11 +106,26 @@ TEST(Validate, PublishedRunsSetHoldsTheFidelityReached) {
   expect_within({"published-runs.json", 45, 5.2, 15.0});
 }
 
-// Target 8% MAPE and 15% worst; reached 8.15% and 32.9% (TP 8 at micro-batch 1 too fast, the
-// GPU-bound hidden-2048 runs at TP 2-4 too slow; the cases take the data set's measured
-// all-reduce table as their profile): a regression guard.
+// Target 8% MAPE (met: 7.68%) and 15% worst (28.2%: TP 8 at micro-batch 1-2 too fast, by the
+// ~1.5 ms per layer that TP 8 measures beyond TP 1-4; the cases take the data set's measured
+// all-reduce table as their profile).
 TEST(Validate, VtrainSetHoldsTheFidelityReached) {
-  expect_within({"vtrain-single.json", 240, 8.5, 34.0});
+  expect_within({"vtrain-single.json", 240, 8.0, 29.0});
+}
+
+// The sets every developer and CI run has beside the project (../shared/validation): the vTrain
+// runs meet their target (7.84%, with the NVLink preset's all-reduces where the project's copy
+// takes the node's measured table). Calibration (4.20%) and published-runs (7.25%) are held at
+// the figures reached: their Korthikanti 2022 and NeMo Launcher GPT-3 5B cases leave the
+// attention kernel open, so they are predicted with flash attention (the scenario format's
+// default), where those runs materialized the scores (-1..-17% and -23..-32%; the project's
+// copies pin it and meet 1.42% and 5.00%).
+TEST(Validate, SharedSetsHoldTheFidelityReached) {
+  const std::string dir = std::string(MONARCH_SOURCE_DIR) + "/../shared/validation";
+  if (!std::filesystem::exists(dir)) GTEST_SKIP() << "no " << dir << " beside the project";
+  expect_within({"calibration.json", 18, 4.3, 17.5}, dir);
+  expect_within({"published-runs.json", 45, 7.3, 32.5}, dir);
+  expect_within({"vtrain-single.json", 240, 8.0, 29.0}, dir);
 }
 
 // torchtitan's published runs (tests/data/validation/torchtitan-published.json, from its
