@@ -43,4 +43,8 @@ std::string cuda_graph_problem(const ModelConfig& m, Recompute r) {
   return {};
 }
 
+int zero3_backward_gather_passes(Framework framework, Recompute recompute) {
+  return framework == Framework::kDeepspeed && recompute == Recompute::kFull ? 2 : 1;
+}
+
 }  // namespace monarch

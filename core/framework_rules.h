@@ -41,4 +41,14 @@ bool cuda_graphs_capture_whole_layer(const ModelConfig& model);
 // TP is an Inductor pass). Other frameworks: empty.
 std::string async_tp_problem(Framework framework, bool compile, bool tp_comm_overlap);
 
+// ZeRO-3 / FSDP: how many times a micro-batch's backward all-gathers each parameter. FSDP2
+// (torchtitan) and Megatron FSDP unshard a block once before its backward, and a checkpointed
+// block recomputes inside that backward with the weights already gathered: 1. DeepSpeed ZeRO-3
+// hooks every submodule (deepspeed/runtime/zero/parameter_offload.py): the pre-forward hook
+// fetches its parameters, the post-forward hook releases them, the pre-backward hook fetches
+// them again. A checkpointed block's recomputation runs the submodules' forward inside the
+// backward, so the forward hooks fetch and release once more before the backward hooks fetch:
+// 2 with full recompute.
+int zero3_backward_gather_passes(Framework framework, Recompute recompute);
+
 }  // namespace monarch

@@ -323,7 +323,8 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
         const double rs_one = collective_time_s(CollectiveKind::kReduceScatter, static_cast<int64_t>(static_cast<double>(g_bytes) / z.reduce_scatters), span, cl);
         const double ag = z.gathers * ag_one;           // one pass over the stage's modules
         const double rs = z.reduce_scatters * rs_one;
-        const double per_mb = 2.0 * ag + rs;
+        const double backward_gathers = zero3_backward_gather_passes(sc.training.framework, p.recompute);
+        const double per_mb = (1.0 + backward_gathers) * ag + rs;
         dp_total += mb * per_mb;
         if (p.overlap_param_gather || p.overlap_grad_reduce) {
           // Forward gathers hide behind the forward, backward gathers and reduce-scatters
@@ -331,20 +332,20 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
           // the step (nothing runs before it) and the last module's reduce-scatter (nothing
           // runs after it; the optimizer waits for it).
           const double fwd_exp = overlapped_comm_cost_s(ag, fwd_window, kNcclOverlapSms, sms);
-          const double bwd_exp = overlapped_comm_cost_s(ag + rs, bwd_window, kNcclOverlapSms, sms);
+          const double bwd_exp = overlapped_comm_cost_s(backward_gathers * ag + rs, bwd_window, kNcclOverlapSms, sms);
           dp_exposed += mb * (fwd_exp + bwd_exp) + ag_one + rs_one;
         } else {
           dp_exposed += mb * per_mb;
         }
         if (detail) {
           // Bytes of the whole stage per pass (the calls split them; the bus factor is linear).
-          const double n_rs = mb * z.reduce_scatters, n_ag = 2.0 * mb * z.gathers;
+          const double n_rs = mb * z.reduce_scatters, n_ag = (1.0 + backward_gathers) * mb * z.gathers;
           add_comm(it.comm, CollectiveKind::kReduceScatter, group, span.size,
                    mb * collective_wire_bytes(CollectiveKind::kReduceScatter, g_bytes, span.size),
                    static_cast<int64_t>(n_rs), mb * rs);
           add_comm(it.comm, CollectiveKind::kAllGather, group, span.size,
-                   2.0 * mb * collective_wire_bytes(CollectiveKind::kAllGather, w_all, span.size),
-                   static_cast<int64_t>(n_ag), 2.0 * mb * ag);
+                   (1.0 + backward_gathers) * mb * collective_wire_bytes(CollectiveKind::kAllGather, w_all, span.size),
+                   static_cast<int64_t>(n_ag), (1.0 + backward_gathers) * mb * ag);
         }
       }
     };

@@ -6,6 +6,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "core/framework_rules.h"
 #include "core/model_math.h"
 #include "core/placement.h"
 #include "strategies/partition.h"
@@ -559,8 +560,9 @@ class RankLowering {
                              {last_layer_compute_});
     gth.buffer = buf;
     gth.tasks.push_back(a);
+    const int64_t passes = ps.forward ? 1 : zero3_backward_gather_passes(in_.sc.training.framework, plan_.recompute);
     for (const CommOp& op : costs_.layer_param_gather)
-      gth.tasks.push_back(b_.collective(op, 1, ph, c.first_layer + l, 1, c32, ps.micro_batch, {a}));
+      gth.tasks.push_back(b_.collective(op, passes, ph, c.first_layer + l, 1, c32, ps.micro_batch, {a}));
     z3_[z3_key(step, l)] = std::move(gth);
   }
   Deps z3_before(size_t step, int64_t n, int64_t i, int64_t j) {

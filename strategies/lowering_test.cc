@@ -325,6 +325,33 @@ TEST(Lowering, ZeroThreeGathersEveryUseAndFreesWhatItGathered) {
   EXPECT_NEAR(makespan(g), 2 * 12 * kMs + 0.5 * kMs + 0.5 * kMs, 1e-9);
 }
 
+// DeepSpeed's ZeRO-3 with full recompute gathers every layer twice in the backward (the
+// recomputed forward's hooks, then the backward's): the backward gather tasks carry two calls.
+TEST(Lowering, DeepspeedZeroThreeGathersAgainForTheRecompute) {
+  Scenario s = scenario(4, 4, 8);
+  s.training.framework = Framework::kDeepspeed;
+  Plan p;
+  p.dp = 4;
+  p.zero_stage = 3;
+  p.recompute = Recompute::kFull;
+  LoweringCosts c = pure_compute();
+  c.layer_grad_reduce = {{GroupKind::kDp, CollectiveKind::kReduceScatter, 16 << 20, 1, 0.5 * kMs}};
+  c.layer_param_gather = {{GroupKind::kDp, CollectiveKind::kAllGather, 16 << 20, 1, 0.5 * kMs}};
+  c.layer_gathered_param_bytes = 16 << 20;
+  auto gather_calls = [](const PlanGraph& g, Phase ph) {
+    int calls = 0;
+    for (const Task& t : g.ranks[0].tasks)
+      if (t.kind == TaskKind::kCollective && t.collective == CollectiveKind::kAllGather && t.phase == ph) calls += t.count;
+    return calls;
+  };
+  const PlanGraph ds = lower_ok(s, p, c);
+  EXPECT_EQ(gather_calls(ds, Phase::kForward), 2 * 4);       // 2 micro-batches x 4 layers
+  EXPECT_EQ(gather_calls(ds, Phase::kBackward), 2 * 2 * 4);  // twice each in the backward
+  s.training.framework = Framework::kTorchtitan;
+  const PlanGraph fsdp2 = lower_ok(s, p, c);
+  EXPECT_EQ(gather_calls(fsdp2, Phase::kBackward), 2 * 4);
+}
+
 TEST(Lowering, ExplainsPlansItCannotLower) {
   const Scenario s = scenario(8, 8, 8);
   Plan p = pipeline(Schedule::kOneFOneB, 4, 1);
