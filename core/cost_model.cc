@@ -43,7 +43,14 @@ using namespace cost_detail;
 // (NVIDIA Transformer Engine and cuBLAS 12 release figures; ~0.68) -> 0.72 before the shape
 // factors. FlashAttention-3 / cuDNN fused attention, bf16, head dim 128, causal, 8-16k
 // tokens: ~620-660 TFLOP/s forward (~0.65), ~470-500 backward (~0.49) (Shah et al. 2024,
-// FlashAttention-3, Figs. 5-6). HBM3 3.35 TB/s, ~2.9-3.0 TB/s measured. NCCL ring
+// FlashAttention-3, Figs. 5-6). The H100 and H200 profiles take the rate measured on an H200
+// instead (cuDNN's fused attention through PyTorch's SDPA, causal, head dim 128, held at the
+// power limit; tests/data/gpu/h200-microbench-2.json and -3.json): forward and backward
+// together 0.532 of the peak per clock at 8192 tokens, falling as s / (s + 800) (0.92 at 4096,
+// 0.79-0.81 at 2048, 0.44 at 512 of the 8192-token rate; Hopper's kernels run larger tiles
+// through deeper pipelines than FlashAttention-2 on A100, whose falloff is s / (s + 256)). Split
+// in FlashAttention-3's forward : backward ratio and divided by the falloff at 8192 (0.911):
+// 0.729 forward, 0.541 backward. HBM3 3.35 TB/s, ~2.9-3.0 TB/s measured. NCCL ring
 // all-reduce bus bandwidth on DGX H100 (NVLink4, 450 GB/s per direction): ~360 GB/s -> 0.80.
 //
 // H200 SXM: the H100 die at 700 W with HBM3e; GH200 (same die, same peak) reaches MAMF
@@ -83,8 +90,8 @@ namespace {
 // power limit runs 344 TFLOP/s at 1492 MHz, 0.852 of the tf32 peak per clock, against bf16's
 // 0.845 (h200-microbench-2.json). The 16-bit ceiling serves both.
 constexpr GpuProfile kA100{"A100", 108, 256, 128, 0.913, 0.913, 0.64, 0.53, 0.80, 0.78, 0.865};
-constexpr GpuProfile kH100{"H100", 132, 128, 256, 0.855, 0.72, 0.66, 0.49, 0.80, 0.80, 0.865};
-constexpr GpuProfile kH200{"H200", 132, 128, 256, 0.885, 0.74, 0.66, 0.49, 0.80, 0.80, 0.865};
+constexpr GpuProfile kH100{"H100", 132, 128, 256, 0.855, 0.72, 0.729, 0.541, 0.80, 0.80, 0.865, 800.0};
+constexpr GpuProfile kH200{"H200", 132, 128, 256, 0.885, 0.74, 0.729, 0.541, 0.80, 0.80, 0.865, 800.0};
 constexpr GpuProfile kB200{"B200", 148, 256, 256, 0.80, 0.75, 0.60, 0.47, 0.80, 0.80, 0.90};
 constexpr GpuProfile kGeneric{"generic", 132, 128, 256, 0.80, 0.65, 0.60, 0.45, 0.80, 0.80, 0.90};
 

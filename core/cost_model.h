@@ -54,6 +54,9 @@ struct GpuProfile {
   // fraction of the clock the dense peak is quoted at. Short GEMM benchmarks (MAMF) run
   // before the board reaches its power/thermal steady state.
   double sustained_clock_fraction = 0.9;
+  // Fused attention's rate falls for short sequences as s / (s + this): the causal diagonal's
+  // half-empty tiles and each tile row's prologue cost about this many tokens.
+  double flash_seq_half_tokens = 256.0;
 };
 
 // Profile for the GPU (matched on the name: A100, H100, H200, B200, GB200; others generic).

@@ -69,7 +69,7 @@ struct Ctx {
   // bytes per logit, the attention kernel's efficiencies, torchtitan's eager block and its
   // separate q, k, v and w1, w3 projections.
   double loss_forward_bytes_per_logit = 0, loss_backward_bytes_per_logit = 0;
-  double flash_forward_efficiency = 0, flash_backward_efficiency = 0;
+  double flash_forward_efficiency = 0, flash_backward_efficiency = 0, flash_seq_half_tokens = 0;
   bool eager_block = false;
   bool separate_projections = false;
   // TP communication overlap runs on Transformer Engine's userbuffers (Megatron), whose
@@ -85,6 +85,7 @@ struct LayerCompute {
   double host_fwd_s = 0, host_bwd_s = 0, host_recompute_s = 0;  // host dispatch time per pass
   double extra_host_ops_per_pass = 0;  // ops beyond the layer's counted ones, forward and backward each
   Op attn_fwd;  // attention core forward (for CP overlap and selective recompute)
+  Op attn_bwd;  // and its backward
   Op moe_fwd, moe_bwd;  // of fwd / bwd: the MoE block (router, expert GEMMs, activation, permutation)
   double gemm_fwd_s = 0, gemm_bwd_s = 0;  // GEMM time (for TP overlap windows)
 };

@@ -443,10 +443,11 @@ TEST(LayerCosts, TorchtitanAttentionIsFlashAttention2OnHopper) {
     const LayerCosts titan = layer_costs(s, p);
     const double attention_flops = 4.0 * 8192 * 8192 * 0.5 * 4096;  // causal half, forward
     const double peak = s.cluster.gpu.peak_tflops.bf16 * 1e12 * gpu_profile(s.cluster.gpu).sustained_clock_fraction;
-    const double seq_eff = 8192.0 / (8192.0 + 256.0);
-    const double expected = std::string(gpu) == "H100-SXM"
-                                ? attention_flops / (peak * seq_eff) * (1.0 / 0.333 - 1.0 / 0.66)
-                                : 0.0;
+    // FlashAttention-2 falls off as s / (s + 256); the H100 profile's fused kernels as its own.
+    const GpuProfile& prof = gpu_profile(s.cluster.gpu);
+    const double fa2 = 0.333 * 8192.0 / (8192.0 + 256.0);
+    const double fused = prof.flash_forward_efficiency * 8192.0 / (8192.0 + prof.flash_seq_half_tokens);
+    const double expected = std::string(gpu) == "H100-SXM" ? attention_flops / peak * (1.0 / fa2 - 1.0 / fused) : 0.0;
     // Separate projections cost a few wave-quantization percent beside it; the attention term is
     // the difference that remains.
     const double gemm_gap = titan.forward_s - megatron.forward_s - expected;

@@ -63,9 +63,10 @@ constexpr double kLayerBackwardHostOps = 72.0;
 // Three host ops per pass, at the eager per-op cost.
 constexpr double kGraphedLayerForwardHostOps = 3.0;
 constexpr double kGraphedLayerBackwardHostOps = 3.0;
-// FlashAttention efficiency falls for short sequences: s / (s + kFlashSeqHalf). FA2 on A100
-// runs causal hdim-128 forward at ~130 TFLOP/s at 512 tokens vs ~195 at 8k (Dao 2023).
-constexpr double kFlashSeqHalf_tokens = 256.0;
+// FlashAttention-2's efficiency falls for short sequences as s / (s + 256) (the A100 profile's
+// flash_seq_half_tokens): FA2 on A100 runs causal hdim-128 forward at ~130 TFLOP/s at 512 tokens
+// vs ~195 at 8k (Dao 2023). torchtitan's SDPA runs the same kernel on Hopper.
+constexpr double kFlash2SeqHalf_tokens = 256.0;
 // FlashAttention backward does 5 matmuls (recomputing the scores) for the forward's 2.
 constexpr double kFlashBackwardFlopsRatio = 2.5;
 // Context-parallel ring attention (Transformer Engine): per ring step the partial results
@@ -228,6 +229,7 @@ Ctx make_ctx(const Scenario& s) {
   c.graphed_layers = s.training.cuda_graphs && cuda_graphs_capture_whole_layer(s.model);
   c.flash_forward_efficiency = c.prof->flash_forward_efficiency;
   c.flash_backward_efficiency = c.prof->flash_backward_efficiency;
+  c.flash_seq_half_tokens = c.prof->flash_seq_half_tokens;
   c.loss_forward_bytes_per_logit = kLossForwardBytesPerLogit;  // fused (torch.compile fuses torchtitan's too)
   c.loss_backward_bytes_per_logit = kLossBackwardBytesPerLogit;
   switch (s.training.framework) {
@@ -249,6 +251,7 @@ Ctx make_ctx(const Scenario& s) {
       if (kind == "H100" || kind == "H200") {
         c.flash_forward_efficiency = kSdpaFlash2HopperForwardEfficiency;
         c.flash_backward_efficiency = kSdpaFlash2HopperBackwardEfficiency;
+        c.flash_seq_half_tokens = kFlash2SeqHalf_tokens;
       }
       break;
     }
@@ -469,7 +472,7 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
   if (m.attention == AttentionKernel::kFlash) {
     // Local queries against the causal half of all keys (ring attention balances the halves).
     const double work = 4.0 * T * s * kCausalWorkFraction * q / t;
-    const double seq_eff = s_local / (s_local + kFlashSeqHalf_tokens);
+    const double seq_eff = s_local / (s_local + c.flash_seq_half_tokens);
     attn_fwd.flops = work;
     const double clock = c.prof->sustained_clock_fraction;
     attn_fwd.s = work / (c.peak16 * clock * c.flash_forward_efficiency * seq_eff) + kKernelGap_s;
@@ -509,6 +512,7 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
     attn_bwd += elementwise(c, steps * kCpMergeBytesPerElement * T * (q + 2.0 * kv) / t);
   }
   lc.attn_fwd = attn_fwd;
+  lc.attn_bwd = attn_bwd;
   lc.fwd += attn_fwd;
   lc.bwd += attn_bwd;
 

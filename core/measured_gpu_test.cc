@@ -13,6 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/cost_model.h"
+#include "core/cost_model_internal.h"
+#include "core/model_math.h"
 #include "core/presets.h"
 #include "core/profile.h"
 #include "core/profile_io.h"
@@ -120,6 +122,52 @@ TEST(MeasuredH200, Tf32GemmCeilingPerClockMatchesTheSteadyStateProduct) {
   EXPECT_NEAR(model, measured, 0.02 * measured) << "measured " << measured << " per clock at " << clock_MHz << " MHz";
   EXPECT_NEAR(model, gemm_efficiency(gpu, Precision::kBf16, 8192, 8192, 8192) / gpu_profile(gpu).sustained_clock_fraction,
               1e-12);
+}
+
+// Causal SDPA (cuDNN, head dim 128, bf16) forward and backward held at the power limit, 32
+// heads and 8192 tokens a call at 8192 to 512 tokens a sequence (h200-microbench-2.json and the
+// 4096-token point of -3.json): per clock, the 8192-token rate is 0.532 of the peak, and the
+// shorter sequences run 0.92, 0.79-0.81 and 0.44-0.45 of it. The H200 profile's fused-attention
+// ceilings and its s / (s + 800) falloff give the same.
+TEST(MeasuredH200, FusedAttentionRatePerClockAndItsShortSequenceFalloff) {
+  const GpuSpec gpu = h200_spec();
+  nlohmann::json held = h200_held().at("heldattention");
+  for (const nlohmann::json& row : read_gpu_data("h200-microbench-3.json").at("heldattention"))
+    if (row.at("seq").get<int>() == 4096) held.push_back(row);
+  auto per_clock = [&](const nlohmann::json& row) {  // fraction of the peak at the held clock
+    return row.at("second_half_median_tflops").get<double>() /
+           (gpu.peak_tflops.bf16 * row.at("second_half_median_sm_MHz").get<double>() / quoted_clock_MHz(gpu));
+  };
+  auto model_per_clock = [&](int64_t seq) {
+    Scenario s;
+    s.model.architecture = Architecture::kLlama;
+    s.model.num_layers = 1;
+    s.model.hidden_size = 4096;
+    s.model.num_attention_heads = 32;
+    s.model.num_kv_heads = 32;
+    s.model.ffn_hidden_size = 4096;
+    s.model.vocab_size = 1024;
+    s.model.seq_length = seq;
+    s.cluster.gpu = gpu;
+    s.cluster.num_gpus = 1;
+    s.cluster.gpus_per_node = 1;
+    Plan p;
+    p.micro_batch_size = 8192 / seq;
+    const cost_detail::LayerCompute lc = cost_detail::layer_compute(cost_detail::make_ctx(s), model_shape(s.model), p);
+    const double seconds = lc.attn_fwd.s + lc.attn_bwd.s;
+    return (lc.attn_fwd.flops + lc.attn_bwd.flops) / seconds / (gpu.peak_tflops.bf16 * 1e12 * gpu_profile(gpu).sustained_clock_fraction);
+  };
+  double measured_8192 = 0;
+  for (const nlohmann::json& row : held)
+    if (row.at("seq").get<int>() == 8192) measured_8192 = per_clock(row);
+  ASSERT_GT(measured_8192, 0);
+  EXPECT_NEAR(model_per_clock(8192), measured_8192, 0.03 * measured_8192);
+  for (const nlohmann::json& row : held) {
+    const auto seq = row.at("seq").get<int64_t>();
+    const double measured = per_clock(row) / measured_8192;
+    const double model = model_per_clock(seq) / model_per_clock(8192);
+    EXPECT_NEAR(model, measured, 0.04) << seq << " tokens";
+  }
 }
 
 // tools/host_floor_bench.py's Megatron-LM layer (its Python autograd Functions, fused kernels,

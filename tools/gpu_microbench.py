@@ -19,7 +19,8 @@ What it measures, each with CUDA events around back-to-back calls after warm-ups
 - layers: one transformer block's forward and backward as a TP rank runs it (Llama 3.1 8B at 8192
   tokens, GPT-3 175B at TP 8, a vTrain GPT), held like the sustained product: the clock a
   training mix holds at the power limit, against the pure GEMM's.
-- heldattention: causal SDPA forward and backward held at 8192, 2048 and 512 tokens, with the clock.
+- heldattention: causal SDPA forward and backward held at 8192, 4096, 2048 and 512 tokens, with the
+  clock.
 - dlrm: DeepLearningExamples' DLRM "small" step (batch 65536) in AMP and in TF32, timed and broken
   down per kernel by torch.profiler: which part does not speed up with the precision.
 - memory: a device copy (read + write bytes) and an elementwise add (2 reads + 1 write).
@@ -285,10 +286,10 @@ def bench_layers(seconds):
 
 
 def bench_attention_held(seconds):
-    """Causal SDPA forward and backward held at 8192 and 2048 tokens (the backend PyTorch picks):
-    the short-sequence falloff at a known clock."""
+    """Causal SDPA forward and backward held at 8192 to 512 tokens (the backend PyTorch picks), the
+    same 8192 tokens and 32 heads a call: the short-sequence falloff at a known clock."""
     rows = []
-    for (b, h, s) in [(1, 32, 8192), (4, 32, 2048), (16, 32, 512)]:
+    for (b, h, s) in [(1, 32, 8192), (2, 32, 4096), (4, 32, 2048), (16, 32, 512)]:
         d = 128
         q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
         g = torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16)
