@@ -18,6 +18,7 @@
 #include "core/presets.h"
 #include "core/profile.h"
 #include "core/profile_io.h"
+#include "core/scenario_io.h"
 
 namespace monarch {
 namespace {
@@ -55,6 +56,33 @@ double quoted_clock_MHz(const GpuSpec& gpu) {
   return gpu.peak_tflops.bf16 * 1e12 / (static_cast<double>(gpu_profile(gpu).sm_count) * kHopperDenseFlopsPerSmClock) / 1e6;
 }
 
+// A held run's rate as a fraction of `peak_tflops` at the clock it held.
+double per_clock_fraction(const nlohmann::json& held, double peak_tflops) {
+  return held.at("second_half_median_tflops").get<double>() /
+         (peak_tflops * held.at("second_half_median_sm_MHz").get<double>() / quoted_clock_MHz(h200_spec()));
+}
+
+// The model's 8192^3 GEMM rate in `precision`, per clock (its sustained clock divided out),
+// within 2% of a held product's (`held`, against `peak_tflops`). Returns the clock it held.
+double expect_gemm_ceiling_per_clock(const nlohmann::json& held, Precision precision, double peak_tflops) {
+  const GpuSpec gpu = h200_spec();
+  const double clock_MHz = held.at("second_half_median_sm_MHz").get<double>();
+  const double measured = per_clock_fraction(held, peak_tflops);
+  const double model = gemm_efficiency(gpu, precision, 8192, 8192, 8192) / gpu_profile(gpu).sustained_clock_fraction;
+  EXPECT_NEAR(model, measured, 0.02 * measured) << "measured " << measured << " per clock at " << clock_MHz << " MHz";
+  return clock_MHz;
+}
+
+// One H200 running `model` (scenario-file keys), as the scenario reader builds it.
+Scenario one_h200(const nlohmann::json& model) {
+  const nlohmann::json j = {{"model", model},
+                            {"cluster", {{"gpu", "H200-SXM"}, {"num_gpus", 1}, {"gpus_per_node", 1}}},
+                            {"training", {{"global_batch_size", 1}, {"micro_batch_size", 1}}}};
+  Expected<Scenario> s = scenario_from_json(j);
+  EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.problems().front().to_string());
+  return s.ok() ? *s : Scenario{};
+}
+
 // An 8192^3 bf16 product run back to back for 30 s settles at the power limit (nvidia-smi:
 // 692 W of 700, throttle reason "SW power cap") at 1455 MHz and 665 TFLOP/s: 0.845 of the peak
 // at that clock. The preset's large-GEMM ceiling (0.885 x waves x K-loop, set on GH200's MAMF)
@@ -63,12 +91,7 @@ double quoted_clock_MHz(const GpuSpec& gpu) {
 // communication that draw less power, so its clock settles higher.
 TEST(MeasuredH200, LargeGemmCeilingPerClockMatchesTheSteadyStateProduct) {
   const GpuSpec gpu = h200_spec();
-  const nlohmann::json& s = h200().at("sustained_bf16");
-  const double clock_MHz = s.at("second_half_median_sm_MHz").get<double>();
-  const double measured = s.at("second_half_median_tflops").get<double>() /
-                          (gpu.peak_tflops.bf16 * clock_MHz / quoted_clock_MHz(gpu));
-  const double model = gemm_efficiency(gpu, Precision::kBf16, 8192, 8192, 8192) / gpu_profile(gpu).sustained_clock_fraction;
-  EXPECT_NEAR(model, measured, 0.02 * measured) << "measured " << measured << " per clock at " << clock_MHz << " MHz";
+  const double clock_MHz = expect_gemm_ceiling_per_clock(h200().at("sustained_bf16"), Precision::kBf16, gpu.peak_tflops.bf16);
   EXPECT_NEAR(quoted_clock_MHz(gpu), 1830.0, 1.0);
   EXPECT_LT(clock_MHz / quoted_clock_MHz(gpu), gpu_profile(gpu).sustained_clock_fraction);
 }
@@ -114,14 +137,9 @@ TEST(MeasuredH200, TrainingLayersHoldClocksAroundTheModelsSustainedClock) {
 // fp32 GEMM ceiling (the 16-bit one) gives the same per clock.
 TEST(MeasuredH200, Tf32GemmCeilingPerClockMatchesTheSteadyStateProduct) {
   const GpuSpec gpu = h200_spec();
-  const nlohmann::json& s = h200_held().at("sustained_tf32");
-  const double clock_MHz = s.at("second_half_median_sm_MHz").get<double>();
-  const double measured = s.at("second_half_median_tflops").get<double>() /
-                          (gpu.peak_tflops.tf32 * clock_MHz / quoted_clock_MHz(gpu));
-  const double model = gemm_efficiency(gpu, Precision::kFp32, 8192, 8192, 8192) / gpu_profile(gpu).sustained_clock_fraction;
-  EXPECT_NEAR(model, measured, 0.02 * measured) << "measured " << measured << " per clock at " << clock_MHz << " MHz";
-  EXPECT_NEAR(model, gemm_efficiency(gpu, Precision::kBf16, 8192, 8192, 8192) / gpu_profile(gpu).sustained_clock_fraction,
-              1e-12);
+  expect_gemm_ceiling_per_clock(h200_held().at("sustained_tf32"), Precision::kFp32, gpu.peak_tflops.tf32);
+  EXPECT_DOUBLE_EQ(gemm_efficiency(gpu, Precision::kFp32, 8192, 8192, 8192),
+                   gemm_efficiency(gpu, Precision::kBf16, 8192, 8192, 8192));
 }
 
 // Causal SDPA (cuDNN, head dim 128, bf16) forward and backward held at the power limit, 32
@@ -134,23 +152,11 @@ TEST(MeasuredH200, FusedAttentionRatePerClockAndItsShortSequenceFalloff) {
   nlohmann::json held = h200_held().at("heldattention");
   for (const nlohmann::json& row : read_gpu_data("h200-microbench-3.json").at("heldattention"))
     if (row.at("seq").get<int>() == 4096) held.push_back(row);
-  auto per_clock = [&](const nlohmann::json& row) {  // fraction of the peak at the held clock
-    return row.at("second_half_median_tflops").get<double>() /
-           (gpu.peak_tflops.bf16 * row.at("second_half_median_sm_MHz").get<double>() / quoted_clock_MHz(gpu));
-  };
+  auto per_clock = [&](const nlohmann::json& row) { return per_clock_fraction(row, gpu.peak_tflops.bf16); };
   auto model_per_clock = [&](int64_t seq) {
-    Scenario s;
-    s.model.architecture = Architecture::kLlama;
-    s.model.num_layers = 1;
-    s.model.hidden_size = 4096;
-    s.model.num_attention_heads = 32;
-    s.model.num_kv_heads = 32;
-    s.model.ffn_hidden_size = 4096;
-    s.model.vocab_size = 1024;
-    s.model.seq_length = seq;
-    s.cluster.gpu = gpu;
-    s.cluster.num_gpus = 1;
-    s.cluster.gpus_per_node = 1;
+    const Scenario s = one_h200({{"architecture", "llama"}, {"num_layers", 1}, {"hidden_size", 4096},
+                                 {"num_attention_heads", 32}, {"ffn_hidden_size", 4096}, {"vocab_size", 1024},
+                                 {"seq_length", seq}});
     Plan p;
     p.micro_batch_size = 8192 / seq;
     const cost_detail::LayerCompute lc = cost_detail::layer_compute(cost_detail::make_ctx(s), model_shape(s.model), p);
@@ -178,20 +184,9 @@ TEST(MeasuredH200, FusedAttentionRatePerClockAndItsShortSequenceFalloff) {
 // recompute the same cost and the 108 ops of a forward and a backward give 2.51 ms, where the
 // host measures 2.47 ms: the op counts split the layer as the real dispatch does.
 TEST(MeasuredH200, HostFloorOfMegatronsLayerMatchesTheMeasuredGpuHost) {
-  Scenario s;
-  s.model.architecture = Architecture::kGpt;
-  s.model.num_layers = 8;
-  s.model.hidden_size = 64;
-  s.model.num_attention_heads = 4;
-  s.model.vocab_size = 512;
-  s.model.seq_length = 8;
-  s.model.attention_kernel = AttentionKernel::kMaterialized;
-  s.cluster.gpu = h200_spec();
-  s.cluster.num_gpus = 1;
-  s.cluster.gpus_per_node = 1;
-  s.cluster.intra_node = h200_preset().default_intra_node;
-  s.cluster.inter_node = h200_preset().default_inter_node;
-  s.training.global_batch_size = 1;
+  const Scenario s = one_h200({{"architecture", "gpt"}, {"num_layers", 8}, {"hidden_size", 64},
+                               {"num_attention_heads", 4}, {"vocab_size", 512}, {"seq_length", 8},
+                               {"attention_kernel", "materialized"}});
   Plan p;
   p.recompute = Recompute::kFull;
   const LayerCosts l = layer_costs(s, p);

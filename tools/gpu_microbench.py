@@ -102,20 +102,23 @@ def fp8_pair(m, n, k):
     return lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
 
 
+def matmul_fn(m, n, k, dtype):
+    """A call of one m x n x k product in dtype: bf16, fp16, fp32 (tf32 where allowed) or fp8."""
+    if dtype == "fp8":
+        return fp8_pair(m, n, k)
+    t = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32, "tf32": torch.float32}[dtype]
+    a = torch.randn(m, k, device="cuda", dtype=t)
+    b = torch.randn(k, n, device="cuda", dtype=t)
+    return lambda: torch.matmul(a, b)
+
+
 def bench_gemm(quick, min_s):
     rows = []
     for (m, n, k) in gemm_shapes(quick):
         for dtype in ("bf16", "fp16", "fp8"):
             if dtype == "fp16" and m > 4096 and not m == n == k:
                 continue  # fp16 runs the same tensor cores as bf16: the square shapes and vTrain's
-            if dtype == "fp8":
-                fn = fp8_pair(m, n, k)
-            else:
-                t = torch.bfloat16 if dtype == "bf16" else torch.float16
-                a = torch.randn(m, k, device="cuda", dtype=t)
-                b = torch.randn(k, n, device="cuda", dtype=t)
-                fn = lambda a=a, b=b: torch.matmul(a, b)
-            s = time_call(fn, min_s)
+            s = time_call(matmul_fn(m, n, k, dtype), min_s)
             rows.append({"dtype": dtype, "m": m, "n": n, "k": k, "time_s": s,
                          "tflops": 2.0 * m * n * k / s / 1e12})
             print(f"gemm {dtype:5s} {m:6d} {n:6d} {k:6d}  {s * 1e6:10.1f} us  {rows[-1]['tflops']:7.1f} TFLOP/s",
@@ -187,13 +190,7 @@ def bench_sustained(seconds, dtype):
     """The 8192^3 product held: bf16 (the model's ceiling per clock), fp8, and tf32 (fp32 inputs
     through the tensor cores, torch.backends.cuda.matmul.allow_tf32)."""
     m = n = k = 8192
-    if dtype == "fp8":
-        fn = fp8_pair(m, n, k)
-    else:
-        t = torch.bfloat16 if dtype == "bf16" else torch.float32
-        a = torch.randn(m, k, device="cuda", dtype=t)
-        b = torch.randn(k, n, device="cuda", dtype=t)
-        fn = lambda: torch.matmul(a, b)
+    fn = matmul_fn(m, n, k, dtype)
     torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
     try:
         out = bench_held(f"gemm {dtype} {m}^3", fn, 2.0 * m * n * k, seconds)
