@@ -23,6 +23,8 @@ What it measures, each with CUDA events around back-to-back calls after warm-ups
   clock.
 - dlrm: DeepLearningExamples' DLRM "small" step (batch 65536) in AMP and in TF32, timed and broken
   down per kernel by torch.profiler: which part does not speed up with the precision.
+- overlap: Megatron's layer at vTrain's sizes (fp16, hidden 1024 and 2048, micro-batch 1-8, full
+  recompute): the wall time per layer against the GPU's busy time and the host's floor.
 - memory: a device copy (read + write bytes) and an elementwise add (2 reads + 1 write).
 - host: tools/host_floor_bench.py's Megatron-LM layer on CUDA tensors too small to cost the GPU
   anything (forward, recompute, backward), with the kernels it launches counted by the profiler;
@@ -478,6 +480,32 @@ def bench_host():
     return out
 
 
+def bench_overlap(min_passes=40):
+    """Megatron's layer at vTrain's sizes (fp16, 16 heads, 1024 tokens, hidden 1024 and 2048,
+    micro-batch 1-8, full recompute) on one GPU: the wall time of a forward, recompute and
+    backward per layer, against the GPU's busy time in it (the profiler's kernel time) and the
+    host's floor (the same layer too small to cost the GPU anything): whether a pass takes
+    max(host, GPU), as the model composes them, or more."""
+    import host_floor_bench as hfb
+    hfb.DEVICE = "cuda"
+    floor = hfb.megatron_layer_times(*hfb.megatron_layers(), repeats=50)["layer_forward_recompute_backward_s"]
+    rows = []
+    for h in (1024, 2048):
+        for mbs in (1, 2, 4, 8):
+            layers, x = hfb.megatron_layers(8, h=h, heads=16, s=1024, b=mbs, dtype=torch.float16)
+            pass_fn = lambda: hfb.one_pass(hfb.checkpointed, layers, x)
+            hfb.measure(hfb.checkpointed, layers, x, 3)  # warm-up
+            wall = hfb.measure(hfb.checkpointed, layers, x, min_passes)
+            gpu = sum(k["gpu_s_per_step"] for k in kernel_table(pass_fn, steps=2)) / len(layers)
+            rows.append({"hidden": h, "micro_batch": mbs, "tokens": 1024, "heads": 16, "dtype": "fp16",
+                         "wall_s_per_layer": wall, "gpu_busy_s_per_layer": gpu, "host_floor_s_per_layer": floor})
+            print(f"overlap h{h} mbs{mbs}: wall {wall * 1e3:.3f} ms a layer, GPU busy {gpu * 1e3:.3f} ms, host floor "
+                  f"{floor * 1e3:.3f} ms; max {max(gpu, floor) * 1e3:.3f}, sum {(gpu + floor) * 1e3:.3f}", flush=True)
+            del layers, x
+            torch.cuda.empty_cache()
+    return rows
+
+
 def bench_c10d():
     """ProcessGroupNCCL's all_reduce on a one-rank group: the host time of one call (c10d's
     work object, stream and event bookkeeping, NCCL's enqueue), against a tiny op's."""
@@ -507,7 +535,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--sustained-s", type=float, default=30.0)
-    ap.add_argument("--only", default="gemm,sustained,attention,memory,host,c10d,layers,heldattention,dlrm")
+    ap.add_argument("--only", default="gemm,sustained,attention,memory,host,c10d,layers,heldattention,dlrm,overlap")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print("gpu_microbench: no GPU visible", file=sys.stderr)
@@ -534,7 +562,7 @@ def main():
              ("sustained_tf32", lambda: bench_sustained(args.sustained_s / 2, "tf32")),
              ("layers", lambda: bench_layers(args.sustained_s * 2 / 3)),
              ("heldattention", lambda: bench_attention_held(args.sustained_s / 4)),
-             ("dlrm", lambda: bench_dlrm(min_s))]
+             ("dlrm", lambda: bench_dlrm(min_s)), ("overlap", bench_overlap)]
     for name, fn in steps:
         if name not in parts and name.split("_")[0] not in parts:
             continue

@@ -170,10 +170,10 @@ TRACKER = None  # made in main(), once DEVICE's generator exists
 
 
 class Layer(torch.nn.Module):
-    def __init__(self, h, heads):
+    def __init__(self, h, heads, dtype=torch.float32):
         super().__init__()
         self.h, self.heads = h, heads
-        p = lambda *s: torch.nn.Parameter(torch.randn(*s, device=DEVICE) * 0.02)
+        p = lambda *s: torch.nn.Parameter(torch.randn(*s, device=DEVICE, dtype=dtype) * 0.02)
         self.ln1_w, self.ln1_b, self.ln2_w, self.ln2_b = p(h), p(h), p(h), p(h)
         self.qkv_w, self.qkv_b = p(3 * h, h), p(3 * h)
         self.proj_w, self.proj_b = p(h, h), p(h)
@@ -189,7 +189,7 @@ class Layer(torch.nn.Module):
         q, k, v = torch.split(mixed, hd, dim=-1)
         q = q.reshape(s, b * self.heads, hd)
         k = k.reshape(s, b * self.heads, hd)
-        buf = torch.empty(b * self.heads, s, s, device=DEVICE)
+        buf = torch.empty(b * self.heads, s, s, device=DEVICE, dtype=x.dtype)
         scores = torch.baddbmm(buf, q.transpose(0, 1), k.transpose(0, 1).transpose(1, 2), beta=0.0, alpha=1.0 / hd ** 0.5)
         scores = scores.view(b, self.heads, s, s)
         probs = UpperTriangMaskedSoftmax.apply(scores, 1.0)
@@ -358,13 +358,13 @@ def checkpointed(layer, y):  # full recompute
     return CheckpointFunction.apply(layer, y)
 
 
-def megatron_layers(n_layers=8):
-    """n_layers of Megatron's layer (hidden 64, 4 heads) and their input (8 tokens, batch 1) on
-    DEVICE: too small for their kernels to cost anything."""
+def megatron_layers(n_layers=8, h=64, heads=4, s=8, b=1, dtype=torch.float32):
+    """n_layers of Megatron's layer and their input [s, b, h] on DEVICE. The defaults (hidden 64,
+    4 heads, 8 tokens, batch 1) are too small for their kernels to cost anything."""
     global TRACKER
     TRACKER = RngTracker()
-    h, heads, s, b = 64, 4, 8, 1
-    return [Layer(h, heads) for _ in range(n_layers)], torch.randn(s, b, h, device=DEVICE, requires_grad=True)
+    x = torch.randn(s, b, h, device=DEVICE, dtype=dtype, requires_grad=True)
+    return [Layer(h, heads, dtype) for _ in range(n_layers)], x
 
 
 def megatron_layer_times(layers, x, repeats=200):
