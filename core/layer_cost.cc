@@ -34,10 +34,11 @@ namespace {
 // tracker and checkpointed recompute) dispatched on an H200 node's host on CUDA tensors too small
 // to cost the GPU anything (tools/host_floor_bench.py --cuda, PyTorch 2.11; tests/data/gpu/
 // h200-microbench.json) takes 3.33 ms for forward, recomputed forward and backward, 144 ops
-// (36 + 36 + 72): 23.2 us per op. vTrain's single-node A100 runs (Megatron-DeepSpeed,
-// tests/data/validation/vtrain-single.json), host-bound at micro-batch 1 and TP 1-4, bear it out:
-// their mean signed error is -2.6%, -3.0% and +2.2% at TP 1, 2 and 4 (docs/analytical_model.md,
-// "Host floor").
+// (36 + 36 + 72): 23.2 us per op. Two later runs on the same node took 3.37 and 3.81 ms (a host's
+// own spread, ~13%; tests/data/gpu/h200-microbench-4.json). vTrain's single-node A100 runs
+// (Megatron-DeepSpeed, tests/data/validation/vtrain-single.json), host-bound at micro-batch 1 and
+// TP 1-4, bear it out: their mean signed error is -2.3%, -2.5% and +2.5% at TP 1, 2 and 4
+// (docs/analytical_model.md, "Host floor").
 constexpr double kEagerHostPerOp_s = 23.2e-6;
 // PyTorch ops one transformer layer dispatches, counted in Megatron-LM's ParallelTransformerLayer
 // (megatron/model/transformer.py, the Megatron-DeepSpeed fork alike) with the fused LayerNorm,
