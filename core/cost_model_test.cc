@@ -323,6 +323,33 @@ Scenario gpt125m_a100() {
   return s;
 }
 
+// A host-bound pass leaves the GPU idle between launches, and the TP all-reduces (c10d's NCCL
+// stream, no overlap) run in those gaps: the pass takes the host's dispatch time, the same with
+// or without the collectives, as long as compute + communication stays below it. The op count
+// does not depend on TP, so TP 1's pass is that dispatch time.
+TEST(LayerCosts, HostBoundPassesHideTheirTensorParallelCollectives) {
+  Scenario s = gpt125m_a100();
+  s.training.micro_batch_size = 1;
+  Plan tp1;
+  tp1.dp = 8;
+  const LayerCosts one = layer_costs(s, tp1);
+  const double dispatch_s = one.forward_s + one.host_forward_s;
+  ASSERT_GT(one.host_forward_s, 0);
+  Plan tp2 = tp1;
+  tp2.tp = 2;
+  tp2.dp = 4;
+  const LayerCosts two = layer_costs(s, tp2);
+  ASSERT_EQ(two.collectives.size(), 1u);
+  const double fwd_comm_s = two.collectives[0].forward_count * two.collectives[0].time_s;
+  ASSERT_GT(fwd_comm_s, 0);
+  ASSERT_LT(two.forward_s + fwd_comm_s, dispatch_s);
+  EXPECT_NEAR(two.forward_s + two.host_forward_s + fwd_comm_s, dispatch_s, 1e-12);
+  // GPU-bound, the collectives add to the compute as before: no host excess to hide them in.
+  const LayerCosts big = layer_costs(gpt175b(64), tp2);
+  EXPECT_EQ(big.host_forward_s, 0);
+  EXPECT_GT(big.tp_exposed_s, 0);
+}
+
 TEST(LayerCosts, CudaGraphsReplaceTheEagerHostFloor) {
   Scenario s = gpt125m_a100();
   Plan p;
