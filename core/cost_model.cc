@@ -76,7 +76,11 @@ namespace {
 // set on the calibration runs (tests/data/validation/calibration.json): 0.865 for both, i.e.
 // 1220 MHz (A100) and 1583 MHz (H100), leaves a mean signed error of 0.0% on the eight
 // Korthikanti A100 runs and -0.1% on the ten DGXC H100 runs. H200 is the same die at the same
-// 700 W: the H100's clock. B200 (1000 W, another die) has no calibration runs: 0.9.
+// 700 W: the H100's clock. B200 and GB200 have no calibration runs and take the same 0.865:
+// Blackwell draws more power per quoted FLOP than Hopper (B200 2.25 PFLOP/s dense at 1000 W,
+// 2.27x the H100's rate at 1.43x its power; GB200 2.5 at 1200 W), so a training load leaves its
+// clock no more headroom under the power limit than Hopper's, whose held layers are measured
+// below.
 // Training layers held on an H200 at its 700 W limit (tools/gpu_microbench.py "layers",
 // tests/data/gpu/h200-microbench-2.json) bear the H100/H200 value out: a Llama 3.1 8B block's
 // forward and backward at 8192 tokens settles at 1560 MHz (0.852 of 1830), a GPT-3 175B block
@@ -92,7 +96,7 @@ namespace {
 constexpr GpuProfile kA100{"A100", 108, 256, 128, 0.913, 0.913, 0.64, 0.53, 0.80, 0.78, 0.865};
 constexpr GpuProfile kH100{"H100", 132, 128, 256, 0.855, 0.72, 0.729, 0.541, 0.80, 0.80, 0.865, 800.0};
 constexpr GpuProfile kH200{"H200", 132, 128, 256, 0.885, 0.74, 0.729, 0.541, 0.80, 0.80, 0.865, 800.0};
-constexpr GpuProfile kB200{"B200", 148, 256, 256, 0.80, 0.75, 0.60, 0.47, 0.80, 0.80, 0.90};
+constexpr GpuProfile kB200{"B200", 148, 256, 256, 0.80, 0.75, 0.60, 0.47, 0.80, 0.80, 0.865};
 constexpr GpuProfile kGeneric{"generic", 132, 128, 256, 0.80, 0.65, 0.60, 0.45, 0.80, 0.80, 0.90};
 
 // K-loop prologue/epilogue of a GEMM tile: efficiency k / (k + kGemmKHalf). Writing a tile's

@@ -139,10 +139,11 @@ TEST(Validate, TorchtitanRunsHoldTheFidelityReached) {
 // Megatron-Bridge's published dense Llama 3 runs in FP8 (tests/data/validation/
 // megatron-bridge-published.json, from its docs/performance-summary-archive.md, releases 25.11
 // and 26.02) on DGX H100, DGX B200 and DGX GB200, 8-1024 GPUs, reducing gradients in bf16 as
-// the performance recipes do. Reached 6.98% and 18.1% (the Blackwell runs at TP 1-4 are 11-18%
-// too fast: B200 / GB200 have no calibration runs); a regression guard.
+// the performance recipes do. Reached 6.02% and 14.3% (the Blackwell runs at TP 1-4 are 8-14%
+// too fast: B200 / GB200 have no calibration runs and take Hopper's sustained clock); a
+// regression guard.
 TEST(Validate, MegatronBridgeRunsHoldTheFidelityReached) {
-  expect_within({"megatron-bridge-published.json", 10, 7.2, 19.0});
+  expect_within({"megatron-bridge-published.json", 10, 6.5, 15.0});
 }
 
 // NeMo's published FP8 pretraining throughputs (tests/data/validation/nemo-24.07-published.json,
