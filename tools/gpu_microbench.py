@@ -338,8 +338,9 @@ def dlrm_step(tables, batch, amp, device="cuda", pad=False):
     interaction) in stock PyTorch: fp32 tables as one sparse-gradient nn.Embedding (SGD), bottom
     MLP 13-512-256-128, the 27 x 27 dot interaction's 351 pairs beside the bottom output, top MLP
     479-1024-1024-512-256-1, BCE loss; AMP (fp16 autocast, loss scaling) or TF32. pad: the dense
-    input and the top MLP's input zero-padded to multiples of 8 (16 and 480), as
-    DeepLearningExamples pads them, so cuBLAS can pick its aligned tensor-core kernels.
+    input and the top MLP's input zero-padded to multiples of 8 (16 and 480), so cuBLAS can pick
+    its aligned tensor-core kernels (DeepLearningExamples pads the top MLP's input to 480,
+    dlrm/nn/interactions.py padding_size, and keeps 13 dense inputs).
     Shapes: dense [B, 13]; ids [B, 26]; feats [B, 27, 128]; z [B, 27, 27]; top input [B, 479]."""
     nn = torch.nn
     rows = [t["rows"] for t in tables]
@@ -411,7 +412,6 @@ def bench_dlrm(min_s):
     out = {"batch": batch, "tables": len(tables)}
     for mode in ("amp", "tf32", "amp_padded", "tf32_padded"):
         torch.backends.cuda.matmul.allow_tf32 = mode.startswith("tf32")
-        torch.backends.cudnn.allow_tf32 = mode.startswith("tf32")
         try:
             step = dlrm_step(tables, batch, amp=mode.startswith("amp"), pad=mode.endswith("padded"))
             s = time_call(step, min_s)
