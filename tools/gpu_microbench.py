@@ -25,6 +25,8 @@ What it measures, each with CUDA events around back-to-back calls after warm-ups
   down per kernel by torch.profiler: which part does not speed up with the precision.
 - overlap: Megatron's layer at vTrain's sizes (fp16, hidden 1024 and 2048, micro-batch 1-8, full
   recompute): the wall time per layer against the GPU's busy time and the host's floor.
+- alignment: DLRM's 13-wide first layer and 27 x 27 interaction products against padded ones, fp16
+  and tf32.
 - memory: a device copy (read + write bytes) and an elementwise add (2 reads + 1 write).
 - host: tools/host_floor_bench.py's Megatron-LM layer on CUDA tensors too small to cost the GPU
   anything (forward, recompute, backward), with the kernels it launches counted by the profiler;
@@ -480,6 +482,40 @@ def bench_host():
     return out
 
 
+def bench_alignment(min_s):
+    """GEMMs whose sizes are not multiples of 16 bytes, against the padded ones: DLRM's first
+    bottom-MLP layer (65536 samples x 13 dense inputs -> 512, forward and both gradients) and its
+    dot interaction (65536 batched 27 x 128 products, forward and backward), in fp16 and tf32."""
+    rows = []
+    batch = 65536
+    for dtype in ("fp16", "tf32"):
+        t = torch.float16 if dtype == "fp16" else torch.float32
+        torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
+        try:
+            for k in (13, 16):
+                x = torch.randn(batch, k, device="cuda", dtype=t, requires_grad=True)
+                w = torch.randn(512, k, device="cuda", dtype=t, requires_grad=True)
+                g = torch.randn(batch, 512, device="cuda", dtype=t)
+                fn = lambda x=x, w=w, g=g: torch.autograd.grad(x @ w.t(), (x, w), g)
+                s = time_call(fn, min_s)
+                rows.append({"op": "linear", "dtype": dtype, "m": batch, "n": 512, "k": k, "forward_backward_s": s,
+                             "tflops": 3 * 2.0 * batch * 512 * k / s / 1e12})
+            for f in (27, 32):
+                z = torch.randn(batch, f, 128, device="cuda", dtype=t, requires_grad=True)
+                g = torch.randn(batch, f, f, device="cuda", dtype=t)
+                fn = lambda z=z, g=g: torch.autograd.grad(torch.bmm(z, z.transpose(1, 2)), (z,), g)
+                s = time_call(fn, min_s)
+                rows.append({"op": "interaction_bmm", "dtype": dtype, "batch": batch, "features": f, "dim": 128,
+                             "forward_backward_s": s, "tflops": 3 * 2.0 * batch * f * f * 128 / s / 1e12})
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = False
+        for r in rows[-4:]:
+            size = r.get("k", r.get("features"))
+            print(f"alignment {r['op']:16s} {dtype} {size:3d}: {r['forward_backward_s'] * 1e6:9.1f} us, "
+                  f"{r['tflops']:6.1f} TFLOP/s", flush=True)
+    return rows
+
+
 def bench_overlap(min_passes=40):
     """Megatron's layer at vTrain's sizes (fp16, 16 heads, 1024 tokens, hidden 1024 and 2048,
     micro-batch 1-8, full recompute) on one GPU: the wall time of a forward, recompute and
@@ -535,7 +571,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--sustained-s", type=float, default=30.0)
-    ap.add_argument("--only", default="gemm,sustained,attention,memory,host,c10d,layers,heldattention,dlrm,overlap")
+    ap.add_argument("--only", default="gemm,sustained,attention,memory,host,c10d,layers,heldattention,dlrm,overlap,alignment")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print("gpu_microbench: no GPU visible", file=sys.stderr)
@@ -562,7 +598,8 @@ def main():
              ("sustained_tf32", lambda: bench_sustained(args.sustained_s / 2, "tf32")),
              ("layers", lambda: bench_layers(args.sustained_s * 2 / 3)),
              ("heldattention", lambda: bench_attention_held(args.sustained_s / 4)),
-             ("dlrm", lambda: bench_dlrm(min_s)), ("overlap", bench_overlap)]
+             ("dlrm", lambda: bench_dlrm(min_s)), ("overlap", bench_overlap),
+             ("alignment", lambda: bench_alignment(min_s))]
     for name, fn in steps:
         if name not in parts and name.split("_")[0] not in parts:
             continue
