@@ -3,6 +3,7 @@
 #include "core/cost_model.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -122,6 +123,11 @@ constexpr double kSgdFp32BytesPerParam = 24.0;    // norm 4, grad 4, weight 8, m
 // architectures) -> 0.9.
 const double kInterNodeEfficiency = 0.9;
 
+// See power_limit_clock_factor: the H200's idle draw at its top clock, 88 W of its 700 W TDP.
+constexpr double kStaticPowerShareOfTdp = 88.0 / 700.0;
+
+double static_power_W(double tdp_W) { return kStaticPowerShareOfTdp * tdp_W; }
+
 const GpuProfile& gpu_profile(const GpuSpec& gpu) {
   std::string n;
   for (char c : gpu.name) n.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
@@ -216,15 +222,22 @@ double gemm_eff(const GpuProfile& prof, Precision p, double m, double n, double 
 
 // Under a power cap the board lowers its clock until it draws the cap. Dynamic CMOS power is
 // C V^2 f, and across the DVFS range the voltage scales with the frequency, so P ~ f^3 and the
-// sustained clock scales as (cap / TDP)^(1/3) (`kClockPowerExponent`; the standard DVFS
-// approximation, e.g. Hennessy & Patterson, Computer Architecture, 6th ed., Section 1.5).
-// Static power is left out, so the clock is an upper bound. The clock set at the TDP
-// (`sustained_clock_fraction`) is the reference; HBM bandwidth has its own clock and is kept.
+// clock scales as the cube root of the dynamic power (`kClockPowerExponent`; the standard DVFS
+// approximation, e.g. Hennessy & Patterson, Computer Architecture, 6th ed., Section 1.5). The
+// board's static draw does not scale with the clock, so only the power above it does:
+// clock ~ ((cap - static) / (TDP - static))^(1/3). The static share is the H200's idle draw at
+// its top clock, 88 W of 700 (nvidia-smi before a held run starts; tests/data/gpu/
+// h200-microbench-3.json, `static_power_W`), a lower bound on the static power under
+// load (leakage grows with voltage and heat), so the clock stays an upper bound. The clock set
+// at the TDP (`sustained_clock_fraction`) is the reference; HBM bandwidth has its own clock and
+// is kept.
 constexpr double kClockPowerExponent = 1.0 / 3.0;
 
 double power_limit_clock_factor(const GpuSpec& gpu) {
   if (gpu.power_limit_W <= 0 || gpu.tdp_W <= 0 || gpu.power_limit_W >= gpu.tdp_W) return 1.0;
-  return std::pow(gpu.power_limit_W / gpu.tdp_W, kClockPowerExponent);
+  const double static_W = static_power_W(gpu.tdp_W);
+  assert(gpu.power_limit_W > static_W);  // the scenario reader refuses a cap at or below it
+  return std::pow((gpu.power_limit_W - static_W) / (gpu.tdp_W - static_W), kClockPowerExponent);
 }
 
 double hbm_bytes_per_s(const GpuSpec& gpu, const GpuProfile& prof) {

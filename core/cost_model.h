@@ -59,6 +59,10 @@ struct GpuProfile {
   double flash_seq_half_tokens = 256.0;
 };
 
+// The part of a board's draw that does not scale with its clock, W: a power cap at or below it
+// leaves the tensor cores nothing (the scenario reader refuses such a cap).
+double static_power_W(double tdp_W);
+
 // Profile for the GPU (matched on the name: A100, H100, H200, B200, GB200; others generic).
 const GpuProfile& gpu_profile(const GpuSpec& gpu);
 

@@ -2,6 +2,7 @@
 #include "core/scenario_io_detail.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include "core/cost_model.h"
@@ -38,6 +39,12 @@ void read_power(Ctx& ctx, Obj& o, GpuSpec& gpu) {
   if (*limit > gpu.tdp_W) {
     ctx.add(o.at("power_limit_W"), "found " + fmt_num(*limit) + ", expected at most the board's TDP of " + fmt_num(gpu.tdp_W) +
                                        " W (a limit caps the power below it)");
+    return;
+  }
+  if (const double static_W = static_power_W(gpu.tdp_W); *limit <= static_W) {
+    ctx.add(o.at("power_limit_W"), "found " + fmt_num(*limit) + ", expected more than the board's static draw of " +
+                                       fmt_num(std::round(static_W * 10.0) / 10.0) + " W (the share of its " + fmt_num(gpu.tdp_W) +
+                                       " W TDP that does not scale with the clock): the GPU cannot run below it");
     return;
   }
   gpu.power_limit_W = *limit;

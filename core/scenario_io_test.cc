@@ -405,6 +405,22 @@ TEST(ScenarioIo, PowerLimitTakesThePresetsTdpAndSurvivesTheRoundTrip) {
   EXPECT_DOUBLE_EQ(s->cluster.gpu.power_limit_W, 0);
 }
 
+// A cap must leave the board power above its static draw (the part that does not scale with the
+// clock, 12.6% of the TDP) and may not exceed the TDP; either error names the key.
+TEST(ScenarioIo, PowerLimitOutsideTheBoardsRangeIsRefusedAtItsKey) {
+  for (const char* limit : {"50", "401"}) {
+    json j = base_scenario();
+    j["cluster"]["gpu"] = json::parse(std::string(R"({"name": "A100-80GB", "power_limit_W": )") + limit + "}");
+    auto s = scenario_from_json(j);
+    ASSERT_FALSE(s.ok()) << limit;
+    EXPECT_EQ(s.problems()[0].where, "/cluster/gpu/power_limit_W") << limit;
+  }
+  json j = base_scenario();
+  j["cluster"]["gpu"] = json::parse(R"({"name": "A100-80GB", "power_limit_W": 50})");
+  EXPECT_NE(all_messages(scenario_from_json(j).problems()).find("static draw of 50.3 W"), std::string::npos)
+      << all_messages(scenario_from_json(j).problems());
+}
+
 TEST(ScenarioIo, CudaGraphsAreMegatronsAndSurviveTheRoundTrip) {
   auto s = scenario_from_json(base_scenario());
   ASSERT_TRUE(s.ok()) << all_messages(s.problems());
