@@ -27,6 +27,7 @@ What it measures, each with CUDA events around back-to-back calls after warm-ups
   recompute): the wall time per layer against the GPU's busy time and the host's floor.
 - alignment: DLRM's 13-wide first layer and 27 x 27 interaction products against padded ones, fp16
   and tf32.
+- compile: torchtitan's Llama block held eager and under torch.compile, with the clock.
 - memory: a device copy (read + write bytes) and an elementwise add (2 reads + 1 write).
 - host: tools/host_floor_bench.py's Megatron-LM layer on CUDA tensors too small to cost the GPU
   anything (forward, recompute, backward), with the kernels it launches counted by the profiler;
@@ -482,6 +483,37 @@ def bench_host():
     return out
 
 
+def bench_compile(seconds):
+    """tools/host_floor_bench.py's torchtitan Llama block (separate projections, fp32 RMSNorm,
+    complex rotary embedding, repeat_kv, SwiGLU; FFN 4 h) with the real SDPA, hidden 4096, 32 heads,
+    8 KV heads, 8192 tokens, bf16: forward and backward held eager and under torch.compile, with
+    the clock. What Inductor's fusion takes off the eager block, against the model's fused cost."""
+    import host_floor_bench as hfb
+    hfb.DEVICE = "cuda"
+    h, heads, kv, s = 4096, 32, 8, 8192
+    hd = h // heads
+    blk = hfb.TorchtitanBlock(h, heads, kv).to(torch.bfloat16)
+    blk.attention = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    freqs = hfb.rope_freqs(s, hd)
+    x = torch.randn(1, s, h, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    g = torch.randn(1, s, h, device="cuda", dtype=torch.bfloat16)
+    params = [x] + list(blk.parameters())
+    linear = 2.0 * s * (h * h + 2 * h * kv * hd + h * h + 3 * h * 4 * h)
+    flops = 3.0 * linear + 3.5 * 4.0 * heads * s * s * hd / 2
+    rows = []
+    for label, fwd in (("eager", blk), ("compiled", torch.compile(blk))):
+        fn = lambda fwd=fwd: torch.autograd.grad(fwd(x, freqs), params, g)
+        t0 = time.time()
+        for _ in range(3):
+            fn()
+        torch.cuda.synchronize()
+        row = bench_held(f"torchtitan block {label}", fn, flops, seconds, calls_per_window=10)
+        row.update({"mode": label, "warmup_s": time.time() - t0, "hidden": h, "heads": heads, "kv_heads": kv,
+                    "ffn": 4 * h, "seq": s})
+        rows.append(row)
+    return rows
+
+
 def bench_alignment(min_s):
     """GEMMs whose sizes are not multiples of 16 bytes, against the padded ones: DLRM's first
     bottom-MLP layer (65536 samples x 13 dense inputs -> 512, forward and both gradients) and its
@@ -571,7 +603,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--sustained-s", type=float, default=30.0)
-    ap.add_argument("--only", default="gemm,sustained,attention,memory,host,c10d,layers,heldattention,dlrm,overlap,alignment")
+    ap.add_argument("--only", default="gemm,sustained,attention,memory,host,c10d,layers,heldattention,dlrm,overlap,alignment,compile")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print("gpu_microbench: no GPU visible", file=sys.stderr)
@@ -599,7 +631,7 @@ def main():
              ("layers", lambda: bench_layers(args.sustained_s * 2 / 3)),
              ("heldattention", lambda: bench_attention_held(args.sustained_s / 4)),
              ("dlrm", lambda: bench_dlrm(min_s)), ("overlap", bench_overlap),
-             ("alignment", lambda: bench_alignment(min_s))]
+             ("alignment", lambda: bench_alignment(min_s)), ("compile", lambda: bench_compile(args.sustained_s / 3))]
     for name, fn in steps:
         if name not in parts and name.split("_")[0] not in parts:
             continue

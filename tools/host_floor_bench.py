@@ -263,6 +263,8 @@ class TorchtitanBlock(torch.nn.Module):
     the RMSNorm of torchtitan/models/norms.py): separate wq/wk/wv and w1/w3 linears, the rotary
     embedding as a complex multiply, repeat_kv, scaled_dot_product_attention (SdpaStandIn), SwiGLU."""
 
+    attention = SdpaStandIn.apply  # one op each way; tools/gpu_microbench.py puts the real SDPA here
+
     def __init__(self, h, heads, kv_heads):
         super().__init__()
         self.h, self.heads, self.kv_heads, self.hd = h, heads, kv_heads, h // heads
@@ -296,7 +298,7 @@ class TorchtitanBlock(torch.nn.Module):
         xq, xk = self.rope(xq, xk, freqs)
         n = self.heads // self.kv_heads
         k, v = self.repeat_kv(xk, n), self.repeat_kv(xv, n)
-        o = SdpaStandIn.apply(xq.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
+        o = self.attention(xq.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
         h = x + self.wo(o.transpose(1, 2).contiguous().view(b, s, -1))
         y = self.rms(h, self.n2)
         return h + self.w2(F.silu(self.w1(y)) * self.w3(y))
@@ -333,13 +335,17 @@ def forward_only(run, layers, x, repeats):
     return (time.perf_counter() - start) / (repeats * len(layers))
 
 
+def rope_freqs(s, hd):
+    """The rotary embedding's complex frequencies [s, hd / 2] (torchtitan's precompute_freqs_cis)."""
+    inv = 1.0 / (10000 ** (torch.arange(0, hd, 2)[: hd // 2].float() / hd))
+    return torch.polar(torch.ones(s, hd // 2), torch.outer(torch.arange(s).float(), inv)).to(DEVICE)
+
+
 def torchtitan_main():
     h, heads, kv_heads, s, b, n_layers = 64, 4, 2, 8, 1, 8
     blocks = [TorchtitanBlock(h, heads, kv_heads) for _ in range(n_layers)]
     x = torch.randn(b, s, h, device=DEVICE, requires_grad=True)
-    hd = h // heads
-    inv = 1.0 / (10000 ** (torch.arange(0, hd, 2)[: hd // 2].float() / hd))
-    freqs = torch.polar(torch.ones(s, hd // 2), torch.outer(torch.arange(s).float(), inv)).to(DEVICE)
+    freqs = rope_freqs(s, h // heads)
     run = lambda blk, y: blk(y, freqs)
     measure(run, blocks, x, 20)  # warm-up
     both = measure(run, blocks, x, 200)
