@@ -1,8 +1,8 @@
 // The cost model's GPU constants against one H200 measured through PyTorch and cuBLAS
 // (tools/gpu_microbench.py; tests/data/gpu/h200-microbench.json and, held parts with the clock
-// read beside each, h200-microbench-2.json: PyTorch 2.11, CUDA 13.0, cuBLAS 13.1, driver 580,
-// the board at its 700 W limit). docs/analytical_model.md, "Measured on
-// an H200", gives every figure and what it says about the model.
+// read beside each, h200-microbench-2.json and -3.json: PyTorch 2.11, CUDA 13.0, cuBLAS 13.1,
+// driver 580, the board at its 700 W limit). docs/analytical_model.md, "Measured on an H200",
+// gives every figure and what it says about the model.
 #include <gtest/gtest.h>
 
 #include <cassert>
