@@ -57,6 +57,9 @@ struct GpuProfile {
   // Fused attention's rate falls for short sequences as s / (s + this): the causal diagonal's
   // half-empty tiles and each tile row's prologue cost about this many tokens.
   double flash_seq_half_tokens = 256.0;
+  // Attention dropout inside the fused kernel (a Philox draw per score element): the kernel's
+  // forward and backward time with dropout over without.
+  double flash_dropout_factor = 1.14;
 };
 
 // The part of a board's draw that does not scale with its clock, W: a power cap at or below it

@@ -70,6 +70,7 @@ struct Ctx {
   // separate q, k, v and w1, w3 projections.
   double loss_forward_bytes_per_logit = 0, loss_backward_bytes_per_logit = 0;
   double flash_forward_efficiency = 0, flash_backward_efficiency = 0, flash_seq_half_tokens = 0;
+  double flash_dropout_factor = 1;
   bool eager_block = false;
   bool separate_projections = false;
   // TP communication overlap runs on Transformer Engine's userbuffers (Megatron), whose

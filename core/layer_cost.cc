@@ -68,6 +68,10 @@ constexpr double kGraphedLayerBackwardHostOps = 3.0;
 // flash_seq_half_tokens): FA2 on A100 runs causal hdim-128 forward at ~130 TFLOP/s at 512 tokens
 // vs ~195 at 8k (Dao 2023). torchtitan's SDPA runs the same kernel on Hopper.
 constexpr double kFlash2SeqHalf_tokens = 256.0;
+// FlashAttention-2 with attention dropout 0.1 against none, forward and backward: 1.139x at 2048
+// tokens and 1.146x at 8192 (PyTorch's SDPA with the flash backend forced on an H200,
+// tests/data/gpu/h200-microbench-7.json; the A100 profile's flash_dropout_factor).
+constexpr double kFlash2DropoutFactor = 1.14;
 // FlashAttention backward does 5 matmuls (recomputing the scores) for the forward's 2.
 constexpr double kFlashBackwardFlopsRatio = 2.5;
 // Context-parallel ring attention (Transformer Engine): per ring step the partial results
@@ -231,6 +235,7 @@ Ctx make_ctx(const Scenario& s) {
   c.flash_forward_efficiency = c.prof->flash_forward_efficiency;
   c.flash_backward_efficiency = c.prof->flash_backward_efficiency;
   c.flash_seq_half_tokens = c.prof->flash_seq_half_tokens;
+  c.flash_dropout_factor = c.prof->flash_dropout_factor;
   c.loss_forward_bytes_per_logit = kLossForwardBytesPerLogit;  // fused (torch.compile fuses torchtitan's too)
   c.loss_backward_bytes_per_logit = kLossBackwardBytesPerLogit;
   switch (s.training.framework) {
@@ -253,6 +258,7 @@ Ctx make_ctx(const Scenario& s) {
         c.flash_forward_efficiency = kSdpaFlash2HopperForwardEfficiency;
         c.flash_backward_efficiency = kSdpaFlash2HopperBackwardEfficiency;
         c.flash_seq_half_tokens = kFlash2SeqHalf_tokens;
+        c.flash_dropout_factor = kFlash2DropoutFactor;
       }
       break;
     }
@@ -474,12 +480,14 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
     // Local queries against the causal half of all keys (ring attention balances the halves).
     const double work = 4.0 * T * s * kCausalWorkFraction * q / t;
     const double seq_eff = s_local / (s_local + c.flash_seq_half_tokens);
+    // Dropout on the attention probabilities runs inside the fused kernel.
+    const double dropout = m.attention_dropout ? c.flash_dropout_factor : 1.0;
     attn_fwd.flops = work;
     const double clock = c.prof->sustained_clock_fraction;
-    attn_fwd.s = work / (c.peak16 * clock * c.flash_forward_efficiency * seq_eff) + kKernelGap_s;
+    attn_fwd.s = dropout * work / (c.peak16 * clock * c.flash_forward_efficiency * seq_eff) + kKernelGap_s;
     attn_fwd.bytes = e * T * (2.0 * q + 2.0 * kv) / t;
     attn_bwd.flops = kFlashBackwardFlopsRatio * work;
-    attn_bwd.s = attn_bwd.flops / (c.peak16 * clock * c.flash_backward_efficiency * seq_eff) + kKernelGap_s;
+    attn_bwd.s = dropout * attn_bwd.flops / (c.peak16 * clock * c.flash_backward_efficiency * seq_eff) + kKernelGap_s;
     attn_bwd.bytes = 2.0 * attn_fwd.bytes;
   } else {
     // Materialized scores: batched GEMMs over b x a/t heads, full s x s (masking does not

@@ -1,6 +1,6 @@
 // The cost model's GPU constants against one H200 measured through PyTorch and cuBLAS
 // (tools/gpu_microbench.py; tests/data/gpu/h200-microbench.json and, held parts with the clock
-// read beside each, h200-microbench-2.json and -3.json: PyTorch 2.11, CUDA 13.0, cuBLAS 13.1,
+// read beside each, h200-microbench-2.json, -3.json and -7.json: PyTorch 2.11, CUDA 13.0, cuBLAS 13.1,
 // driver 580, the board at its 700 W limit). docs/analytical_model.md, "Measured on an H200",
 // gives every figure and what it says about the model.
 #include <gtest/gtest.h>
@@ -174,6 +174,36 @@ TEST(MeasuredH200, FusedAttentionRatePerClockAndItsShortSequenceFalloff) {
     const double model = model_per_clock(seq) / model_per_clock(8192);
     EXPECT_NEAR(model, measured, 0.04) << seq << " tokens";
   }
+}
+
+// Attention dropout 0.1 inside the fused kernels, forward and backward, against none
+// (h200-microbench-7.json, each pair timed back to back): cuDNN's attention, which Megatron's
+// Transformer Engine runs on Hopper, takes 1.37-1.39x as long; FlashAttention-2, which
+// torchtitan's SDPA ran on Hopper, 1.14-1.15x. The model's attention time moves by the same.
+TEST(MeasuredH200, FusedAttentionDropoutCostsWhatTheKernelsMeasured) {
+  const nlohmann::json rows = read_gpu_data("h200-microbench-7.json").at("dropout");
+  auto model_ratio = [](const char* framework) {
+    auto attention_s = [&](double dropout) {
+      Scenario s = one_h200({{"architecture", "gpt"}, {"num_layers", 1}, {"hidden_size", 4096},
+                             {"num_attention_heads", 32}, {"vocab_size", 1024}, {"seq_length", 8192},
+                             {"attention_dropout", dropout}});
+      s.training.framework = std::string(framework) == "torchtitan" ? Framework::kTorchtitan : Framework::kMegatron;
+      const cost_detail::LayerCompute lc =
+          cost_detail::layer_compute(cost_detail::make_ctx(s), model_shape(s.model), Plan{});
+      return lc.attn_fwd.s + lc.attn_bwd.s;
+    };
+    return attention_s(0.1) / attention_s(0.0);
+  };
+  int checked = 0;
+  for (const nlohmann::json& row : rows) {
+    if (row.at("seq").get<int>() != 8192) continue;
+    const std::string backend = row.at("backend").get<std::string>();
+    const double measured = row.at("dropout_over_none").get<double>();
+    const double model = model_ratio(backend == "flash" ? "torchtitan" : "megatron");
+    EXPECT_NEAR(model, measured, 0.02 * measured) << backend;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 2);
 }
 
 // tools/host_floor_bench.py's Megatron-LM layer (its Python autograd Functions, fused kernels,

@@ -28,6 +28,7 @@ What it measures, each with CUDA events around back-to-back calls after warm-ups
 - alignment: DLRM's 13-wide first layer and 27 x 27 interaction products against padded ones, fp16
   and tf32.
 - compile: torchtitan's Llama block held eager and under torch.compile, with the clock.
+- dropout: causal SDPA with attention dropout 0.1 against none (FlashAttention-2 and the default).
 - memory: a device copy (read + write bytes) and an elementwise add (2 reads + 1 write).
 - host: tools/host_floor_bench.py's Megatron-LM layer on CUDA tensors too small to cost the GPU
   anything (forward, recompute, backward), with the kernels it launches counted by the profiler;
@@ -514,6 +515,36 @@ def bench_compile(seconds):
     return rows
 
 
+def bench_attention_dropout(min_s):
+    """Causal SDPA forward and backward with attention dropout 0.1 against none, head dim 128,
+    bf16, at 2048 and 8192 tokens (16384 tokens and 32 heads a call), with FlashAttention-2
+    forced and with the backend PyTorch picks: what the in-kernel dropout (a Philox draw per score)
+    costs a fused attention kernel. Each pair is timed back to back, so both see the same clock."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    rows = []
+    for name, backend in (("flash", SDPBackend.FLASH_ATTENTION), ("default", None)):
+        for s in (2048, 8192):
+            b, h, d = 16384 // s, 32, 128
+            q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
+            g = torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16)
+            times = {}
+            try:
+                with sdpa_kernel([backend]) if backend is not None else contextlib.nullcontext():
+                    for p in (0.0, 0.1, 0.0, 0.1):
+                        fn = lambda p=p: torch.autograd.grad(
+                            F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True), (q, k, v), g)
+                        times.setdefault(p, []).append(time_call(fn, min_s))
+            except RuntimeError as e:
+                print(f"dropout {name} s{s}: not available ({str(e).splitlines()[0][:100]})", flush=True)
+                continue
+            t0, t1 = min(times[0.0]), min(times[0.1])
+            rows.append({"backend": name, "batch": b, "heads": h, "seq": s, "head_dim": d,
+                         "no_dropout_s": t0, "dropout_0.1_s": t1, "dropout_over_none": t1 / t0})
+            print(f"dropout {name:8s} s{s:5d}: {t0 * 1e3:.3f} ms without, {t1 * 1e3:.3f} ms with 0.1 ({t1 / t0:.3f}x)",
+                  flush=True)
+    return rows
+
+
 def bench_alignment(min_s):
     """GEMMs whose sizes are not multiples of 16 bytes, against the padded ones: DLRM's first
     bottom-MLP layer (65536 samples x 13 dense inputs -> 512, forward and both gradients) and its
@@ -603,7 +634,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--sustained-s", type=float, default=30.0)
-    ap.add_argument("--only", default="gemm,sustained,attention,memory,host,c10d,layers,heldattention,dlrm,overlap,alignment,compile")
+    ap.add_argument("--only", default="gemm,sustained,attention,memory,host,c10d,layers,heldattention,dlrm,overlap,alignment,compile,dropout")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print("gpu_microbench: no GPU visible", file=sys.stderr)
@@ -631,7 +662,8 @@ def main():
              ("layers", lambda: bench_layers(args.sustained_s * 2 / 3)),
              ("heldattention", lambda: bench_attention_held(args.sustained_s / 4)),
              ("dlrm", lambda: bench_dlrm(min_s)), ("overlap", bench_overlap),
-             ("alignment", lambda: bench_alignment(min_s)), ("compile", lambda: bench_compile(args.sustained_s / 3))]
+             ("alignment", lambda: bench_alignment(min_s)), ("compile", lambda: bench_compile(args.sustained_s / 3)),
+             ("dropout", lambda: bench_attention_dropout(min_s))]
     for name, fn in steps:
         if name not in parts and name.split("_")[0] not in parts:
             continue
