@@ -29,6 +29,7 @@ What it measures, each with CUDA events around back-to-back calls after warm-ups
   and tf32.
 - compile: torchtitan's Llama block held eager and under torch.compile, with the clock.
 - dropout: causal SDPA with attention dropout 0.1 against none (FlashAttention-2 and the default).
+- headdim: causal SDPA at head dims 64 to 256, the same channels a call.
 - memory: a device copy (read + write bytes) and an elementwise add (2 reads + 1 write).
 - host: tools/host_floor_bench.py's Megatron-LM layer on CUDA tensors too small to cost the GPU
   anything (forward, recompute, backward), with the kernels it launches counted by the profiler;
@@ -545,6 +546,33 @@ def bench_attention_dropout(min_s):
     return rows
 
 
+def bench_attention_head_dim(min_s):
+    """Causal SDPA forward and backward at head dims 64 to 256 (the validation sets' models: 64
+    small GPTs, 96 GPT 22B, 128 GPT-3 and Llama, 160 GPT 530B / 1T), 2048 tokens, the same 16384
+    tokens and 4096 channels a call (heads = 4096 / d), with FlashAttention-2 forced and with the
+    backend PyTorch picks: the rate per head dim against d = 128's. Pairs timed back to back."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    rows = []
+    s, b = 2048, 8
+    for name, backend in (("flash", SDPBackend.FLASH_ATTENTION), ("default", None)):
+        for d in (64, 96, 128, 160, 256):
+            h = 4096 // d
+            q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
+            g = torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16)
+            try:
+                with sdpa_kernel([backend]) if backend is not None else contextlib.nullcontext():
+                    fn = lambda: torch.autograd.grad(F.scaled_dot_product_attention(q, k, v, is_causal=True), (q, k, v), g)
+                    t = time_call(fn, min_s)
+            except RuntimeError as e:
+                print(f"head dim {name} d{d}: not available ({str(e).splitlines()[0][:100]})", flush=True)
+                continue
+            flops = 3.5 * 4.0 * b * h * s * s * d / 2
+            rows.append({"backend": name, "batch": b, "heads": h, "seq": s, "head_dim": d, "forward_backward_s": t,
+                         "tflops": flops / t / 1e12})
+            print(f"head dim {name:8s} d{d:4d} x {h:3d} heads: {t * 1e3:.3f} ms, {flops / t / 1e12:.0f} TFLOP/s", flush=True)
+    return rows
+
+
 def bench_alignment(min_s):
     """GEMMs whose sizes are not multiples of 16 bytes, against the padded ones: DLRM's first
     bottom-MLP layer (65536 samples x 13 dense inputs -> 512, forward and both gradients) and its
@@ -634,7 +662,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--sustained-s", type=float, default=30.0)
-    ap.add_argument("--only", default="gemm,sustained,attention,memory,host,c10d,layers,heldattention,dlrm,overlap,alignment,compile,dropout")
+    ap.add_argument("--only", default="gemm,sustained,attention,memory,host,c10d,layers,heldattention,dlrm,overlap,alignment,compile,dropout,headdim")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print("gpu_microbench: no GPU visible", file=sys.stderr)
@@ -663,7 +691,7 @@ def main():
              ("heldattention", lambda: bench_attention_held(args.sustained_s / 4)),
              ("dlrm", lambda: bench_dlrm(min_s)), ("overlap", bench_overlap),
              ("alignment", lambda: bench_alignment(min_s)), ("compile", lambda: bench_compile(args.sustained_s / 3)),
-             ("dropout", lambda: bench_attention_dropout(min_s))]
+             ("dropout", lambda: bench_attention_dropout(min_s)), ("headdim", lambda: bench_attention_head_dim(min_s))]
     for name, fn in steps:
         if name not in parts and name.split("_")[0] not in parts:
             continue
