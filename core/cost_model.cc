@@ -52,8 +52,9 @@ using namespace cost_detail;
 // through deeper pipelines than FlashAttention-2 on A100, whose falloff is s / (s + 256)). Split
 // in FlashAttention-3's forward : backward ratio and divided by the falloff at 8192 (0.911):
 // 0.729 forward, 0.541 backward. With attention dropout 0.1 the same kernel takes 1.37-1.39x as
-// long (h200-microbench-7.json), where FlashAttention-2 takes 1.14x (the other profiles' figure). HBM3 3.35 TB/s, ~2.9-3.0 TB/s measured. NCCL ring
-// all-reduce bus bandwidth on DGX H100 (NVLink4, 450 GB/s per direction): ~360 GB/s -> 0.80.
+// long (h200-microbench-7.json), where FlashAttention-2 takes 1.14x (the other profiles' figure).
+// HBM3 3.35 TB/s, ~2.9-3.0 TB/s measured. NCCL ring all-reduce bus bandwidth on DGX H100
+// (NVLink4, 450 GB/s per direction): ~360 GB/s -> 0.80.
 //
 // H200 SXM: the H100 die at 700 W with HBM3e; GH200 (same die, same peak) reaches MAMF
 // 821.0 / 989 = 83% (same source, CUDA 12.5) -> 0.83 / 0.937 = 0.885.

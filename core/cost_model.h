@@ -37,6 +37,15 @@ DType grad_reduce_dtype(const TrainingConfig& training);
 // Its bytes per parameter: 4 (fp32) or 2 (fp16, bf16).
 double grad_reduce_bytes_per_param(const TrainingConfig& training);
 
+// FlashAttention-2's kernels, the default profile's attention and torchtitan's SDPA on Hopper:
+// - the rate falls for short sequences as s / (s + 256): FA2 on A100 runs causal hdim-128
+//   forward at ~130 TFLOP/s at 512 tokens vs ~195 at 8k (Dao 2023);
+// - attention dropout 0.1 takes 1.139x as long forward and backward at 2048 tokens, 1.146x at
+//   8192 (PyTorch's SDPA with the flash backend forced on an H200,
+//   tests/data/gpu/h200-microbench-7.json).
+inline constexpr double kFlash2SeqHalf_tokens = 256.0;
+inline constexpr double kFlash2DropoutFactor = 1.14;
+
 // Measured behaviour of one GPU kind (one calibration per kind and precision).
 struct GpuProfile {
   const char* kind = "generic";
@@ -56,10 +65,10 @@ struct GpuProfile {
   double sustained_clock_fraction = 0.9;
   // Fused attention's rate falls for short sequences as s / (s + this): the causal diagonal's
   // half-empty tiles and each tile row's prologue cost about this many tokens.
-  double flash_seq_half_tokens = 256.0;
+  double flash_seq_half_tokens = kFlash2SeqHalf_tokens;
   // Attention dropout inside the fused kernel (a Philox draw per score element): the kernel's
   // forward and backward time with dropout over without.
-  double flash_dropout_factor = 1.14;
+  double flash_dropout_factor = kFlash2DropoutFactor;
 };
 
 // The part of a board's draw that does not scale with its clock, W: a power cap at or below it

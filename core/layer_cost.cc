@@ -64,14 +64,6 @@ constexpr double kLayerBackwardHostOps = 72.0;
 // Three host ops per pass, at the eager per-op cost.
 constexpr double kGraphedLayerForwardHostOps = 3.0;
 constexpr double kGraphedLayerBackwardHostOps = 3.0;
-// FlashAttention-2's efficiency falls for short sequences as s / (s + 256) (the A100 profile's
-// flash_seq_half_tokens): FA2 on A100 runs causal hdim-128 forward at ~130 TFLOP/s at 512 tokens
-// vs ~195 at 8k (Dao 2023). torchtitan's SDPA runs the same kernel on Hopper.
-constexpr double kFlash2SeqHalf_tokens = 256.0;
-// FlashAttention-2 with attention dropout 0.1 against none, forward and backward: 1.139x at 2048
-// tokens and 1.146x at 8192 (PyTorch's SDPA with the flash backend forced on an H200,
-// tests/data/gpu/h200-microbench-7.json; the A100 profile's flash_dropout_factor).
-constexpr double kFlash2DropoutFactor = 1.14;
 // FlashAttention backward does 5 matmuls (recomputing the scores) for the forward's 2.
 constexpr double kFlashBackwardFlopsRatio = 2.5;
 // Context-parallel ring attention (Transformer Engine): per ring step the partial results
