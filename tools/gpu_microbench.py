@@ -289,23 +289,37 @@ def bench_layers(seconds):
     return rows
 
 
+def sdpa_step(b, h, s, d, dropout_p=0.0):
+    """One causal scaled_dot_product_attention forward and backward on q, k, v [b, h, s, d] in bf16.
+    Returns (fn, FLOPs per call: half of 4 b h s^2 d forward, 2.5x that backward)."""
+    q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
+    g = torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16)
+    fn = lambda: torch.autograd.grad(F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=True),
+                                     (q, k, v), g)
+    return fn, 3.5 * 4.0 * b * h * s * s * d / 2
+
+
+def sdpa_backend(backend):
+    """SDPA restricted to `backend`, or the one PyTorch picks (None)."""
+    from torch.nn.attention import sdpa_kernel
+    return sdpa_kernel([backend]) if backend is not None else contextlib.nullcontext()
+
+
 def bench_attention_held(seconds):
     """Causal SDPA forward and backward held at 8192 to 512 tokens (the backend PyTorch picks), the
     same 8192 tokens and 32 heads a call: the short-sequence falloff at a known clock."""
     rows = []
     for (b, h, s) in [(1, 32, 8192), (2, 32, 4096), (4, 32, 2048), (16, 32, 512)]:
         d = 128
-        q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
-        g = torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16)
-        fn = lambda: torch.autograd.grad(F.scaled_dot_product_attention(q, k, v, is_causal=True), (q, k, v), g)
-        row = bench_held(f"attention b{b} h{h} s{s}", fn, 3.5 * 4.0 * b * h * s * s * d / 2, seconds)
+        fn, flops = sdpa_step(b, h, s, d)
+        row = bench_held(f"attention b{b} h{h} s{s}", fn, flops, seconds)
         row.update({"batch": b, "heads": h, "seq": s, "head_dim": d})
         rows.append(row)
     return rows
 
 
 def bench_attention(quick, min_s):
-    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.nn.attention import SDPBackend
     rows = []
     configs = [(1, 32, 2048), (1, 32, 4096), (1, 32, 8192), (4, 16, 2048), (2, 64, 2048), (1, 8, 16384)]
     if quick:
@@ -318,8 +332,7 @@ def bench_attention(quick, min_s):
         for name, backend in backends.items():
             q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
             try:
-                ctx = sdpa_kernel([backend]) if backend is not None else contextlib.nullcontext()
-                with ctx:
+                with sdpa_backend(backend):
                     fwd = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True)
                     t_fwd = time_call(fwd, min_s)
                     out = fwd()
@@ -521,20 +534,17 @@ def bench_attention_dropout(min_s):
     bf16, at 2048 and 8192 tokens (16384 tokens and 32 heads a call), with FlashAttention-2
     forced and with the backend PyTorch picks: what the in-kernel dropout (a Philox draw per score)
     costs a fused attention kernel. Each pair is timed back to back, so both see the same clock."""
-    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.nn.attention import SDPBackend
     rows = []
     for name, backend in (("flash", SDPBackend.FLASH_ATTENTION), ("default", None)):
         for s in (2048, 8192):
             b, h, d = 16384 // s, 32, 128
-            q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
-            g = torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16)
+            steps = {p: sdpa_step(b, h, s, d, dropout_p=p)[0] for p in (0.0, 0.1)}
             times = {}
             try:
-                with sdpa_kernel([backend]) if backend is not None else contextlib.nullcontext():
+                with sdpa_backend(backend):
                     for p in (0.0, 0.1, 0.0, 0.1):
-                        fn = lambda p=p: torch.autograd.grad(
-                            F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True), (q, k, v), g)
-                        times.setdefault(p, []).append(time_call(fn, min_s))
+                        times.setdefault(p, []).append(time_call(steps[p], min_s))
             except RuntimeError as e:
                 print(f"dropout {name} s{s}: not available ({str(e).splitlines()[0][:100]})", flush=True)
                 continue
@@ -551,22 +561,19 @@ def bench_attention_head_dim(min_s):
     small GPTs, 96 GPT 22B, 128 GPT-3 and Llama, 160 GPT 530B / 1T), 2048 tokens, the same 16384
     tokens and 4096 channels a call (heads = 4096 / d), with FlashAttention-2 forced and with the
     backend PyTorch picks: the rate per head dim against d = 128's. Pairs timed back to back."""
-    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.nn.attention import SDPBackend
     rows = []
     s, b = 2048, 8
     for name, backend in (("flash", SDPBackend.FLASH_ATTENTION), ("default", None)):
         for d in (64, 96, 128, 160, 256):
             h = 4096 // d
-            q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
-            g = torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16)
+            fn, flops = sdpa_step(b, h, s, d)
             try:
-                with sdpa_kernel([backend]) if backend is not None else contextlib.nullcontext():
-                    fn = lambda: torch.autograd.grad(F.scaled_dot_product_attention(q, k, v, is_causal=True), (q, k, v), g)
+                with sdpa_backend(backend):
                     t = time_call(fn, min_s)
             except RuntimeError as e:
                 print(f"head dim {name} d{d}: not available ({str(e).splitlines()[0][:100]})", flush=True)
                 continue
-            flops = 3.5 * 4.0 * b * h * s * s * d / 2
             rows.append({"backend": name, "batch": b, "heads": h, "seq": s, "head_dim": d, "forward_backward_s": t,
                          "tflops": flops / t / 1e12})
             print(f"head dim {name:8s} d{d:4d} x {h:3d} heads: {t * 1e3:.3f} ms, {flops / t / 1e12:.0f} TFLOP/s", flush=True)
@@ -620,7 +627,7 @@ def bench_overlap(min_passes=40):
     for h in (1024, 2048):
         for mbs in (1, 2, 4, 8):
             layers, x = hfb.megatron_layers(8, h=h, heads=16, s=1024, b=mbs, dtype=torch.float16)
-            pass_fn = lambda: hfb.one_pass(hfb.checkpointed, layers, x)
+            pass_fn = lambda layers=layers, x=x: hfb.one_pass(hfb.checkpointed, layers, x)
             hfb.measure(hfb.checkpointed, layers, x, 3)  # warm-up
             wall = hfb.measure(hfb.checkpointed, layers, x, min_passes)
             gpu = sum(k["gpu_s_per_step"] for k in kernel_table(pass_fn, steps=2)) / len(layers)
