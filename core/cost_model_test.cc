@@ -544,6 +544,23 @@ TEST(LayerCosts, TensorParallelCollectivesPerLayer) {
   EXPECT_LT(layer_costs(s, p).tp_exposed_s, exposed);
 }
 
+// Without sequence parallelism the pipeline message is still 1/t per TP rank, in Megatron (its
+// scatter/gather) and in DeepSpeed's PipelineEngine, which partitions the activation and its
+// gradient over the model-parallel group whenever that group has more than one rank.
+TEST(LayerCosts, PipelineMessageIsOneTensorParallelShardInMegatronAndDeepspeed) {
+  Scenario s = gpt175b(64);
+  Plan p;
+  p.tp = 8;
+  p.pp = 8;
+  const int64_t shard_bytes = int64_t{2} * 2048 * 12288 / 8;
+  EXPECT_EQ(layer_costs(s, p).pp_message_bytes, shard_bytes);
+  s.training.framework = Framework::kDeepspeed;
+  EXPECT_EQ(layer_costs(s, p).pp_message_bytes, shard_bytes);
+  p.tp = 1;
+  p.pp = 64;
+  EXPECT_EQ(layer_costs(s, p).pp_message_bytes, 8 * shard_bytes);
+}
+
 // Fp8 (Transformer Engine) gathers the fp8-cast inputs and output gradients: the sequence-
 // parallel all-gathers move half the bytes of bf16 and take less time; the reduce-scatters of
 // the 16-bit GEMM outputs do not change.

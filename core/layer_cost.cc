@@ -847,11 +847,12 @@ LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape&
   // tensor is already sharded; without it Megatron sends 1/t from each TP rank and
   // all-gathers it over NVLink on arrival (scatter/gather optimization, Narayanan et al. 2021
   // section 4.1), which costs little next to the inter-node send and is not counted.
-  // DeepSpeed's PipelineEngine sends the whole activation from every TP rank
-  // (deepspeed/runtime/pipe/engine.py _exec_send_activations -> p2p.send: no scatter/gather).
+  // DeepSpeed's PipelineEngine does the same whenever the model-parallel group has more than
+  // one rank: it sends a PartitionedTensor of the activation and of its gradient and
+  // all-gathers it over the slice group on arrival (deepspeed/runtime/pipe/engine.py,
+  // is_pipe_partitioned / is_grad_partitioned, on by default since the engine's first version).
   if (p.pp > 1) {
-    const bool whole = sc.training.framework == Framework::kDeepspeed;
-    out.pp_message_bytes = static_cast<int64_t>(e * T * h / (whole ? 1.0 : t));
+    out.pp_message_bytes = static_cast<int64_t>(e * T * h / t);
     out.pp_message_s = p2p_time_s(out.pp_message_bytes, pp_hop_crosses_nodes(p, gpn), cl);
   }
   return out;
