@@ -47,4 +47,8 @@ int zero3_backward_gather_passes(Framework framework, Recompute recompute) {
   return framework == Framework::kDeepspeed && recompute == Recompute::kFull ? 2 : 1;
 }
 
+bool reduces_gradients_after_backward(Framework framework, int64_t zero_stage, int64_t pp) {
+  return framework == Framework::kDeepspeed && (zero_stage == 0 || pp > 1);
+}
+
 }  // namespace monarch

@@ -51,4 +51,11 @@ std::string async_tp_problem(Framework framework, bool compile, bool tp_comm_ove
 // 2 with full recompute.
 int zero3_backward_gather_passes(Framework framework, Recompute recompute);
 
+// Whether `framework` reduces the data-parallel gradients only after the whole backward,
+// whatever overlap_grad_reduce says: DeepSpeed without ZeRO (the engine's allreduce_gradients
+// at the accumulation boundary, deepspeed/runtime/engine.py; overlap_comm applies to ZeRO
+// stages 1-2 only) and under its pipeline engine (the ReduceGrads instruction after the last
+// micro-batch, deepspeed/runtime/pipe/schedule.py).
+bool reduces_gradients_after_backward(Framework framework, int64_t zero_stage, int64_t pp);
+
 }  // namespace monarch

@@ -251,11 +251,7 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
   }();
   const int64_t dense_group = p.dp * p.cp;
   double dp_total = 0, dp_exposed = 0;
-  // DeepSpeed reduces the gradients after the backward, not beside it, without ZeRO (the
-  // engine's allreduce_gradients at the accumulation boundary, deepspeed/runtime/engine.py;
-  // overlap_comm applies to ZeRO stages 1-2 only) and under its pipeline engine (the
-  // ReduceGrads instruction after the last micro-batch, deepspeed/runtime/pipe/schedule.py).
-  const bool ds_after_backward = sc.training.framework == Framework::kDeepspeed && (p.zero_stage == 0 || pp > 1);
+  const bool ds_after_backward = reduces_gradients_after_backward(sc.training.framework, p.zero_stage, pp);
   const bool overlap_grads = p.overlap_grad_reduce && !ds_after_backward;
   double opt_params = 0, grad_params = 0;
   {

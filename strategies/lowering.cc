@@ -297,7 +297,9 @@ class RankLowering {
     // each chunk runs layer by layer, each layer's gradient reduction starting as soon as
     // that layer is done (overlap_grad_reduce). Every other step is one task per chunk.
     split_first_fwd_ = zero12_ && plan_.overlap_param_gather && !costs_.layer_param_gather.empty();
-    split_last_bwd_ = !zero3_ && plan_.overlap_grad_reduce && !costs_.layer_grad_reduce.empty();
+    overlap_grads_ = plan_.overlap_grad_reduce &&
+                     !reduces_gradients_after_backward(in.sc.training.framework, plan_.zero_stage, plan_.pp);
+    split_last_bwd_ = !zero3_ && overlap_grads_ && !costs_.layer_grad_reduce.empty();
     // MoE layers with expert (tensor) parallelism: attention (with its TP collectives and the
     // router), dispatch all-to-all (kEp), ETP all-gather (kExpertTp), experts, ETP
     // reduce-scatter, combine all-to-all (see lowering.h); the backward mirrors it.
@@ -666,7 +668,7 @@ class RankLowering {
       // (independent_gradient_partition_epilogue synchronizes the reduction stream), so they
       // overlap that backward only, as the cost model counts them: the next step waits.
       reduce_hold_.assign(grad_reduces_.begin() + static_cast<std::ptrdiff_t>(reduces_before), grad_reduces_.end());
-    } else if (!zero3_ && plan_.overlap_grad_reduce && last_of_chunk) {
+    } else if (!zero3_ && overlap_grads_ && last_of_chunk) {
       append(grad_reduces_, reduce_chunk(st.chunk, -1, cur, !split));
     }
     end_deps_ = cur;
@@ -677,7 +679,7 @@ class RankLowering {
   // sequence-parallel replicated gradients over TP and the tied embedding between the first
   // and last stage.
   void finalize_grads() {
-    if (!zero3_ && !zero2_ && !plan_.overlap_grad_reduce)
+    if (!zero3_ && !zero2_ && !overlap_grads_)
       for (int64_t k = 0; k < V_; ++k) append(grad_reduces_, reduce_chunk(k, -1, end_deps_, true));
     Deps reduced = grad_reduces_;
     append(reduced, end_deps_);
@@ -723,6 +725,7 @@ class RankLowering {
   const int64_t s_, P_, V_;  // stage, pipeline stages, chunks per rank
   int32_t prev_rank_ = 0, next_rank_ = 0;
   bool zero3_ = false, zero2_ = false, zero12_ = false;
+  bool overlap_grads_ = false;  // the DP gradient reduction runs beside the last backward
   bool split_first_fwd_ = false, split_last_bwd_ = false, moe_split_ = false;
   std::vector<PipelineStep> order_;
   std::vector<size_t> last_bwd_of_chunk_;

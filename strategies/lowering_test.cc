@@ -352,6 +352,23 @@ TEST(Lowering, DeepspeedZeroThreeGathersAgainForTheRecompute) {
   EXPECT_EQ(gather_calls(fsdp2, Phase::kBackward), 2 * 4);
 }
 
+// DeepSpeed without ZeRO all-reduces the gradients at the accumulation boundary, after the
+// whole backward, even with overlap_grad_reduce set; Megatron's DDP reduces each bucket beside
+// the last backward. Two ranks, 4 layers of 1 + 2 ms, one micro-batch, 1 ms per layer bucket.
+TEST(Lowering, DeepspeedWithoutZeroReducesTheGradientsAfterTheBackward) {
+  Scenario s = scenario(2, 4, 2);
+  Plan p;
+  p.dp = 2;
+  p.overlap_grad_reduce = true;
+  LoweringCosts c = pure_compute();
+  c.layer_grad_reduce = {{GroupKind::kDp, CollectiveKind::kAllReduce, 16 << 20, 1, 1 * kMs}};
+  const double compute_s = 4 * (1 + 2) * kMs;
+  // Megatron: the buckets of layers 4..2 hide behind the backward of the layers below them.
+  EXPECT_NEAR(makespan(lower_ok(s, p, c)), compute_s + 1 * kMs, 1e-9);
+  s.training.framework = Framework::kDeepspeed;
+  EXPECT_NEAR(makespan(lower_ok(s, p, c)), compute_s + 4 * kMs, 1e-9);
+}
+
 TEST(Lowering, ExplainsPlansItCannotLower) {
   const Scenario s = scenario(8, 8, 8);
   Plan p = pipeline(Schedule::kOneFOneB, 4, 1);
