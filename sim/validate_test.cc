@@ -113,6 +113,15 @@ TEST(Validate, VtrainSetHoldsTheFidelityReached) {
   expect_within({"vtrain-single.json", 240, 8.0, 29.0});
 }
 
+// vTrain's multi-node runs (tests/data/validation/vtrain-multi.json): 109 Megatron-DeepSpeed
+// runs of GPT 3.6B-175B on 64-512 A100, not fitted. Reached 7.23%; the worst cases (-48% for
+// TP 8 at micro-batch 64, -30..-37% for TP 2-8 at micro-batch 2, where the same
+// configurations at the next micro-batch are within 10%) are the small-micro-batch TP cost
+// the single-node runs show too; a regression guard.
+TEST(Validate, VtrainMultiNodeSetHoldsTheFidelityReached) {
+  expect_within({"vtrain-multi.json", 109, 7.5, 48.5});
+}
+
 // The sets every developer and CI run has beside the project (../shared/validation): the vTrain
 // runs meet their target (7.84%, with the NVLink preset's all-reduces where the project's copy
 // takes the node's measured table). Calibration (4.10%) and published-runs (7.02%) are held at
