@@ -29,7 +29,7 @@ What it measures, each with CUDA events around back-to-back calls after warm-ups
   and tf32.
 - compile: torchtitan's Llama block held eager and under torch.compile, with the clock.
 - dropout: causal SDPA with attention dropout 0.1 against none (FlashAttention-2 and the default).
-- headdim: causal SDPA at head dims 64 to 256, the same channels a call.
+- headdim: causal SDPA at head dims 64 to 256 and 2048 / 4096 tokens, the same channels a call.
 - memory: a device copy (read + write bytes) and an elementwise add (2 reads + 1 write).
 - host: tools/host_floor_bench.py's Megatron-LM layer on CUDA tensors too small to cost the GPU
   anything (forward, recompute, backward), with the kernels it launches counted by the profiler;
@@ -557,26 +557,34 @@ def bench_attention_dropout(min_s):
 
 
 def bench_attention_head_dim(min_s):
-    """Causal SDPA forward and backward at head dims 64 to 256 (the validation sets' models: 64
-    small GPTs, 96 GPT 22B, 128 GPT-3 and Llama, 160 GPT 530B / 1T), 2048 tokens, the same 16384
-    tokens and 4096 channels a call (heads = 4096 / d), with FlashAttention-2 forced and with the
-    backend PyTorch picks: the rate per head dim against d = 128's. Pairs timed back to back."""
+    """Causal SDPA forward and backward at head dims 64 to 256 (the models of the validation sets
+    and of common recipes: 64 small GPTs, 80 GPT-3 2.7B, 96 GPT 22B, 112 MPT-30B, 128 GPT-3 and
+    Llama, 160 GPT 530B / 1T, 192 Nemotron-4 340B, 256), at 2048 and 4096 tokens, the same 16384
+    tokens and about 4096 channels a call (heads = 4096 // d), with FlashAttention-2 forced and
+    with the backend PyTorch picks: the rate per head dim against d = 128's. Every dim is timed
+    twice, in rounds that run the dims in turn, so a clock that drifts during the part shows as
+    a spread between the rounds rather than as a bias against one dim."""
     from torch.nn.attention import SDPBackend
     rows = []
-    s, b = 2048, 8
-    for name, backend in (("flash", SDPBackend.FLASH_ATTENTION), ("default", None)):
-        for d in (64, 96, 128, 160, 256):
-            h = 4096 // d
-            fn, flops = sdpa_step(b, h, s, d)
-            try:
-                with sdpa_backend(backend):
-                    t = time_call(fn, min_s)
-            except RuntimeError as e:
-                print(f"head dim {name} d{d}: not available ({str(e).splitlines()[0][:100]})", flush=True)
-                continue
-            rows.append({"backend": name, "batch": b, "heads": h, "seq": s, "head_dim": d, "forward_backward_s": t,
-                         "tflops": flops / t / 1e12})
-            print(f"head dim {name:8s} d{d:4d} x {h:3d} heads: {t * 1e3:.3f} ms, {flops / t / 1e12:.0f} TFLOP/s", flush=True)
+    b_tokens = 16384
+    for s in (2048, 4096):
+        b = b_tokens // s
+        for name, backend in (("flash", SDPBackend.FLASH_ATTENTION), ("default", None)):
+            for rnd in (0, 1):
+                for d in (64, 80, 96, 112, 128, 160, 192, 256):
+                    h = 4096 // d
+                    fn, flops = sdpa_step(b, h, s, d)
+                    try:
+                        with sdpa_backend(backend):
+                            t = time_call(fn, min_s)
+                    except RuntimeError as e:
+                        print(f"head dim {name} d{d}: not available ({str(e).splitlines()[0][:100]})", flush=True)
+                        continue
+                    rows.append({"backend": name, "round": rnd, "batch": b, "heads": h, "seq": s, "head_dim": d,
+                                 "forward_backward_s": t, "tflops": flops / t / 1e12})
+                    print(f"head dim {name:8s} s{s} round {rnd} d{d:4d} x {h:3d} heads: {t * 1e3:.3f} ms, "
+                          f"{flops / t / 1e12:.0f} TFLOP/s", flush=True)
+                    del fn
     return rows
 
 
