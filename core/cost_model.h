@@ -46,6 +46,27 @@ double grad_reduce_bytes_per_param(const TrainingConfig& training);
 inline constexpr double kFlash2SeqHalf_tokens = 256.0;
 inline constexpr double kFlash2DropoutFactor = 1.14;
 
+// Fused attention's rate at a head dim against its rate at 128, the dim both kernels are tuned
+// for and the profiles' ceilings are set at. Causal SDPA forward and backward on an H200 at
+// 2048 and 4096 tokens, the same 16384 tokens and about 4096 channels a call (heads = 4096 / d),
+// each dim against the 128 of the same round (tools/gpu_microbench.py --only headdim,
+// tests/data/gpu/h200-microbench-8.json and -9.json; the mean of 4-5 calls a dim):
+// - FlashAttention-2: its sm80 kernels, which it runs on A100 and on Hopper alike (the tile
+//   shapes are chosen per head dim, the same for sm80 and sm90);
+// - cuDNN's attention on Hopper, which Transformer Engine's fused attention calls.
+// Between the measured dims the rate is linear; below 64 and above 256 it keeps the end's.
+inline constexpr int kHeadDimPoints = 8;
+inline constexpr int64_t kMeasuredHeadDims[kHeadDimPoints] = {64, 80, 96, 112, 128, 160, 192, 256};
+struct HeadDimRates {
+  double at[kHeadDimPoints];  // at kMeasuredHeadDims
+};
+inline constexpr HeadDimRates kFlash2HeadDimRates{{0.888, 0.721, 0.901, 0.837, 1.0, 0.703, 0.897, 0.879}};
+inline constexpr HeadDimRates kCudnnHopperHeadDimRates{{0.796, 0.687, 0.797, 0.876, 1.0, 0.623, 0.691, 0.802}};
+// Kernels not measured away from 128 (cuDNN's Blackwell attention): one rate for every dim.
+inline constexpr HeadDimRates kUnmeasuredHeadDimRates{{1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0}};
+// The rate at `head_dim` against 128's.
+double head_dim_rate(const HeadDimRates& rates, int64_t head_dim);
+
 // Measured behaviour of one GPU kind (one calibration per kind and precision).
 struct GpuProfile {
   const char* kind = "generic";
@@ -69,6 +90,8 @@ struct GpuProfile {
   // Attention dropout inside the fused kernel (a Philox draw per score element): the kernel's
   // forward and backward time with dropout over without.
   double flash_dropout_factor = kFlash2DropoutFactor;
+  // Fused attention's rate at other head dims than 128.
+  const HeadDimRates* flash_head_dim_rates = &kFlash2HeadDimRates;
 };
 
 // The part of a board's draw that does not scale with its clock, W: a power cap at or below it

@@ -544,6 +544,17 @@ TEST(LayerCosts, TensorParallelCollectivesPerLayer) {
   EXPECT_LT(layer_costs(s, p).tp_exposed_s, exposed);
 }
 
+// The fused-attention rate per head dim: the measured point at a measured dim, linear between
+// two, the end's beyond the measured range.
+TEST(Compute, HeadDimRateIsLinearBetweenMeasuredDimsAndFlatBeyond) {
+  EXPECT_DOUBLE_EQ(head_dim_rate(kFlash2HeadDimRates, 128), 1.0);
+  EXPECT_DOUBLE_EQ(head_dim_rate(kFlash2HeadDimRates, 160), kFlash2HeadDimRates.at[5]);
+  EXPECT_DOUBLE_EQ(head_dim_rate(kFlash2HeadDimRates, 144), 0.5 * (1.0 + kFlash2HeadDimRates.at[5]));
+  EXPECT_DOUBLE_EQ(head_dim_rate(kCudnnHopperHeadDimRates, 32), kCudnnHopperHeadDimRates.at[0]);
+  EXPECT_DOUBLE_EQ(head_dim_rate(kCudnnHopperHeadDimRates, 512), kCudnnHopperHeadDimRates.at[kHeadDimPoints - 1]);
+  EXPECT_DOUBLE_EQ(head_dim_rate(kUnmeasuredHeadDimRates, 160), 1.0);
+}
+
 // Without sequence parallelism the pipeline message is still 1/t per TP rank, in Megatron (its
 // scatter/gather) and in DeepSpeed's PipelineEngine, which partitions the activation and its
 // gradient over the model-parallel group whenever that group has more than one rank.

@@ -228,6 +228,7 @@ Ctx make_ctx(const Scenario& s) {
   c.flash_backward_efficiency = c.prof->flash_backward_efficiency;
   c.flash_seq_half_tokens = c.prof->flash_seq_half_tokens;
   c.flash_dropout_factor = c.prof->flash_dropout_factor;
+  c.flash_head_dim_rates = c.prof->flash_head_dim_rates;
   c.loss_forward_bytes_per_logit = kLossForwardBytesPerLogit;  // fused (torch.compile fuses torchtitan's too)
   c.loss_backward_bytes_per_logit = kLossBackwardBytesPerLogit;
   switch (s.training.framework) {
@@ -251,6 +252,7 @@ Ctx make_ctx(const Scenario& s) {
         c.flash_backward_efficiency = kSdpaFlash2HopperBackwardEfficiency;
         c.flash_seq_half_tokens = kFlash2SeqHalf_tokens;
         c.flash_dropout_factor = kFlash2DropoutFactor;
+        c.flash_head_dim_rates = &kFlash2HeadDimRates;
       }
       break;
     }
@@ -471,15 +473,17 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
   if (m.attention == AttentionKernel::kFlash) {
     // Local queries against the causal half of all keys (ring attention balances the halves).
     const double work = 4.0 * T * s * kCausalWorkFraction * q / t;
-    const double seq_eff = s_local / (s_local + c.flash_seq_half_tokens);
+    // The kernel's rate at this sequence length and head dim against its ceiling.
+    const double shape_eff = s_local / (s_local + c.flash_seq_half_tokens) *
+                             head_dim_rate(*c.flash_head_dim_rates, m.head_dim);
     // Dropout on the attention probabilities runs inside the fused kernel.
     const double dropout = m.attention_dropout ? c.flash_dropout_factor : 1.0;
     attn_fwd.flops = work;
     const double clock = c.prof->sustained_clock_fraction;
-    attn_fwd.s = dropout * work / (c.peak16 * clock * c.flash_forward_efficiency * seq_eff) + kKernelGap_s;
+    attn_fwd.s = dropout * work / (c.peak16 * clock * c.flash_forward_efficiency * shape_eff) + kKernelGap_s;
     attn_fwd.bytes = e * T * (2.0 * q + 2.0 * kv) / t;
     attn_bwd.flops = kFlashBackwardFlopsRatio * work;
-    attn_bwd.s = dropout * attn_bwd.flops / (c.peak16 * clock * c.flash_backward_efficiency * seq_eff) + kKernelGap_s;
+    attn_bwd.s = dropout * attn_bwd.flops / (c.peak16 * clock * c.flash_backward_efficiency * shape_eff) + kKernelGap_s;
     attn_bwd.bytes = 2.0 * attn_fwd.bytes;
   } else {
     // Materialized scores: batched GEMMs over b x a/t heads, full s x s (masking does not

@@ -124,15 +124,15 @@ TEST(Validate, VtrainMultiNodeSetHoldsTheFidelityReached) {
 
 // The sets every developer and CI run has beside the project (../shared/validation): the vTrain
 // runs meet their target (7.84%, with the NVLink preset's all-reduces where the project's copy
-// takes the node's measured table). Calibration (4.10%) and published-runs (7.02%) are held at
+// takes the node's measured table). Calibration (3.95%) and published-runs (7.02%) are held at
 // the figures reached: their Korthikanti 2022 and NeMo Launcher GPT-3 5B cases leave the
 // attention kernel open, so they are predicted with flash attention (the scenario format's
-// default), where those runs materialized the scores (-1..-17% and -23..-32%; the project's
+// default), where those runs materialized the scores (-1..-16% and -23..-32%; the project's
 // copies pin it and meet 1.45% and 4.89%).
 TEST(Validate, SharedSetsHoldTheFidelityReached) {
   const std::string dir = std::string(MONARCH_SOURCE_DIR) + "/../shared/validation";
   if (!std::filesystem::exists(dir)) GTEST_SKIP() << "no " << dir << " beside the project";
-  expect_within({"calibration.json", 18, 4.3, 17.5}, dir);
+  expect_within({"calibration.json", 18, 4.0, 16.5}, dir);
   expect_within({"published-runs.json", 45, 7.3, 32.5}, dir);
   expect_within({"vtrain-single.json", 240, 8.0, 29.0}, dir);
 }
@@ -157,11 +157,12 @@ TEST(Validate, MegatronBridgeRunsHoldTheFidelityReached) {
 
 // NeMo's published FP8 pretraining throughputs (tests/data/validation/nemo-24.07-published.json,
 // from docs/source/performance/performance_summary.md, container 24.07) on 8-512 DGX H100:
-// GPT-3, Llama 2 / 3 and Nemotron. Reached 9.90% and 28.0% (the 24.07 software runs the same
+// GPT-3, Llama 2 / 3 and Nemotron. Reached 9.99% and 29.1% (the 24.07 software runs the same
 // configurations 9-14% slower than the 25.x releases the H100 clock was set on; Nemotron-340B
-// on 128 GPUs fits only with recompute in this model); a regression guard.
+// on 128 GPUs fits only with recompute in this model, and its head dim 192 runs cuDNN's
+// attention at 0.69 of 128's rate); a regression guard.
 TEST(Validate, NemoPerformanceSummaryRunsHoldTheFidelityReached) {
-  expect_within({"nemo-24.07-published.json", 12, 10.5, 28.5});
+  expect_within({"nemo-24.07-published.json", 12, 10.5, 29.5});
 }
 
 // Published DLRM training throughputs (tests/data/validation/dlrm-published.json: MLPerf
