@@ -56,6 +56,16 @@ int64_t mlp_bias_params(const ModelShape& m, int64_t ffn) {
   return m.biases ? (m.gated_mlp ? 2 * ffn : ffn) + m.hidden : 0;
 }
 
+// The largest module whose parameters DeepSpeed's ZeRO-3 gathers at once (its hooks sit on
+// every module that owns parameters): the word embedding or the output projection, the QKV
+// projection, or the MLP's first linear (both halves of a gated MLP, which Megatron-DeepSpeed
+// fuses) or, with experts, one expert's.
+int64_t largest_zero3_module_params(const ModelShape& m, const ParameterCounts& pc) {
+  const int64_t ffn = m.moe() ? m.expert_ffn : m.ffn;
+  const int64_t fc1 = (m.gated_mlp ? 2 : 1) * m.hidden * ffn;
+  return std::max({pc.embedding, pc.output, m.hidden * qkv_width(m), fc1});
+}
+
 }  // namespace
 
 int64_t moe_expert_capacity(int64_t tokens, int64_t experts, int64_t top_k, double capacity_factor) {
@@ -437,10 +447,20 @@ MemoryBreakdown stage_memory(const ModelShape& m, const Scenario& sc, const Plan
   // Temporary buffers.
   double buffers = 0;
   const ParameterCounts pc = parameter_counts(m);
-  if (plan.zero_stage >= 3) {
-    // DeepSpeed ZeRO-3: gathered parameters stay live up to stage3_max_live_parameters (never
-    // fewer than a layer and its prefetched successor), and gradients leave through the reduce
-    // bucket as in ZeRO-2.
+  if (plan.zero_stage >= 3 && sc.training.framework == Framework::kDeepspeed) {
+    // DeepSpeed ZeRO-3 gathers module by module: gathered parameters stay live up to
+    // stage3_max_live_parameters, never fewer than the module in use (a module beyond that
+    // limit leaves no room to prefetch the next: PartitionedParameterCoordinator caps the
+    // prefetch at the limit minus what is live), and a module's full-size gradient exists
+    // before it leaves through the reduce bucket (deepspeed/runtime/zero/
+    // partitioned_param_coordinator.py, stage3.py).
+    const double module = std::min(static_cast<double>(largest_zero3_module_params(m, pc)) / t, params.total());
+    const double live = std::max(std::min(kZero3MaxLiveParameters, params.total()), module);
+    buffers += sb.weights * live + sb.weights * std::max(std::min(kZeroReduceBucketElements, params.total()), module);
+  } else if (plan.zero_stage >= 3) {
+    // FSDP2 (torchtitan) and Megatron FSDP unshard a whole block: it and its prefetched
+    // successor are live (never fewer than stage3_max_live_parameters' worth when the blocks are
+    // small), and gradients leave through a reduce bucket as in ZeRO-2.
     const double layer_pair = 2.0 * static_cast<double>(pc.per_layer) / t;
     const double live = std::max(std::min(kZero3MaxLiveParameters, params.total()), std::min(layer_pair, params.total()));
     buffers += sb.weights * live + sb.weights * std::min(kZeroReduceBucketElements, params.total());

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "core/presets.h"
 #include "core/units.h"
 
 namespace monarch {
@@ -319,6 +320,33 @@ TEST(Memory, Fp8KeepsLinearWeightsInFp8AndShardsItsBuffersUnderZero3) {
   const MemoryBreakdown b3 = stage_memory(m, fp8, p, 0, 8);
   EXPECT_NEAR(a3.weights_bytes - b3.weights_bytes, sp.gemm_dense / 8.0, 1.0);
   EXPECT_NEAR(b3.buffers_bytes, a3.buffers_bytes, 1.0);
+}
+
+// ZeRO-3's gathered parameters. DeepSpeed gathers module by module: GPT 530B (Megatron-LM SC'21
+// Table 2: 105 layers, hidden 20480, on 640 A100 without model parallelism) holds its largest
+// module, fc1 (h x 4h = 1.68e9 parameters, above stage3_max_live_parameters' 1e9, so nothing is
+// prefetched beside it), and that module's full-size gradient: 2 x 1.68e9 x 2 bytes. FSDP2
+// unshards whole blocks: a block and its prefetched successor, plus the reduce bucket. The
+// published run, micro-batch 4 with full recompute, fit in 80 GB with DeepSpeed.
+TEST(Memory, DeepspeedZeroThreeHoldsItsLargestModuleAndFsdpABlockPair) {
+  const ModelConfig mc = gpt(105, 20480, 128);
+  const ModelShape m = model_shape(mc);
+  Scenario s = scenario_for(mc, 640, 2560);
+  s.training.precision = Precision::kFp16;
+  s.training.framework = Framework::kDeepspeed;
+  s.cluster.gpu = find_gpu_preset("A100-80GB")->spec;
+  Plan p;
+  p.dp = 640;
+  p.zero_stage = 3;
+  p.micro_batch_size = 4;
+  p.recompute = Recompute::kFull;
+  const double fc1 = 20480.0 * 4 * 20480;
+  const MemoryBreakdown ds = stage_memory(m, s, p, 0, 105);
+  EXPECT_NEAR(ds.buffers_bytes, 2.0 * 2.0 * fc1, 1.0);
+  EXPECT_LT(bytes_to_gib(ds.total_bytes()), usable_memory_gib(s.cluster.gpu));
+  s.training.framework = Framework::kTorchtitan;
+  const MemoryBreakdown fsdp = stage_memory(m, s, p, 0, 105);
+  EXPECT_NEAR(fsdp.buffers_bytes, 2.0 * (2.0 * static_cast<double>(parameter_counts(m).per_layer) + kZeroReduceBucketElements), 1.0);
 }
 
 // Korthikanti et al. 2022, Figure 1: per-GPU memory of the first pipeline stage for the 22B,
