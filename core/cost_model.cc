@@ -97,12 +97,9 @@ namespace {
 // power limit runs 344 TFLOP/s at 1492 MHz, 0.852 of the tf32 peak per clock, against bf16's
 // 0.845 (h200-microbench-2.json). The 16-bit ceiling serves both.
 constexpr GpuProfile kA100{"A100", 108, 256, 128, 0.913, 0.913, 0.64, 0.53, 0.80, 0.78, 0.865};
-constexpr GpuProfile kH100{"H100", 132, 128, 256, 0.855, 0.72, 0.729, 0.541, 0.80, 0.80, 0.865, 800.0, 1.38,
-                           &kCudnnHopperHeadDimRates};
-constexpr GpuProfile kH200{"H200", 132, 128, 256, 0.885, 0.74, 0.729, 0.541, 0.80, 0.80, 0.865, 800.0, 1.38,
-                           &kCudnnHopperHeadDimRates};
-constexpr GpuProfile kB200{"B200", 148, 256, 256, 0.80, 0.75, 0.60, 0.47, 0.80, 0.80, 0.865, kFlash2SeqHalf_tokens,
-                           kFlash2DropoutFactor, &kUnmeasuredHeadDimRates};
+constexpr GpuProfile kH100{"H100", 132, 128, 256, 0.855, 0.72, 0.729, 0.541, 0.80, 0.80, 0.865, &kCudnnHopperAttention};
+constexpr GpuProfile kH200{"H200", 132, 128, 256, 0.885, 0.74, 0.729, 0.541, 0.80, 0.80, 0.865, &kCudnnHopperAttention};
+constexpr GpuProfile kB200{"B200", 148, 256, 256, 0.80, 0.75, 0.60, 0.47, 0.80, 0.80, 0.865, &kBlackwellAttention};
 constexpr GpuProfile kGeneric{"generic", 132, 128, 256, 0.80, 0.65, 0.60, 0.45, 0.80, 0.80, 0.90};
 
 // K-loop prologue/epilogue of a GEMM tile: efficiency k / (k + kGemmKHalf). Writing a tile's

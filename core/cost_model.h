@@ -37,35 +37,45 @@ DType grad_reduce_dtype(const TrainingConfig& training);
 // Its bytes per parameter: 4 (fp32) or 2 (fp16, bf16).
 double grad_reduce_bytes_per_param(const TrainingConfig& training);
 
-// FlashAttention-2's kernels, the default profile's attention and torchtitan's SDPA on Hopper:
-// - the rate falls for short sequences as s / (s + 256): FA2 on A100 runs causal hdim-128
-//   forward at ~130 TFLOP/s at 512 tokens vs ~195 at 8k (Dao 2023);
-// - attention dropout 0.1 takes 1.139x as long forward and backward at 2048 tokens, 1.146x at
-//   8192 (PyTorch's SDPA with the flash backend forced on an H200,
-//   tests/data/gpu/h200-microbench-7.json).
-inline constexpr double kFlash2SeqHalf_tokens = 256.0;
-inline constexpr double kFlash2DropoutFactor = 1.14;
-
 // Fused attention's rate at a head dim against its rate at 128, the dim both kernels are tuned
 // for and the profiles' ceilings are set at. Causal SDPA forward and backward on an H200 at
 // 2048 and 4096 tokens, the same 16384 tokens and about 4096 channels a call (heads = 4096 / d),
 // each dim against the 128 of the same round (tools/gpu_microbench.py --only headdim,
-// tests/data/gpu/h200-microbench-8.json and -9.json; the mean of 4-5 calls a dim):
-// - FlashAttention-2: its sm80 kernels, which it runs on A100 and on Hopper alike (the tile
-//   shapes are chosen per head dim, the same for sm80 and sm90);
-// - cuDNN's attention on Hopper, which Transformer Engine's fused attention calls.
+// tests/data/gpu/h200-microbench-8.json and -9.json; the mean of 4-5 calls a dim).
 // Between the measured dims the rate is linear; below 64 and above 256 it keeps the end's.
 inline constexpr int kHeadDimPoints = 8;
 inline constexpr int64_t kMeasuredHeadDims[kHeadDimPoints] = {64, 80, 96, 112, 128, 160, 192, 256};
 struct HeadDimRates {
   double at[kHeadDimPoints];  // at kMeasuredHeadDims
 };
-inline constexpr HeadDimRates kFlash2HeadDimRates{{0.888, 0.721, 0.901, 0.837, 1.0, 0.703, 0.897, 0.879}};
-inline constexpr HeadDimRates kCudnnHopperHeadDimRates{{0.796, 0.687, 0.797, 0.876, 1.0, 0.623, 0.691, 0.802}};
-// Kernels not measured away from 128 (cuDNN's Blackwell attention): one rate for every dim.
-inline constexpr HeadDimRates kUnmeasuredHeadDimRates{{1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0}};
 // The rate at `head_dim` against 128's.
 double head_dim_rate(const HeadDimRates& rates, int64_t head_dim);
+
+// What a fused attention kernel does away from the profile's ceiling (head dim 128, long
+// sequences, no dropout).
+struct FusedAttentionKernel {
+  // The rate falls for short sequences as s / (s + this): the causal diagonal's half-empty
+  // tiles and each tile row's prologue cost about this many tokens.
+  double seq_half_tokens;
+  // Attention dropout inside the kernel (a Philox draw per score element): its forward and
+  // backward time with dropout over without.
+  double dropout_factor;
+  HeadDimRates head_dims;
+};
+// FlashAttention-2 (its sm80 kernels, which it runs on A100 and on Hopper alike: the tile
+// shapes are chosen per head dim, the same for sm80 and sm90): the default profile's attention
+// and torchtitan's SDPA on Hopper.
+// - s / (s + 256): FA2 on A100 runs causal hdim-128 forward at ~130 TFLOP/s at 512 tokens vs
+//   ~195 at 8k (Dao 2023);
+// - dropout 0.1 takes 1.139x as long forward and backward at 2048 tokens, 1.146x at 8192
+//   (PyTorch's SDPA with the flash backend forced on an H200, h200-microbench-7.json).
+inline constexpr FusedAttentionKernel kFlash2Attention{256.0, 1.14, {{0.888, 0.721, 0.901, 0.837, 1.0, 0.703, 0.897, 0.879}}};
+// cuDNN's attention on Hopper, which Transformer Engine's fused attention calls (the H100 / H200
+// profiles; falloff and dropout measured on an H200, core/cost_model.cc).
+inline constexpr FusedAttentionKernel kCudnnHopperAttention{800.0, 1.38, {{0.796, 0.687, 0.797, 0.876, 1.0, 0.623, 0.691, 0.802}}};
+// cuDNN's attention on Blackwell, not measured away from its ceiling: FlashAttention-2's
+// falloff and dropout cost, one rate for every head dim.
+inline constexpr FusedAttentionKernel kBlackwellAttention{256.0, 1.14, {{1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0}}};
 
 // Measured behaviour of one GPU kind (one calibration per kind and precision).
 struct GpuProfile {
@@ -84,14 +94,7 @@ struct GpuProfile {
   // fraction of the clock the dense peak is quoted at. Short GEMM benchmarks (MAMF) run
   // before the board reaches its power/thermal steady state.
   double sustained_clock_fraction = 0.9;
-  // Fused attention's rate falls for short sequences as s / (s + this): the causal diagonal's
-  // half-empty tiles and each tile row's prologue cost about this many tokens.
-  double flash_seq_half_tokens = kFlash2SeqHalf_tokens;
-  // Attention dropout inside the fused kernel (a Philox draw per score element): the kernel's
-  // forward and backward time with dropout over without.
-  double flash_dropout_factor = kFlash2DropoutFactor;
-  // Fused attention's rate at other head dims than 128.
-  const HeadDimRates* flash_head_dim_rates = &kFlash2HeadDimRates;
+  const FusedAttentionKernel* attention_kernel = &kFlash2Attention;  // away from its ceiling
 };
 
 // The part of a board's draw that does not scale with its clock, W: a power cap at or below it

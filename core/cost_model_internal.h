@@ -69,9 +69,8 @@ struct Ctx {
   // bytes per logit, the attention kernel's efficiencies, torchtitan's eager block and its
   // separate q, k, v and w1, w3 projections.
   double loss_forward_bytes_per_logit = 0, loss_backward_bytes_per_logit = 0;
-  double flash_forward_efficiency = 0, flash_backward_efficiency = 0, flash_seq_half_tokens = 0;
-  double flash_dropout_factor = 1;
-  const HeadDimRates* flash_head_dim_rates = &kUnmeasuredHeadDimRates;
+  double flash_forward_efficiency = 0, flash_backward_efficiency = 0;
+  const FusedAttentionKernel* attention_kernel = &kFlash2Attention;
   bool eager_block = false;
   bool separate_projections = false;
   // TP communication overlap runs on Transformer Engine's userbuffers (Megatron), whose

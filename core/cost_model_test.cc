@@ -476,7 +476,7 @@ TEST(LayerCosts, TorchtitanAttentionIsFlashAttention2OnHopper) {
     // FlashAttention-2 falls off as s / (s + 256); the H100 profile's fused kernels as its own.
     const GpuProfile& prof = gpu_profile(s.cluster.gpu);
     const double fa2 = 0.333 * 8192.0 / (8192.0 + 256.0);
-    const double fused = prof.flash_forward_efficiency * 8192.0 / (8192.0 + prof.flash_seq_half_tokens);
+    const double fused = prof.flash_forward_efficiency * 8192.0 / (8192.0 + prof.attention_kernel->seq_half_tokens);
     const double expected = std::string(gpu) == "H100-SXM" ? attention_flops / peak * (1.0 / fa2 - 1.0 / fused) : 0.0;
     // Separate projections cost a few wave-quantization percent beside it; the attention term is
     // the difference that remains.
@@ -547,12 +547,14 @@ TEST(LayerCosts, TensorParallelCollectivesPerLayer) {
 // The fused-attention rate per head dim: the measured point at a measured dim, linear between
 // two, the end's beyond the measured range.
 TEST(Compute, HeadDimRateIsLinearBetweenMeasuredDimsAndFlatBeyond) {
-  EXPECT_DOUBLE_EQ(head_dim_rate(kFlash2HeadDimRates, 128), 1.0);
-  EXPECT_DOUBLE_EQ(head_dim_rate(kFlash2HeadDimRates, 160), kFlash2HeadDimRates.at[5]);
-  EXPECT_DOUBLE_EQ(head_dim_rate(kFlash2HeadDimRates, 144), 0.5 * (1.0 + kFlash2HeadDimRates.at[5]));
-  EXPECT_DOUBLE_EQ(head_dim_rate(kCudnnHopperHeadDimRates, 32), kCudnnHopperHeadDimRates.at[0]);
-  EXPECT_DOUBLE_EQ(head_dim_rate(kCudnnHopperHeadDimRates, 512), kCudnnHopperHeadDimRates.at[kHeadDimPoints - 1]);
-  EXPECT_DOUBLE_EQ(head_dim_rate(kUnmeasuredHeadDimRates, 160), 1.0);
+  const HeadDimRates& fa2 = kFlash2Attention.head_dims;
+  const HeadDimRates& cudnn = kCudnnHopperAttention.head_dims;
+  EXPECT_DOUBLE_EQ(head_dim_rate(fa2, 128), 1.0);
+  EXPECT_DOUBLE_EQ(head_dim_rate(fa2, 160), fa2.at[5]);
+  EXPECT_DOUBLE_EQ(head_dim_rate(fa2, 144), 0.5 * (1.0 + fa2.at[5]));
+  EXPECT_DOUBLE_EQ(head_dim_rate(cudnn, 32), cudnn.at[0]);
+  EXPECT_DOUBLE_EQ(head_dim_rate(cudnn, 512), cudnn.at[kHeadDimPoints - 1]);
+  EXPECT_DOUBLE_EQ(head_dim_rate(kBlackwellAttention.head_dims, 160), 1.0);
 }
 
 // Without sequence parallelism the pipeline message is still 1/t per TP rank, in Megatron (its

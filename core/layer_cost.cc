@@ -226,9 +226,7 @@ Ctx make_ctx(const Scenario& s) {
   c.graphed_layers = s.training.cuda_graphs && cuda_graphs_capture_whole_layer(s.model);
   c.flash_forward_efficiency = c.prof->flash_forward_efficiency;
   c.flash_backward_efficiency = c.prof->flash_backward_efficiency;
-  c.flash_seq_half_tokens = c.prof->flash_seq_half_tokens;
-  c.flash_dropout_factor = c.prof->flash_dropout_factor;
-  c.flash_head_dim_rates = c.prof->flash_head_dim_rates;
+  c.attention_kernel = c.prof->attention_kernel;
   c.loss_forward_bytes_per_logit = kLossForwardBytesPerLogit;  // fused (torch.compile fuses torchtitan's too)
   c.loss_backward_bytes_per_logit = kLossBackwardBytesPerLogit;
   switch (s.training.framework) {
@@ -250,9 +248,7 @@ Ctx make_ctx(const Scenario& s) {
       if (kind == "H100" || kind == "H200") {
         c.flash_forward_efficiency = kSdpaFlash2HopperForwardEfficiency;
         c.flash_backward_efficiency = kSdpaFlash2HopperBackwardEfficiency;
-        c.flash_seq_half_tokens = kFlash2SeqHalf_tokens;
-        c.flash_dropout_factor = kFlash2DropoutFactor;
-        c.flash_head_dim_rates = &kFlash2HeadDimRates;
+        c.attention_kernel = &kFlash2Attention;
       }
       break;
     }
@@ -474,10 +470,10 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
     // Local queries against the causal half of all keys (ring attention balances the halves).
     const double work = 4.0 * T * s * kCausalWorkFraction * q / t;
     // The kernel's rate at this sequence length and head dim against its ceiling.
-    const double shape_eff = s_local / (s_local + c.flash_seq_half_tokens) *
-                             head_dim_rate(*c.flash_head_dim_rates, m.head_dim);
+    const FusedAttentionKernel& k = *c.attention_kernel;
+    const double shape_eff = s_local / (s_local + k.seq_half_tokens) * head_dim_rate(k.head_dims, m.head_dim);
     // Dropout on the attention probabilities runs inside the fused kernel.
-    const double dropout = m.attention_dropout ? c.flash_dropout_factor : 1.0;
+    const double dropout = m.attention_dropout ? k.dropout_factor : 1.0;
     attn_fwd.flops = work;
     const double clock = c.prof->sustained_clock_fraction;
     attn_fwd.s = dropout * work / (c.peak16 * clock * c.flash_forward_efficiency * shape_eff) + kKernelGap_s;
