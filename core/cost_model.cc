@@ -145,7 +145,9 @@ const GpuProfile& gpu_profile(const GpuSpec& gpu) {
   std::string n;
   for (char c : gpu.name) n.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
   std::string_view v(n);
-  if (v.find("A100") != std::string_view::npos) return kA100;
+  // A800 and H800 are the export variants of A100 and H100: the same dies and SM counts, only
+  // NVLink capped (400 GB/s both directions), which the cluster's intra_node bandwidth states.
+  if (v.find("A100") != std::string_view::npos || v.find("A800") != std::string_view::npos) return kA100;
   if (v.find("H100") != std::string_view::npos || v.find("H800") != std::string_view::npos) return kH100;
   if (v.find("H200") != std::string_view::npos || v.find("GH200") != std::string_view::npos) return kH200;
   if (v.find("B200") != std::string_view::npos || v.find("B100") != std::string_view::npos) return kB200;

@@ -101,7 +101,8 @@ struct GpuProfile {
 // leaves the tensor cores nothing (the scenario reader refuses such a cap).
 double static_power_W(double tdp_W);
 
-// Profile for the GPU (matched on the name: A100, H100, H200, B200, GB200; others generic).
+// Profile for the GPU (matched on the name: A100 and A800, H100 and H800, H200, B200, GB200;
+// others generic).
 const GpuProfile& gpu_profile(const GpuSpec& gpu);
 
 // Whether TP communication overlap (Transformer Engine userbuffers, Megatron-LM

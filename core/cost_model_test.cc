@@ -287,6 +287,10 @@ TEST(Compute, ProfilesByGpuName) {
   EXPECT_STREQ(gpu_profile(g).kind, "H100");
   g.name = "a100-40gb";
   EXPECT_STREQ(gpu_profile(g).kind, "A100");
+  g.name = "A800-SXM4-80GB";
+  EXPECT_STREQ(gpu_profile(g).kind, "A100");
+  g.name = "H800";
+  EXPECT_STREQ(gpu_profile(g).kind, "H100");
   g.name = "GB200";
   EXPECT_STREQ(gpu_profile(g).kind, "B200");
   g.name = "MI300X";
