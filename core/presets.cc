@@ -18,6 +18,9 @@ namespace {
 //   data-center/h100/), H200 page (nvidia.com/en-us/data-center/h200/), HGX B200 / GB200 NVL72
 //   pages (nvidia.com/en-us/data-center/hgx/, nvidia.com/en-us/data-center/gb200-nvl72/).
 inline constexpr double kNvlink3PerDirection_GBps = 300;
+// A800 / H800 (the export variants of A100 / H100): NVLink capped at 400 GB/s in both
+// directions together (NVIDIA A800 and H800 product pages).
+inline constexpr double kNvlinkExportPerDirection_GBps = 200;
 inline constexpr double kNvlink4PerDirection_GBps = 450;
 inline constexpr double kNvlink5PerDirection_GBps = 900;
 // Network: one NIC per GPU in DGX systems.
@@ -69,12 +72,22 @@ std::vector<GpuPreset> build_gpu_presets() {
   v.push_back(make_gpu("A100-80GB", PeakTflops{19.5, 156, 312, 312, 0}, 80, 2039, 400,
                        kNvlink3PerDirection_GBps, kHdr200PerDirection_GBps, kHgxGpusPerNode,
                        "NVIDIA A100 datasheet (SXM4 80GB)"));
+  // A800 SXM4 80GB — NVIDIA A800 product page: the A100 80GB's compute, memory and 2,039 GB/s,
+  // NVLink 400 GB/s; 400 W.
+  v.push_back(make_gpu("A800-80GB", PeakTflops{19.5, 156, 312, 312, 0}, 80, 2039, 400,
+                       kNvlinkExportPerDirection_GBps, kHdr200PerDirection_GBps, kHgxGpusPerNode,
+                       "NVIDIA A800 product page (SXM4 80GB)"));
   // H100 SXM5 — NVIDIA H100 Tensor Core GPU datasheet: FP32 67 TFLOPS, TF32 989 sparse
   // (494.5 dense), BF16/FP16 1,979 sparse (989.5 dense), FP8 3,958 sparse (1,979 dense);
   // 80 GB HBM3, 3.35 TB/s; NVLink 900 GB/s; max TDP up to 700 W (configurable).
   v.push_back(make_gpu("H100-SXM", PeakTflops{67, 494.5, 989.5, 989.5, 1979}, 80, 3350, 700,
                        kNvlink4PerDirection_GBps, kNdr400PerDirection_GBps, kHgxGpusPerNode,
                        "NVIDIA H100 datasheet (SXM5)"));
+  // H800 SXM5 — NVIDIA H800 product page: the H100 SXM's tensor cores (BF16/FP16 1,979
+  // sparse, FP8 3,958 sparse), 80 GB HBM3 at 3.35 TB/s, NVLink 400 GB/s; up to 700 W.
+  v.push_back(make_gpu("H800-SXM", PeakTflops{67, 494.5, 989.5, 989.5, 1979}, 80, 3350, 700,
+                       kNvlinkExportPerDirection_GBps, kNdr400PerDirection_GBps, kHgxGpusPerNode,
+                       "NVIDIA H800 product page (SXM5)"));
   // H200 SXM — NVIDIA H200 Tensor Core GPU datasheet: same tensor cores as H100 SXM (FP32 67,
   // TF32 989 sparse, BF16/FP16 1,979 sparse, FP8 3,958 sparse); 141 GB HBM3e, 4.8 TB/s;
   // NVLink 900 GB/s; max TDP up to 700 W (configurable).

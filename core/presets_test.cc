@@ -6,7 +6,7 @@ namespace monarch {
 namespace {
 
 TEST(GpuPresets, AllRequiredGpusArePresentWithDensePeaks) {
-  for (const char* name : {"A100-40GB", "A100-80GB", "H100-SXM", "H200-SXM", "B200", "GB200"}) {
+  for (const char* name : {"A100-40GB", "A100-80GB", "A800-80GB", "H100-SXM", "H800-SXM", "H200-SXM", "B200", "GB200"}) {
     const GpuPreset* p = find_gpu_preset(name);
     ASSERT_NE(p, nullptr) << name;
     EXPECT_GT(p->spec.peak_tflops.bf16, 0) << name;
@@ -32,6 +32,16 @@ TEST(GpuPresets, FiguresMatchTheDatasheets) {
   EXPECT_DOUBLE_EQ(h200->spec.peak_tflops.bf16, h100->spec.peak_tflops.bf16);  // same die
   EXPECT_GT(h200->spec.memory_gib, h100->spec.memory_gib);
   EXPECT_EQ(find_gpu_preset("GB200")->default_gpus_per_node, 72);  // NVL72 domain
+  // The export variants: the same compute and memory, NVLink at 400 GB/s both ways.
+  const GpuPreset* a800 = find_gpu_preset("A800-80GB");
+  const GpuPreset* h800 = find_gpu_preset("H800-SXM");
+  ASSERT_NE(a800, nullptr);
+  ASSERT_NE(h800, nullptr);
+  EXPECT_DOUBLE_EQ(a800->spec.peak_tflops.bf16, a100->spec.peak_tflops.bf16);
+  EXPECT_DOUBLE_EQ(a800->spec.memory_bandwidth_GBps, a100->spec.memory_bandwidth_GBps);
+  EXPECT_DOUBLE_EQ(h800->spec.peak_tflops.fp8, h100->spec.peak_tflops.fp8);
+  EXPECT_DOUBLE_EQ(a800->default_intra_node.bandwidth_GBps, 200);
+  EXPECT_DOUBLE_EQ(h800->default_intra_node.bandwidth_GBps, 200);
 }
 
 TEST(GpuPresets, NamesMatchCaseInsensitively) {
