@@ -49,6 +49,7 @@ struct Times {
   double simgrid_s = 0, graph_s = 0, analytical_s = 0;
   CommEntry simgrid_a2a, analytical_a2a;  // the EP all-to-all entries of the two results
   CommEntry simgrid_etp, analytical_etp;  // the expert-TP all-gather entries
+  BackendResult simgrid, analytical;       // the whole results
 };
 
 CommEntry find_comm(const BackendResult& r, const char* kind, const char* group) {
@@ -77,6 +78,7 @@ Times run_all(const Scenario& sc, SimgridIntraNode intra_node = SimgridIntraNode
   t.analytical_s = analytical.iteration_time_s;
   t.analytical_a2a = ep_all_to_all(analytical);
   t.analytical_etp = find_comm(analytical, "all-gather", "etp");
+  t.analytical = analytical;
   SimgridOptions o;
   o.allow_tree = false;  // the cost model prices rings
   o.intra_node = intra_node;
@@ -89,6 +91,7 @@ Times run_all(const Scenario& sc, SimgridIntraNode intra_node = SimgridIntraNode
     t.simgrid_s = r->iteration_time_s;
     t.simgrid_a2a = ep_all_to_all(*r);
     t.simgrid_etp = find_comm(*r, "all-gather", "etp");
+    t.simgrid = *r;
   }
   std::printf("  %-64s simgrid %.4f s, graph %.4f s, analytical %.4f s\n", describe(*plan).c_str(), t.simgrid_s,
               t.graph_s, t.analytical_s);
@@ -172,6 +175,21 @@ TEST(SimgridAgreement, ExpertParallelOnly) {
   EXPECT_EQ(t.simgrid_a2a.count, t.analytical_a2a.count);
   EXPECT_EQ(t.analytical_a2a.bytes, int64_t{8 * 8 * 4} * (2048 * 2 * 2048 * 2) / 8 * 7);
   EXPECT_NEAR(static_cast<double>(t.simgrid_a2a.bytes), static_cast<double>(t.analytical_a2a.bytes), 1e-9 * t.analytical_a2a.bytes);
+}
+
+// One plan, one MFU: both backends count the model's FLOPs by its definition (the full
+// attention matrix, as Megatron-LM counts it, though causal attention does half that work), and
+// full recompute's extra forward in the hardware FLOPs only; their MFUs differ only by their times.
+TEST(SimgridAgreement, BothBackendsCountTheModelsFlops) {
+  const auto t = run_all(scenario(R"({"tp": 2, "pp": 2, "dp": 2, "ep": 2, "activation_recompute": "full"})", 8, 8, 8,
+                                  16, "", kMoeModel));
+  ASSERT_GT(t.simgrid.iteration_time_s, 0);
+  ASSERT_GT(t.analytical.model_flops_per_iteration, 0);
+  EXPECT_DOUBLE_EQ(t.simgrid.model_flops_per_iteration, t.analytical.model_flops_per_iteration);
+  EXPECT_DOUBLE_EQ(t.simgrid.hardware_flops_per_iteration, t.analytical.hardware_flops_per_iteration);
+  EXPECT_GT(t.analytical.hardware_flops_per_iteration, t.analytical.model_flops_per_iteration);
+  EXPECT_NEAR(t.simgrid.mfu * t.simgrid.iteration_time_s, t.analytical.mfu * t.analytical.iteration_time_s,
+              1e-9 * t.analytical.mfu * t.analytical.iteration_time_s);
 }
 
 TEST(SimgridAgreement, ExpertTimesTensorParallel) {

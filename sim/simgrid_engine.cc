@@ -730,6 +730,14 @@ BackendResult assemble(const Sim& sim, size_t job_index) {
   }
   res.hardware_flops_per_iteration = hw_flops * static_cast<double>(job.replicas);
   res.model_flops_per_iteration = model_flops * static_cast<double>(job.replicas);
+  if (sc.model.architecture != Architecture::kDlrm) {
+    // A transformer's MFU counts the FLOPs of its definition (core's flops_per_iteration, the
+    // full attention matrix as Megatron-LM counts it), as the analytical model reports them, not
+    // the work the tasks do (causal attention skips half its tiles): one plan, one MFU.
+    const FlopsPerIteration f = flops_per_iteration(model_shape(sc.model), sc.training, g.plan.recompute);
+    res.model_flops_per_iteration = f.model;
+    res.hardware_flops_per_iteration = f.hardware;
+  }
   const double iter = res.iteration_time_s;
   const double world = static_cast<double>(g.world_size);
   if (iter > 0) {
