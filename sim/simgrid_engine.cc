@@ -713,6 +713,8 @@ BackendResult assemble(const Sim& sim, size_t job_index) {
 
   // The critical rank: the one that finishes last.
   const RankRt* crit = nullptr;
+  // A recommendation model's FLOPs are its compute tasks' (summed here); a transformer's below.
+  const bool dlrm = sc.model.architecture == Architecture::kDlrm;
   double hw_flops = 0, model_flops = 0;
   for (const auto& r : sim.ranks) {
     if (r.job != static_cast<int32_t>(job_index)) continue;
@@ -722,15 +724,17 @@ BackendResult assemble(const Sim& sim, size_t job_index) {
       crit = &r;
       res.iteration_time_s = end;
     }
+    if (!dlrm) continue;
     for (const auto& t : r.prog->tasks) {
       if (t.kind != TaskKind::kCompute) continue;
       hw_flops += t.flops;
       if (t.phase != Phase::kRecompute) model_flops += t.flops;
     }
   }
-  res.hardware_flops_per_iteration = hw_flops * static_cast<double>(job.replicas);
-  res.model_flops_per_iteration = model_flops * static_cast<double>(job.replicas);
-  if (sc.model.architecture != Architecture::kDlrm) {
+  if (dlrm) {
+    res.hardware_flops_per_iteration = hw_flops * static_cast<double>(job.replicas);
+    res.model_flops_per_iteration = model_flops * static_cast<double>(job.replicas);
+  } else {
     // A transformer's MFU counts the FLOPs of its definition (core's flops_per_iteration, the
     // full attention matrix as Megatron-LM counts it), as the analytical model reports them, not
     // the work the tasks do (causal attention skips half its tiles): one plan, one MFU.
