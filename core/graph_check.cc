@@ -120,8 +120,10 @@ class GraphChecker {
     if (!position_[gi].count(static_cast<int32_t>(r)))
       add(at(r, i) + "/group", "rank " + std::to_string(r) + " is not a member of group " + std::to_string(t.group));
     if (t.bytes < 0) add(at(r, i) + "/bytes", "negative size");
-    // NCCL / MPI all-to-all sends bytes / n to every member: the buffer must split evenly.
-    if (t.collective == CollectiveKind::kAllToAll && t.bytes % static_cast<int64_t>(std::max<size_t>(n, 1)) != 0)
+    // NCCL / MPI all-to-all sends bytes / n to every member: the buffer must split evenly,
+    // unless the task gives each member's size (an uneven exchange, sent pair by pair).
+    if (t.collective == CollectiveKind::kAllToAll && t.send_bytes.empty() &&
+        t.bytes % static_cast<int64_t>(std::max<size_t>(n, 1)) != 0)
       add(at(r, i) + "/bytes", "all-to-all of " + std::to_string(t.bytes) + " bytes does not split evenly over the " +
                                    std::to_string(n) + " members of group " + std::to_string(t.group));
     if (!t.send_bytes.empty() && (t.collective != CollectiveKind::kAllToAll || t.send_bytes.size() != n))
