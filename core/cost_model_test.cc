@@ -462,6 +462,24 @@ TEST(LayerCosts, TorchtitanEagerBlockRunsEachOpAsItsOwnKernel) {
   EXPECT_NEAR(layer_costs(s, p).forward_flops, compiled.forward_flops, 1e-9 * compiled.forward_flops);
 }
 
+// A GPT block's LayerNorm is nn.LayerNorm, one ATen kernel each way (native_layer_norm and its
+// backward): eager, it moves the fused kernel's bytes, where torchtitan's RMSNorm runs op by op.
+// GPT has no rotary embedding, no SwiGLU and no grouped-query attention, so its eager block
+// moves what the compiled one does; only the launches differ.
+TEST(LayerCosts, EagerLayerNormIsOneKernel) {
+  Scenario s = gpt125m_a100();
+  s.training.framework = Framework::kTorchtitan;
+  Plan p;
+  p.dp = 1;
+  const LayerCosts eager = layer_costs(s, p);
+  s.training.compile = true;
+  const LayerCosts compiled = layer_costs(s, p);
+  EXPECT_DOUBLE_EQ(eager.forward_mem_bytes, compiled.forward_mem_bytes);
+  EXPECT_DOUBLE_EQ(eager.backward_mem_bytes, compiled.backward_mem_bytes);
+  EXPECT_GT(eager.backward_s, compiled.backward_s);  // the weight-gradient reductions' launches
+  EXPECT_LT(eager.backward_s - compiled.backward_s, 0.05 * compiled.backward_s);
+}
+
 // torchtitan's attention is PyTorch's scaled_dot_product_attention, whose default picks
 // FlashAttention-2: on Hopper a third of the peak where Megatron's cuDNN / FlashAttention-3
 // kernels reach two thirds; on Ampere both run FlashAttention-2.

@@ -110,6 +110,11 @@ constexpr double kEagerNormForwardBytesPerElement = 36.0;
 constexpr double kEagerNormBackwardBytesPerElement = 76.0;
 constexpr double kEagerNormForwardKernels = 7.0;
 constexpr double kEagerNormBackwardKernels = 10.0;
+// - LayerNorm (gpt), nn.LayerNorm: one ATen kernel forward (native_layer_norm: read x, write y,
+//   fp32 mean and rstd per row) and, backward, native_layer_norm_backward's input-gradient kernel
+//   and its weight- and bias-gradient reduction (aten/src/ATen/native/cuda/layer_norm_kernel.cu):
+//   the fused kernel's bytes, one more launch backward.
+constexpr double kEagerLayerNormBackwardKernels = 2.0;
 // - rotary embedding on q and k, apply_rotary_emb: cast to fp32 (read 2, write 4), complex
 //   multiply by freqs_cis (read 4, write 4), cast back (read 4, write 2): 20 forward, the same
 //   three kernels backward (fused: 4 and 8).
@@ -312,7 +317,8 @@ GemmCost sum_of(GemmCost a, const GemmCost& b) {
 GemmCost sum_of(const GemmCost& a, const GemmCost& b, const GemmCost& c) { return sum_of(sum_of(a, b), c); }
 
 // The passes torchtitan's eager block (training.compile off) makes beyond the fused kernels
-// counted in layer_compute: the RMSNorms, the rotary embedding and SwiGLU op by op
+// counted in layer_compute: the RMSNorms (a LayerNorm is one kernel), the rotary embedding and
+// SwiGLU op by op
 // (kEager*BytesPerElement, less the fused bytes already counted), and with grouped-query
 // attention repeat_kv's copies of k and v to every query head (forward: read and write each
 // repeated element; backward: the sum back over the repeats, reading the repeated gradient and
@@ -324,9 +330,14 @@ Op add_eager_block_kernels(const Ctx& c, const ModelShape& m, const Plan& p, dou
   const double q = static_cast<double>(m.heads * m.head_dim) / t;
   const double kv = static_cast<double>(m.kv_heads * m.head_dim) / t;
   const double T_rep = p.sequence_parallel ? T / t : T;
-  double fwd = 2.0 * (kEagerNormForwardBytesPerElement - 2.0 * e) * h * T_rep;
-  double bwd = 2.0 * (kEagerNormBackwardBytesPerElement - 4.0 * e) * h * T_rep;
-  double fwd_kernels = 2.0 * kEagerNormForwardKernels, bwd_kernels = 2.0 * kEagerNormBackwardKernels;
+  double fwd = 0, bwd = 0;
+  double fwd_kernels = 2.0, bwd_kernels = 2.0 * kEagerLayerNormBackwardKernels;
+  if (!m.layernorm) {  // RMSNorm op by op
+    fwd = 2.0 * (kEagerNormForwardBytesPerElement - 2.0 * e) * h * T_rep;
+    bwd = 2.0 * (kEagerNormBackwardBytesPerElement - 4.0 * e) * h * T_rep;
+    fwd_kernels = 2.0 * kEagerNormForwardKernels;
+    bwd_kernels = 2.0 * kEagerNormBackwardKernels;
+  }
   if (!m.learned_positions) {
     fwd += (kEagerRopeForwardBytesPerElement - 2.0 * e) * (q + kv) * T;
     bwd += (kEagerRopeBackwardBytesPerElement - 4.0 * e) * (q + kv) * T;
