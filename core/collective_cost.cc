@@ -103,13 +103,29 @@ double collective_wire_bytes(CollectiveKind kind, int64_t bytes, int64_t n) {
   return collective_bus_factor(kind, static_cast<double>(n)) * static_cast<double>(bytes);
 }
 
+double collective_hops_latency_s(CollectiveKind kind, int64_t n, int64_t nodes, int64_t ranks_per_node,
+                                 double intra_latency_s, double inter_latency_s) {
+  if (n <= 1) return 0;
+  const double passes = kind == CollectiveKind::kAllReduce ? 2.0 : 1.0;
+  const double N = static_cast<double>(std::max<int64_t>(nodes, 1));
+  const double ring_inter = passes * (N - 1.0);
+  const double ring_intra = passes * (static_cast<double>(n) - N);
+  if (kind == CollectiveKind::kAllReduce && nodes > 1) {
+    const double tree_inter = 2.0 * std::ceil(std::log2(N));
+    const double tree_intra = 2.0 * static_cast<double>(std::max<int64_t>(ranks_per_node, 1) - 1);
+    const double ring_s = ring_intra * intra_latency_s + ring_inter * inter_latency_s;
+    const double tree_s = tree_intra * intra_latency_s + tree_inter * inter_latency_s;
+    return std::min(ring_s, tree_s);
+  }
+  return ring_intra * intra_latency_s + ring_inter * inter_latency_s;
+}
+
 double collective_time_s(CollectiveKind kind, int64_t bytes_per_rank, const GroupSpan& g, const ClusterConfig& c) {
   if (g.size <= 1 || bytes_per_rank <= 0) return 0;
   const double S = static_cast<double>(bytes_per_rank);
   const double n = static_cast<double>(g.size);
   const double lat_intra = us_to_s(c.intra_node.latency_us);
   const double lat_inter = us_to_s(c.inter_node.latency_us);
-  const double steps_factor = kind == CollectiveKind::kAllReduce ? 2.0 : 1.0;
   const double bw_intra = intra_bytes_per_s(c);
   const CalibrationProfile* cal = profile_of(c.gpu);
   if (!g.crosses_nodes()) {
@@ -118,38 +134,32 @@ double collective_time_s(CollectiveKind kind, int64_t bytes_per_rank, const Grou
       if (t > 0) return t;  // measured on this node (nccl-tests style)
     }
     if (kind == CollectiveKind::kAllToAll) return all_to_all_latency_s(g, c) + collective_bus_factor(kind, n) * S / bw_intra;
-    return kNcclCollectiveBaseLatency_s + steps_factor * (n - 1.0) * lat_intra + collective_bus_factor(kind, n) * S / bw_intra;
+    return kNcclCollectiveBaseLatency_s + collective_hops_latency_s(kind, g.size, 1, g.size, lat_intra, lat_inter) +
+           collective_bus_factor(kind, n) * S / bw_intra;
   }
-  // Across nodes: r members per node, N nodes. Hierarchical algorithm: an intra-node phase on
-  // NVLink and an inter-node phase where each of the r GPUs moves 1/r of the data over its
-  // own NIC share (NCCL rings/trees use one NIC per GPU rail).
-  const double r = static_cast<double>(g.ranks_per_node);
-  const double N = static_cast<double>(g.nodes);
-  const double bw_nic = nic_bytes_per_s_per_gpu(c, g.rail_aligned);
   if (kind == CollectiveKind::kAllToAll) {
     const AllToAllLoad load = all_to_all_load(g, c);
     return all_to_all_latency_s(g, c) +
            std::max(S * load.nic_fraction / nic_bytes_per_s_per_gpu(c, load.on_rail), S * load.nvlink_fraction / bw_intra);
   }
-  double intra = r > 1 ? collective_bus_factor(kind, r) * S / bw_intra + steps_factor * (r - 1.0) * lat_intra : 0.0;
+  // Across nodes: r members per node. Each of NCCL's channels is one ring through all n ranks
+  // (r - 1 NVLink hops per node, then one NIC hop), with one channel per NIC: every GPU leaves
+  // its node in one channel and sends on NVLink in the r - 1 others. A channel's chunks stream
+  // through all its hops at once, so the time is the slower link's bytes over its bandwidth, not
+  // the NVLink time plus the NIC time (NCCL's model takes one bus bandwidth per channel, the
+  // inter-node one beyond two nodes: src/graph/tuning.cc ncclTopoTuneModel). Every chunk passes
+  // every node boundary of the ring, so a GPU's NIC carries bus(n) x S / r: on two nodes twice
+  // what a hierarchical scheme would send, about the same on many.
+  const double r = static_cast<double>(g.ranks_per_node);
+  double nvlink_s = r > 1 ? collective_bus_factor(kind, r) * S / bw_intra : 0.0;
+  double latency_s = collective_hops_latency_s(kind, g.size, g.nodes, g.ranks_per_node, lat_intra, lat_inter);
   if (cal != nullptr && r > 1) {
     const double t = profile_collective_time_s(*cal, kind, static_cast<int>(r), bytes_per_rank);
-    if (t > 0) intra = t;
+    if (t > 0) nvlink_s = t;  // the node's NVLink share, measured on one node (nccl-tests style)
   }
-  // Latency: a ring takes N - 1 node-crossing steps per phase; for all-reduce over many nodes
-  // NCCL switches to double binary trees, 2 log2(N) steps (NCCL_ALGO ring/tree tuning model).
-  double inter_steps = steps_factor * (N - 1.0);
-  if (kind == CollectiveKind::kAllReduce) inter_steps = std::min(inter_steps, 2.0 * std::ceil(std::log2(N)));
-  // All-gather and reduce-scatter have only the ring: one ring through all n = N x r ranks,
-  // n - 1 steps, of which N - 1 cross nodes and the other n - N stay on NVLink (NCCL
-  // src/graph/tuning.cc: nsteps = nRanks - 1, nInterSteps = nNodes - 1, latency = (nsteps -
-  // nInterSteps) x intraLat + nInterSteps x interLat). The intra-node phase above paid r - 1 of
-  // those n - N NVLink steps; a ring over hundreds of ranks pays the rest too (1536 ranks on
-  // 192 nodes: 1344 NVLink steps per call).
-  if (kind == CollectiveKind::kAllGather || kind == CollectiveKind::kReduceScatter)
-    intra += std::max(0.0, n - N - (r - 1.0)) * lat_intra;
-  const double inter = collective_bus_factor(kind, N) * S / r / bw_nic + inter_steps * lat_inter;
-  return kNcclCollectiveBaseLatency_s + intra + inter;
+  nvlink_s *= (n - 1.0) / n;  // the ring's n - 1 steps of S / n, (r - 1) / r of them on NVLink
+  const double nic_s = collective_bus_factor(kind, n) * S / r / nic_bytes_per_s_per_gpu(c, g.rail_aligned);
+  return kNcclCollectiveBaseLatency_s + latency_s + std::max(nvlink_s, nic_s);
 }
 
 double p2p_time_s(int64_t bytes, bool crosses_nodes, const ClusterConfig& c) {

@@ -5,8 +5,8 @@
 // the GPU's SMs and the K-loop prologue/epilogue) and on one measured ceiling per GPU kind and
 // precision (GpuProfile, sources in cost_model.cc).
 // Communication: NCCL-like alpha-beta costs per collective on the links the group really
-// crosses (core/placement.h): NVLink inside a node; hierarchical (intra-node phase + per-rail
-// inter-node phase) across nodes.
+// crosses (core/placement.h): NVLink inside a node; across nodes NCCL's flat ring, one channel
+// per NIC, paced by the slower of its NVLink and NIC hops.
 // Iteration: per pipeline stage and micro-batch, the layers' forward, backward and recompute
 // plus exposed TP/CP/EP communication; the slowest stage paces m micro-batches; plus the
 // pipeline bubble, exposed PP/DP communication and the optimizer step.
@@ -142,6 +142,13 @@ double gemm_efficiency(const GpuSpec& gpu, Precision precision, int64_t m, int64
 // send buffer, the broadcast buffer.
 double collective_time_s(CollectiveKind kind, int64_t bytes_per_rank, const GroupSpan& group,
                          const ClusterConfig& cluster);
+// Hop latencies of one ring or tree collective (without NCCL's base latency) over n ranks on
+// `nodes` nodes, at most `ranks_per_node` on one: NCCL's tuning model (src/graph/tuning.cc),
+// the rule both backends use. A ring takes n - 1 steps per pass (two passes for all-reduce),
+// nodes - 1 of them across nodes, the rest on NVLink; all-reduce over several nodes takes
+// NCCL's double binary tree when that is shorter, 2 (r - 1) NVLink and 2 log2(nodes) NIC hops.
+double collective_hops_latency_s(CollectiveKind kind, int64_t n, int64_t nodes, int64_t ranks_per_node,
+                                 double intra_latency_s, double inter_latency_s);
 // All-to-all details shared with the SimGrid decomposition (derivation in cost_model.cc).
 // Latency waves: the peers NCCL keeps in flight at once are 32 p2p channels x 8 rounds per
 // work batch; each wave of up to 256 peers pays one end-to-end latency of the slowest path.

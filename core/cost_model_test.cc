@@ -98,6 +98,40 @@ TEST(Collectives, AllGatherRingLatencyCountsEveryRankAcrossNodes) {
   EXPECT_LT(collective_time_s(CollectiveKind::kAllReduce, S, g, c), 0.1 * expect);
 }
 
+// Across nodes NCCL runs one flat ring per channel, a channel per NIC. Its chunks stream
+// through the NVLink and NIC hops at once, so the slower link sets the time (not NVLink time
+// plus NIC time), and every chunk crosses every node boundary: on two nodes a GPU's NIC
+// carries (n-1)/n of its eighth of the buffer, twice the (N-1)/N of a hierarchical scheme.
+TEST(Collectives, AcrossNodesTheRingStreamsThroughNvlinkAndNic) {
+  const ClusterConfig c = cluster("A100-80GB", 64);
+  const double S = 1e9;
+  const double nic = 25e9 * kInterNodeEfficiency;
+  const double nvl = 300e9 * gpu_profile(c.gpu).nvlink_efficiency;
+  const double lat_intra = us_to_s(c.intra_node.latency_us), lat_inter = us_to_s(c.inter_node.latency_us);
+  for (int64_t nodes : {2, 8}) {
+    const int64_t n = 8 * nodes;
+    const GroupSpan g{n, nodes, 8, false};
+    const double nic_s = (n - 1.0) / n * S / 8 / nic;
+    const double nvlink_s = (n - 1.0) / n * 7.0 / 8 * S / nvl;
+    ASSERT_GT(nic_s, nvlink_s);
+    const double ag = collective_time_s(CollectiveKind::kAllGather, static_cast<int64_t>(S), g, c);
+    EXPECT_NEAR(ag, kNcclCollectiveBaseLatency_s + (n - nodes) * lat_intra + (nodes - 1) * lat_inter + nic_s, 1e-12) << n;
+    EXPECT_LT(ag, kNcclCollectiveBaseLatency_s + nvlink_s + nic_s) << n;
+    const double ar = collective_time_s(CollectiveKind::kAllReduce, static_cast<int64_t>(S), g, c);
+    EXPECT_NEAR(ar - kNcclCollectiveBaseLatency_s - collective_hops_latency_s(CollectiveKind::kAllReduce, n, nodes, 8, lat_intra, lat_inter),
+                2 * nic_s, 1e-12) << n;
+  }
+  // All-reduce latency: NCCL's tree when shorter than the ring (14 NVLink + 2 log2(N) NIC hops).
+  EXPECT_DOUBLE_EQ(collective_hops_latency_s(CollectiveKind::kAllReduce, 64, 8, 8, lat_intra, lat_inter), 14 * lat_intra + 6 * lat_inter);
+  EXPECT_DOUBLE_EQ(collective_hops_latency_s(CollectiveKind::kAllGather, 64, 8, 8, lat_intra, lat_inter), 56 * lat_intra + 7 * lat_inter);
+  // A slow NVLink paces the ring instead.
+  ClusterConfig slow = c;
+  slow.intra_node.bandwidth_GBps = 20;
+  const GroupSpan two{16, 2, 8, false};
+  EXPECT_NEAR(collective_time_s(CollectiveKind::kAllGather, static_cast<int64_t>(S), two, slow),
+              kNcclCollectiveBaseLatency_s + 14 * lat_intra + lat_inter + 15.0 / 16 * 7.0 / 8 * S / (20e9 * gpu_profile(c.gpu).nvlink_efficiency), 1e-12);
+}
+
 TEST(Collectives, AcrossNodesTheNicsPaceTheGroup) {
   const ClusterConfig c = cluster("H100-SXM", 128);
   GroupSpan one_per_node{16, 16, 1, true};   // e.g. DP with tp 8: one rank per node

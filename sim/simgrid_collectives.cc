@@ -54,7 +54,9 @@ int64_t crossing_channels(const std::vector<std::vector<int64_t>>& nodes, const 
 }
 
 // The ring NCCL would build: within a node along NVLink, across nodes NIC to NIC, one channel
-// per NIC for the crossing edges.
+// per NIC for the crossing edges. With a channel per member, each member leaves its node in
+// one channel and sends on NVLink in the others: one ring stands for them all, its NVLink hops
+// carrying (r - 1) / r of each chunk, the busiest NVLink port's load.
 std::vector<RingEdge> ring_edges(const std::vector<int64_t>& gpus, const FabricShape& shape) {
   std::vector<RingEdge> edges;
   const auto nodes = by_node(gpus, shape);
@@ -69,7 +71,9 @@ std::vector<RingEdge> ring_edges(const std::vector<int64_t>& gpus, const FabricS
   for (size_t k = 0; k < m; ++k) {
     const auto& here = nodes[k];
     const auto& next = nodes[(k + 1) % m];
-    for (size_t i = 0; i + 1 < here.size(); ++i) edges.push_back({gpu_ep(here[i]), gpu_ep(here[i + 1]), 1.0});
+    const double r = static_cast<double>(here.size());
+    const double nvlink_share = channels >= static_cast<int64_t>(here.size()) ? (r - 1.0) / r : 1.0;
+    for (size_t i = 0; i + 1 < here.size(); ++i) edges.push_back({gpu_ep(here[i]), gpu_ep(here[i + 1]), nvlink_share});
     if (channels == 1) {
       edges.push_back({nic_ep(shape.nic_of(here.back())), nic_ep(shape.nic_of(next.front())), 1.0});
     } else {
@@ -172,44 +176,20 @@ std::vector<FlowPhase> decompose_collective(CollectiveKind kind, const std::vect
     case Algorithm::kRing: {
       assert(kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kAllGather ||
              kind == CollectiveKind::kReduceScatter);
+      // One flat ring through all members, as NCCL runs it (core/collective_cost.cc): NVLink
+      // hops inside a node, one NIC channel per NIC across. Each step pays the mean hop latency
+      // of NCCL's model, so the steps add up to collective_hops_latency_s. A ring across nodes
+      // with several members per node streams its chunks through NVLink and NIC hops at once,
+      // so it is one phase at both fidelities: steps in lockstep would pay the NIC's latency at
+      // every NVLink hop.
       const auto nodes = by_node(gpus, shape);
-      bool uniform = true;
-      for (const auto& nd : nodes) uniform = uniform && nd.size() == nodes.front().size();
-      const int64_t r = static_cast<int64_t>(nodes.front().size());
-      if (nodes.size() > 1 && r > 1 && uniform) {
-        // Hierarchical (NCCL's intra-node + per-rail inter-node scheme): an NVLink ring inside
-        // every node, and r rings across the nodes, one per local index, each on 1/r of the
-        // data through that GPU's NIC. All-reduce = reduce-scatter inside, all-reduce across,
-        // all-gather inside; reduce-scatter = inside then across; all-gather = across then inside.
-        std::vector<std::vector<RingEdge>> intra, inter;
-        for (const auto& nd : nodes) intra.push_back(ring_edges(nd, shape));
-        for (int64_t i = 0; i < r; ++i) {
-          std::vector<int64_t> rail;
-          for (const auto& nd : nodes) rail.push_back(nd[static_cast<size_t>(i)]);
-          inter.push_back(ring_edges(rail, shape));
-        }
-        const int64_t m = static_cast<int64_t>(nodes.size());
-        auto inside = [&](int64_t steps) {
-          append_ring(phases, intra, steps, bytes / static_cast<double>(r), fidelity, shape.intra_latency_s);
-        };
-        auto across = [&](int64_t steps) {
-          append_ring(phases, inter, steps, bytes / static_cast<double>(r * m), fidelity, shape.inter_latency_s);
-        };
-        if (kind == CollectiveKind::kAllReduce) {
-          inside(r - 1);
-          across(2 * (m - 1));
-          inside(r - 1);
-        } else if (kind == CollectiveKind::kReduceScatter) {
-          inside(r - 1);
-          across(m - 1);
-        } else {
-          across(m - 1);
-          inside(r - 1);
-        }
-        phases.front().extra_latency_s += kNcclCollectiveBaseLatency_s;
-        return phases;
-      }
-      append_ring(phases, {ring_edges(gpus, shape)}, ring_steps(kind, n), bytes / static_cast<double>(n), fidelity, alpha);
+      size_t most = 0;
+      for (const auto& nd : nodes) most = std::max(most, nd.size());
+      const double hops_s = collective_hops_latency_s(kind, n, static_cast<int64_t>(nodes.size()), static_cast<int64_t>(most),
+                                                      shape.intra_latency_s, shape.inter_latency_s);
+      const int64_t steps = ring_steps(kind, n);
+      append_ring(phases, {ring_edges(gpus, shape)}, steps, bytes / static_cast<double>(n),
+                  nodes.size() > 1 && most > 1 ? Fidelity::kAggregated : fidelity, hops_s / static_cast<double>(steps));
       break;
     }
     case Algorithm::kTree: {

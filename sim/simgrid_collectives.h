@@ -11,12 +11,12 @@
 //
 // Algorithms (NCCL 2.x names; sizes are NCCL's "size", the buffer per rank):
 // - ring: all-reduce = reduce-scatter + all-gather, 2(n-1) steps of size/n per ring edge;
-//   all-gather and reduce-scatter n-1 steps. Inside one node, or with one member per node, a
-//   single ring (NVLink, or NIC to NIC). With r > 1 members on each of m > 1 nodes,
-//   hierarchical: an NVLink ring inside each node and r rings across nodes (one per local
-//   index, on that GPU's NIC) carrying 1/r of the data each; all-reduce = reduce-scatter
-//   inside + all-reduce across + all-gather inside. Uneven groups use one topology-aware ring
-//   whose node-crossing edges are split over the NICs the members reach (NCCL channels).
+//   all-gather and reduce-scatter n-1 steps. One topology-aware ring through all members, as
+//   NCCL runs it: NVLink hops inside a node, node-crossing edges split over the NICs the
+//   members reach (NCCL channels, one per NIC). With a channel per member, each NVLink hop
+//   carries (r-1)/r of a chunk (every member leaves its node in one channel). Latencies are
+//   NCCL's hop sums (collective_hops_latency_s); a ring with several members per node on
+//   several nodes streams through NVLink and NICs at once and is one phase at both fidelities.
 // - tree (all-reduce only, one member per node): NCCL's double binary tree. Each tree reduces
 //   half the buffer up and broadcasts it down, pipelined: latency 2 x depth, bandwidth ~2 x size
 //   per NIC. Used when its alpha-beta time is lower than the ring's (small buffers, many nodes).

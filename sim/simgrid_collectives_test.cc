@@ -6,6 +6,7 @@
 #include <map>
 
 #include "core/collectives.h"
+#include "core/cost_model.h"
 
 namespace monarch::simgrid_backend {
 namespace {
@@ -50,28 +51,34 @@ TEST(SimgridCollectives, OneGpuPerNodeRingGoesNicToNic) {
   EXPECT_DOUBLE_EQ(agg[0].extra_latency_s, kNcclCollectiveBaseLatency_s + 2 * 5e-6);
 }
 
-TEST(SimgridCollectives, MultiNodeAllReduceIsHierarchical) {
+// NCCL runs one flat ring through all members, a channel per NIC: every chunk crosses every
+// node boundary, and each GPU sends on NVLink in all channels but the one it leaves its node in.
+TEST(SimgridCollectives, MultiNodeRingIsFlatWithAChannelPerNic) {
   std::vector<int64_t> gpus;
   for (int64_t g = 0; g < 16; ++g) gpus.push_back(g);  // two full nodes
   auto agg = decompose_collective(CollectiveKind::kAllReduce, gpus, 16e6, Algorithm::kRing, Fidelity::kAggregated, shape8x8());
-  ASSERT_EQ(agg.size(), 3u);  // reduce-scatter inside, all-reduce across, all-gather inside
-  for (size_t i : {0, 2}) {
-    ASSERT_EQ(agg[i].flows.size(), 16u);  // an 8-GPU ring per node
-    for (const auto& f : agg[i].flows) {
-      EXPECT_EQ(f.src.kind, Endpoint::Kind::kGpu);
-      EXPECT_DOUBLE_EQ(f.bytes, 7 * 2e6);  // (r-1) steps of size/r
+  ASSERT_EQ(agg.size(), 1u);  // NVLink and NIC hops stream at once
+  int nvlink = 0, nic = 0;
+  for (const auto& f : agg[0].flows) {
+    if (f.src.kind == Endpoint::Kind::kGpu) {
+      ++nvlink;
+      EXPECT_DOUBLE_EQ(f.bytes, 30 * 1e6 * 7 / 8);  // 2(n-1) steps of size/n, 7/8 of each on NVLink
+    } else {
+      ++nic;
+      EXPECT_EQ(f.src.index % 8, f.dst.index % 8);  // a channel stays on its rail
+      EXPECT_DOUBLE_EQ(f.bytes, 30 * 1e6 / 8);       // the channel's eighth of every step
     }
-    EXPECT_DOUBLE_EQ(agg[i].latency_s, 2e-6);
   }
-  ASSERT_EQ(agg[1].flows.size(), 16u);  // 8 rails x 2-node ring
-  for (const auto& f : agg[1].flows) {
-    EXPECT_EQ(f.src.kind, Endpoint::Kind::kNic);
-    EXPECT_EQ(f.src.index % 8, f.dst.index % 8);  // stays on its rail
-    EXPECT_DOUBLE_EQ(f.bytes, 2 * 1e6);            // 2(m-1) steps of size/(r m)
-  }
-  EXPECT_DOUBLE_EQ(agg[1].latency_s, 5e-6);
+  EXPECT_EQ(nvlink, 2 * 7);
+  EXPECT_EQ(nic, 2 * 8);  // 8 channels, each crossing both node boundaries
+  // Latency: NCCL's model, here its tree (14 NVLink hops and 2 NIC hops), plus the base.
+  const double hops_s = collective_hops_latency_s(CollectiveKind::kAllReduce, 16, 2, 8, 2e-6, 5e-6);
+  EXPECT_DOUBLE_EQ(hops_s, 14 * 2e-6 + 2 * 5e-6);
+  EXPECT_NEAR(agg[0].extra_latency_s + agg[0].latency_s, kNcclCollectiveBaseLatency_s + hops_s, 1e-12);
+  // Per-step fidelity keeps a ring across nodes whole: lockstep steps would pay the NIC's
+  // latency at every NVLink hop.
   auto steps = decompose_collective(CollectiveKind::kAllReduce, gpus, 16e6, Algorithm::kRing, Fidelity::kPerStep, shape8x8());
-  EXPECT_EQ(steps.size(), 7u + 2u + 7u);
+  ASSERT_EQ(steps.size(), 1u);
   EXPECT_DOUBLE_EQ(total_bytes(steps), total_bytes(agg));
 }
 
