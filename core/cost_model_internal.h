@@ -76,6 +76,11 @@ struct Ctx {
   // TP communication overlap runs on Transformer Engine's userbuffers (Megatron), whose
   // pipelined reduce-scatters take SMs from their GEMMs; torchtitan's async TP does not.
   bool te_userbuffers = false;
+  // FSDP2 (torchtitan's ZeRO-2/3) copies every gathered layer out of the all-gather buffer and
+  // its gradients into the reduce-scatter buffer on the compute stream (add_fsdp2_copy_kernels).
+  bool fsdp2_copies = false;
+  double grad_reduce_bytes = 0;  // bytes per gradient element of the reduce-scatter
+  bool fp8_params = false;       // the linear layers' weights gathered in fp8
 };
 
 Ctx make_ctx(const Scenario& s);

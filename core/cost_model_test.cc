@@ -514,6 +514,41 @@ TEST(LayerCosts, EagerLayerNormIsOneKernel) {
   EXPECT_LT(eager.backward_s - compiled.backward_s, 0.05 * compiled.backward_s);
 }
 
+// FSDP2 copies each gathered layer out of the all-gather buffer (read + write of the unsharded
+// bf16 weights) before the forward and, under ZeRO-3, again before the backward, and copies the
+// layer's bf16 gradients into the fp32 reduce-scatter buffer, all on the compute stream.
+TEST(LayerCosts, Fsdp2CopiesGatheredWeightsAndGradientsOnTheComputeStream) {
+  Scenario s = llama8b("H100-SXM", 8);
+  s.training.framework = Framework::kTorchtitan;
+  const ModelShape m = model_shape(s.model);
+  Plan p;
+  p.dp = 8;
+  auto compute = [&](int zero) {
+    p.zero_stage = zero;
+    return cost_detail::layer_compute(cost_detail::make_ctx(s), m, p);
+  };
+  const cost_detail::LayerCompute ddp = compute(0), zero2 = compute(2), zero3 = compute(3);
+  const double P = layer_parameters(m, p).total();
+  EXPECT_NEAR(P, 2 * 4096.0 * 4096 + 2 * 4096.0 * 1024 + 3 * 4096.0 * 14336 + 2 * 4096, 1.0);  // q, o; k, v; MLP; norms
+  EXPECT_DOUBLE_EQ(zero3.fwd.bytes - ddp.fwd.bytes, 2 * 2 * P);                  // copy-out
+  EXPECT_DOUBLE_EQ(zero3.bwd.bytes - ddp.bwd.bytes, 2 * 2 * P + (2 + 4) * P);    // copy-out, bf16 -> fp32 copy-in
+  EXPECT_DOUBLE_EQ(zero2.fwd.bytes - ddp.fwd.bytes, 2 * 2 * P);
+  EXPECT_DOUBLE_EQ(zero2.bwd.bytes - ddp.bwd.bytes, (2 + 4) * P);                // kept gathered for the backward
+  EXPECT_GT(zero3.bwd.s - ddp.bwd.s, 10 * P / cost_detail::hbm_bytes_per_s(s.cluster.gpu, gpu_profile(s.cluster.gpu)));
+  EXPECT_DOUBLE_EQ(zero3.recompute.bytes, ddp.recompute.bytes);                   // no gather again
+  // A bf16 reduction writes 2 bytes per gradient; Megatron's and DeepSpeed's buffers need no copy;
+  // nothing is sharded on one rank.
+  s.training.grad_reduce_in_fp32 = false;
+  EXPECT_DOUBLE_EQ(compute(2).bwd.bytes - ddp.bwd.bytes, (2 + 2) * P);
+  for (Framework f : {Framework::kMegatron, Framework::kDeepspeed}) {
+    s.training.framework = f;
+    EXPECT_DOUBLE_EQ(compute(3).fwd.bytes, compute(0).fwd.bytes);
+  }
+  s.training.framework = Framework::kTorchtitan;
+  p.dp = 1;
+  EXPECT_DOUBLE_EQ(compute(3).fwd.bytes, compute(0).fwd.bytes);
+}
+
 // torchtitan's attention is PyTorch's scaled_dot_product_attention, whose default picks
 // FlashAttention-2: on Hopper a third of the peak where Megatron's cuDNN / FlashAttention-3
 // kernels reach two thirds; on Ampere both run FlashAttention-2.
@@ -522,7 +557,7 @@ TEST(LayerCosts, TorchtitanAttentionIsFlashAttention2OnHopper) {
     Scenario s = llama8b(gpu, 8);
     Plan p;
     p.dp = 8;
-    p.zero_stage = 3;
+    p.zero_stage = 0;  // replicated: FSDP2's copies around its collectives have their own test
     const LayerCosts megatron = layer_costs(s, p);
     s.training.framework = Framework::kTorchtitan;
     s.training.compile = true;

@@ -243,6 +243,9 @@ Ctx make_ctx(const Scenario& s) {
       c.loss_backward_bytes_per_logit = kUnfusedLossBackwardBytesPerLogit;
       break;
     case Framework::kTorchtitan: {
+      c.fsdp2_copies = true;
+      c.grad_reduce_bytes = grad_reduce_bytes_per_param(s.training);
+      c.fp8_params = s.training.precision == Precision::kFp8;
       c.eager_block = !s.training.compile;
       c.separate_projections = true;
       if (c.eager_block) {
@@ -323,6 +326,27 @@ GemmCost sum_of(const GemmCost& a, const GemmCost& b, const GemmCost& c) { retur
 // attention repeat_kv's copies of k and v to every query head (forward: read and write each
 // repeated element; backward: the sum back over the repeats, reading the repeated gradient and
 // writing the kv-sized one).
+// FSDP2's copies around its collectives, on the compute stream, per layer and micro-batch
+// (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py):
+// - foreach_all_gather_copy_out: after each all-gather the current stream waits for it and
+//   split_with_sizes_copy moves the gathered layer from the flat all-gather buffer into the
+//   parameters' own tensors, reading and writing every unsharded weight once; ZeRO-3 gathers
+//   (and copies) again before the backward, ZeRO-2 keeps the forward's;
+// - foreach_reduce: chunk_cat copies the layer's unsharded gradients into the reduce-scatter
+//   buffer, in the reduce dtype (bf16 -> fp32 by default), on the current stream before the
+//   reduce-scatter stream waits for it.
+// The all-gather copy-in and the post-reduce cast touch only the 1/n shard and are left out.
+void add_fsdp2_copy_kernels(const Ctx& c, const ModelShape& m, const Plan& p, LayerCompute& lc) {
+  if (!c.fsdp2_copies || p.zero_stage < 2 || p.dp * p.cp <= 1) return;
+  const StageParameters w = layer_parameters(m, p);
+  const double gathered_bytes = c.e * w.total() - (c.fp8_params ? (c.e - kFp8WeightBytes) * (w.gemm_dense + w.gemm_expert) : 0.0);
+  const double copy_out = 2.0 * gathered_bytes;
+  const double copy_in = (c.e + c.grad_reduce_bytes) * w.total();
+  lc.fwd += Op{copy_out / c.hbm + kKernelGap_s, 0, copy_out};
+  const double bwd = copy_in + (p.zero_stage >= 3 ? copy_out : 0.0);
+  lc.bwd += Op{bwd / c.hbm + (p.zero_stage >= 3 ? 2.0 : 1.0) * kKernelGap_s, 0, bwd};
+}
+
 Op add_eager_block_kernels(const Ctx& c, const ModelShape& m, const Plan& p, double T, LayerCompute& lc) {
   const double e = c.e;
   const double t = static_cast<double>(p.tp);
@@ -608,6 +632,7 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
     lc.recompute += m.gated_mlp ? linear(c, T, f, h, true).fwd : gemms[3].fwd;
     lc.recompute += elementwise_fwd;
   }
+  add_fsdp2_copy_kernels(c, m, p, lc);  // after the recompute: it gathers nothing again
   // The floor is PyTorch's: a device measured by monarch-calibrate as a CPU runs the project's
   // own runtime (C++ calling BLAS, no Python dispatch), so none there.
   const bool eager = c.cal == nullptr || c.cal->device_kind == DeviceKind::kGpu;

@@ -172,7 +172,7 @@ std::vector<int64_t> fixed_layer_split(const Scenario& sc, const Plan& plan) {
   return {};
 }
 
-StageParameters stage_parameters(const ModelShape& m, const Plan& plan, int64_t stage, int64_t layers) {
+StageParameters layer_parameters(const ModelShape& m, const Plan& plan) {
   const double t = static_cast<double>(plan.tp);
   const double ep = static_cast<double>(std::max<int64_t>(plan.ep, 1));
   const double etp = static_cast<double>(plan.expert_tp());
@@ -194,11 +194,23 @@ StageParameters stage_parameters(const ModelShape& m, const Plan& plan, int64_t 
     mlp_dense = norm + static_cast<double>(mlp_matrix_params(m, m.ffn)) / t +
                 (static_cast<double>(mlp_bias_params(m, m.ffn)) - fc2_bias) / t + fc2_bias;
   }
+  sp.dense = attn + mlp_dense;
+  sp.expert = mlp_expert;
+  sp.gemm_dense = static_cast<double>(attention_matrix_params(m) + (m.moe() ? 0 : mlp_matrix_params(m, m.ffn))) / t;
+  sp.gemm_expert = m.moe() ? static_cast<double>(m.experts) / ep * static_cast<double>(mlp_matrix_params(m, m.expert_ffn)) / etp : 0.0;
+  return sp;
+}
+
+StageParameters stage_parameters(const ModelShape& m, const Plan& plan, int64_t stage, int64_t layers) {
+  const double t = static_cast<double>(plan.tp);
+  const double norm = static_cast<double>(norm_params(m));
+  const StageParameters one = layer_parameters(m, plan);
   const double L = static_cast<double>(layers);
-  sp.dense = L * (attn + mlp_dense);
-  sp.expert = L * mlp_expert;
-  sp.gemm_dense = L * static_cast<double>(attention_matrix_params(m) + (m.moe() ? 0 : mlp_matrix_params(m, m.ffn))) / t;
-  sp.gemm_expert = m.moe() ? L * static_cast<double>(m.experts) / ep * static_cast<double>(mlp_matrix_params(m, m.expert_ffn)) / etp : 0.0;
+  StageParameters sp;
+  sp.dense = L * one.dense;
+  sp.expert = L * one.expert;
+  sp.gemm_dense = L * one.gemm_dense;
+  sp.gemm_expert = L * one.gemm_expert;
   const double word = static_cast<double>(m.vocab * m.hidden) / t;  // vocab-parallel
   if (stage == 0) sp.dense += word + (m.learned_positions ? static_cast<double>(m.seq * m.hidden) : 0.0);
   if (stage == plan.pp - 1) {

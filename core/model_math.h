@@ -148,6 +148,8 @@ struct StageParameters {
 };
 StageParameters stage_parameters(const ModelShape& m, const Plan& plan, int64_t stage,
                                  int64_t layers_on_stage);
+// One transformer layer's parameters on one rank (no embedding or output layer).
+StageParameters layer_parameters(const ModelShape& m, const Plan& plan);
 
 // ---------------------------------------------------------------- FLOPs
 // Attention FLOPs are counted for the FULL s x s score matrix (QK^T and attention over V,

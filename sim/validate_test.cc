@@ -145,10 +145,10 @@ TEST(Validate, SharedSetsHoldTheFidelityReached) {
 
 // torchtitan's published runs (tests/data/validation/torchtitan-published.json, from its
 // docs/performance.md): FSDP2 on 64 A100 eager; on 8-256 Grand Teton H100 at their 500 W power
-// limit, eager, compiled and with Float8. Reached 8.84% and 20.5% (the 70B 2D run with AsyncTP);
+// limit, eager, compiled and with Float8. Reached 6.71% and 20.1% (the 70B 2D run with AsyncTP);
 // a regression guard.
 TEST(Validate, TorchtitanRunsHoldTheFidelityReached) {
-  expect_within({"torchtitan-published.json", 16, 9.0, 21.0});
+  expect_within({"torchtitan-published.json", 16, 7.0, 21.0});
 }
 
 // Megatron-Bridge's published dense Llama 3 runs in FP8 (tests/data/validation/
@@ -175,12 +175,14 @@ TEST(Validate, MegatronBridgeMoeRunsHoldTheFidelityReached) {
 
 // LLM Foundry's MPT training benchmarks (tests/data/validation/llmfoundry-published.json: MPT
 // 125M-70B with PyTorch FSDP, ZeRO-2 and -3, on 8-512 A100 40GB / 80GB and H100, 512 to 65536
-// tokens, as torchtitan, the spec's PyTorch-native stack). Reached 18.23% and 55.3%: the runs
+// tokens, as torchtitan, the spec's PyTorch-native stack). Reached 16.61% and 49.2%: the runs
 // used llm-foundry's Triton flash attention, which the scenario cannot state (modelled at
 // FlashAttention-2's rates: +7% at 2048 tokens growing to +30..+40% at 16k-65k), and the 2023
-// H100 software runs about 25% below the H100 profile set on 2025 releases; a regression guard.
+// H100 software runs about 25% below the H100 profile set on 2025 releases. The runs' FSDP1
+// gathers in place, so FSDP2's copies (charged to torchtitan) overstate their time a little;
+// a regression guard.
 TEST(Validate, LlmFoundryRunsHoldTheFidelityReached) {
-  expect_within({"llmfoundry-published.json", 209, 18.5, 56.0});
+  expect_within({"llmfoundry-published.json", 209, 17.0, 50.0});
 }
 
 // NeMo's published FP8 pretraining throughputs (tests/data/validation/nemo-24.07-published.json,
