@@ -157,7 +157,11 @@ double collective_time_s(CollectiveKind kind, int64_t bytes_per_rank, const Grou
     const double t = profile_collective_time_s(*cal, kind, static_cast<int>(r), bytes_per_rank);
     if (t > 0) nvlink_s = t;  // the node's NVLink share, measured on one node (nccl-tests style)
   }
-  nvlink_s *= (n - 1.0) / n;  // the ring's n - 1 steps of S / n, (r - 1) / r of them on NVLink
+  // The ring's n - 1 steps of S / n, (r - 1) / r of each on a member's NVLink port when the node
+  // has a NIC (a channel) per member; with fewer NICs some members never leave the node in any
+  // channel and send every chunk on NVLink (SimGrid's ring_edges makes the same split).
+  nvlink_s *= (n - 1.0) / n;
+  if (r > 1 && c.nics_per_node > 0 && c.nics_per_node < g.ranks_per_node) nvlink_s *= r / (r - 1.0);
   const double nic_s = collective_bus_factor(kind, n) * S / r / nic_bytes_per_s_per_gpu(c, g.rail_aligned);
   return kNcclCollectiveBaseLatency_s + latency_s + std::max(nvlink_s, nic_s);
 }

@@ -130,6 +130,11 @@ TEST(Collectives, AcrossNodesTheRingStreamsThroughNvlinkAndNic) {
   const GroupSpan two{16, 2, 8, false};
   EXPECT_NEAR(collective_time_s(CollectiveKind::kAllGather, static_cast<int64_t>(S), two, slow),
               kNcclCollectiveBaseLatency_s + 14 * lat_intra + lat_inter + 15.0 / 16 * 7.0 / 8 * S / (20e9 * gpu_profile(c.gpu).nvlink_efficiency), 1e-12);
+  // Four NICs for eight GPUs: four channels, so half the members never leave the node and send
+  // every chunk on NVLink.
+  slow.nics_per_node = 4;
+  EXPECT_NEAR(collective_time_s(CollectiveKind::kAllGather, static_cast<int64_t>(S), two, slow),
+              kNcclCollectiveBaseLatency_s + 14 * lat_intra + lat_inter + 15.0 / 16 * S / (20e9 * gpu_profile(c.gpu).nvlink_efficiency), 1e-12);
 }
 
 TEST(Collectives, AcrossNodesTheNicsPaceTheGroup) {
