@@ -85,6 +85,12 @@ struct Ctx {
 
 Ctx make_ctx(const Scenario& s);
 
+// Bytes of `params` weights as ZeRO / FSDP gathers them: `elem_bytes` each (the compute
+// precision), the linear layers' `gemm_params` in fp8 when the weights are kept in fp8.
+inline double gathered_weight_bytes(double elem_bytes, bool fp8_params, double params, double gemm_params) {
+  return elem_bytes * params - (fp8_params ? (elem_bytes - kFp8WeightBytes) * gemm_params : 0.0);
+}
+
 // Per-layer compute of the plan's micro-batch: forward, backward and recompute passes.
 struct LayerCompute {
   Op fwd, bwd, recompute;

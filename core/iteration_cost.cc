@@ -273,7 +273,7 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
     auto group_cost = [&](double params, double gemm_params, const GroupSpan& span, GroupKind group) {
       if (span.size <= 1 || params <= 0) return;
       const int64_t g_bytes = static_cast<int64_t>(grad_reduce_bytes_per_param(sc.training) * params);
-      const int64_t w_all = static_cast<int64_t>(w_bytes * params - (fp8_params ? (w_bytes - kFp8WeightBytes) * gemm_params : 0.0));
+      const int64_t w_all = static_cast<int64_t>(gathered_weight_bytes(w_bytes, fp8_params, params, gemm_params));
       // The part of the stage's gradients (and gathered weights) in Megatron's last bucket.
       const double last = group == GroupKind::kExpertDp ? 0.0 : std::min(1.0, megatron_last_bucket_params / params);
       auto hidden_but_last = [&](CollectiveKind kind, int64_t bytes, double window) {

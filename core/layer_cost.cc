@@ -339,8 +339,7 @@ GemmCost sum_of(const GemmCost& a, const GemmCost& b, const GemmCost& c) { retur
 void add_fsdp2_copy_kernels(const Ctx& c, const ModelShape& m, const Plan& p, LayerCompute& lc) {
   if (!c.fsdp2_copies || p.zero_stage < 2 || p.dp * p.cp <= 1) return;
   const StageParameters w = layer_parameters(m, p);
-  const double gathered_bytes = c.e * w.total() - (c.fp8_params ? (c.e - kFp8WeightBytes) * (w.gemm_dense + w.gemm_expert) : 0.0);
-  const double copy_out = 2.0 * gathered_bytes;
+  const double copy_out = 2.0 * gathered_weight_bytes(c.e, c.fp8_params, w.total(), w.gemm_dense + w.gemm_expert);
   const double copy_in = (c.e + c.grad_reduce_bytes) * w.total();
   lc.fwd += Op{copy_out / c.hbm + kKernelGap_s, 0, copy_out};
   const double bwd = copy_in + (p.zero_stage >= 3 ? copy_out : 0.0);

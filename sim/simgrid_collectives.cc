@@ -47,6 +47,13 @@ std::vector<int64_t> distinct_nics(const std::vector<int64_t>& members, const Fa
 
 // Channels a multi-node ring uses to cross node boundaries: one per NIC its members reach
 // (the fewest over the nodes, so every channel has a NIC on every node).
+// The most group members on any one node.
+size_t most_per_node(const std::vector<std::vector<int64_t>>& nodes) {
+  size_t most = 0;
+  for (const auto& nd : nodes) most = std::max(most, nd.size());
+  return most;
+}
+
 int64_t crossing_channels(const std::vector<std::vector<int64_t>>& nodes, const FabricShape& shape) {
   int64_t c = shape.nics_per_node;
   for (const auto& members : nodes) c = std::min<int64_t>(c, static_cast<int64_t>(distinct_nics(members, shape).size()));
@@ -135,8 +142,7 @@ int64_t tree_depth(int64_t n) {
 double ring_bandwidth_Bps(const std::vector<int64_t>& gpus, const FabricShape& shape) {
   const auto nodes = by_node(gpus, shape);
   if (nodes.size() == 1) return shape.intra_bandwidth_Bps;
-  size_t most = 0;
-  for (const auto& n : nodes) most = std::max(most, n.size());
+  const size_t most = most_per_node(nodes);
   const double inter = static_cast<double>(crossing_channels(nodes, shape)) * shape.inter_bandwidth_Bps;
   return most == 1 ? inter : std::min(shape.intra_bandwidth_Bps, inter);
 }
@@ -183,8 +189,7 @@ std::vector<FlowPhase> decompose_collective(CollectiveKind kind, const std::vect
       // so it is one phase at both fidelities: steps in lockstep would pay the NIC's latency at
       // every NVLink hop.
       const auto nodes = by_node(gpus, shape);
-      size_t most = 0;
-      for (const auto& nd : nodes) most = std::max(most, nd.size());
+      const size_t most = most_per_node(nodes);
       const double hops_s = collective_hops_latency_s(kind, n, static_cast<int64_t>(nodes.size()), static_cast<int64_t>(most),
                                                       shape.intra_latency_s, shape.inter_latency_s);
       const int64_t steps = ring_steps(kind, n);
@@ -241,8 +246,7 @@ std::vector<FlowPhase> decompose_all_to_all(const std::vector<int64_t>& gpus, do
   const int64_t n = static_cast<int64_t>(gpus.size());
   if (n < 2) return phases;
   const auto nodes = by_node(gpus, shape);
-  size_t most = 0;
-  for (const auto& nd : nodes) most = std::max(most, nd.size());
+  const size_t most = most_per_node(nodes);
   const bool pxn = shape.pxn && nodes.size() > 1 && most > 1;  // as core/cost_model.cc
   std::vector<char> member;
   if (pxn) {
