@@ -127,6 +127,7 @@ int main_cli(int argc, char** argv) {
   auto* max_gpus_opt = validate->add_option("--max-gpus", max_gpus, "skip cases whose plan uses more GPUs (simgrid default: 1024)")
                            ->type_name("N")
                            ->check(CLI::PositiveNumber);
+  validate->add_flag("--plans", val.show_plans, "list the plan each case was predicted with (what the search chose for what the case leaves open)");
 
   // export / import: framework configs (core/framework_bridge.h).
   ExportOptions exp;

@@ -20,6 +20,7 @@ int cmd_validate(const ValidateOptions& opts) {
   ValidationSettings settings;
   settings.max_mape_pct = opts.max_mape_pct;
   settings.max_gpus = opts.max_gpus;
+  settings.show_plans = opts.show_plans;
   if (opts.backends.size() > 1) {
     print_error("--backend", "validate runs one backend at a time (analytical or simgrid)");
     return kExitInvalid;

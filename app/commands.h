@@ -61,6 +61,7 @@ struct ValidateOptions {
   std::optional<double> max_mape_pct;
   std::optional<int64_t> max_gpus;  // --max-gpus: skip cases whose plan uses more GPUs
   std::vector<Backend> backends;  // --backend
+  bool show_plans = false;        // --plans
   bool quiet = false;
 };
 int cmd_validate(const ValidateOptions&);

@@ -164,6 +164,7 @@ Expected<ValidationReport> validate_cases(const std::string& path, const Validat
         continue;
       }
       r = dr.ranked.front().result;
+      row.plan = describe(dr.ranked.front().result.plan);
     } else {
       Expected<Plan> plan = case_plan(*sc);
       if (!plan) {
@@ -176,6 +177,7 @@ Expected<ValidationReport> validate_cases(const std::string& path, const Validat
         continue;
       }
       r = predict(*sc, *plan);
+      row.plan = describe(*plan);
       if (!r) {
         for (const Problem& p : r.problems()) problems.push_back({at + "/scenario" + p.where, p.message});
         continue;
@@ -283,6 +285,14 @@ void print_worst(const ValidationReport& rep, size_t n, std::ostream& out) {
   }
 }
 
+// The plan behind each prediction: what the search chose for what the case leaves open.
+void print_plans(const ValidationReport& rep, std::ostream& out) {
+  size_t width = 4;
+  for (const ValidationRow& r : rep.rows) width = std::max(width, r.id.size());
+  out << "\nplans predicted:\n";
+  for (const ValidationRow& r : rep.rows) out << "  " << r.id << std::string(width - r.id.size() + 2, ' ') << r.plan << "\n";
+}
+
 }  // namespace
 
 int run_validate(const std::string& cases_path, const ValidationSettings& settings, std::ostream& out, std::ostream& err) {
@@ -300,6 +310,7 @@ int run_validate(const std::string& cases_path, const ValidationSettings& settin
     return 2;
   }
   print_rows(*rep, out);
+  if (settings.show_plans) print_plans(*rep, out);
   print_stats(*rep, out);
   print_worst(*rep, settings.worst_cases, out);
   char line[512];

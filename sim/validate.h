@@ -48,6 +48,7 @@ struct ValidationRow {
   bool fits = true;      // the plan fits in memory by the model
   double iteration_time_s = 0;  // predicted
   TimeShares shares;            // of iteration_time_s
+  std::string plan;             // the plan predicted, as describe(plan) gives it (its layer split included)
 };
 
 // Error figures over a set of rows.
@@ -80,6 +81,7 @@ struct ValidationSettings {
   std::optional<int64_t> max_gpus;    // cases whose plan uses more GPUs are skipped
   std::optional<double> max_mape_pct; // run_validate returns 1 above it
   size_t worst_cases = 5;             // how many worst cases run_validate lists
+  bool show_plans = false;            // run_validate lists the plan each case was predicted with
 };
 
 // Figures over the rows of `group` (every row when nullopt; "" = the rows without a group).

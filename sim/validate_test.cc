@@ -228,6 +228,29 @@ TEST(Validate, PrintsOneRowPerCaseAndTheMape) {
   EXPECT_NE(text.find("worst cases"), std::string::npos);
 }
 
+
+// --plans names the plan behind each prediction: what the case pins and what the search chose
+// for what it leaves open (Korthikanti's 22B full-recompute row pins tp8 and full recompute).
+TEST(Validate, PlansListsThePlanEachCaseWasPredictedWith) {
+  ValidationSettings settings;
+  settings.show_plans = true;
+  std::ostringstream out, err;
+  ASSERT_EQ(run_validate(kCalibration, settings, out, err), 0) << err.str();
+  const std::string text = out.str();
+  const size_t section = text.find("plans predicted:");
+  ASSERT_NE(section, std::string::npos);
+  const size_t row = text.find("korthikanti-22B-full-recompute ", section);
+  ASSERT_NE(row, std::string::npos);
+  const std::string line = text.substr(row, text.find('\n', row) - row);
+  EXPECT_NE(line.find("tp8 pp1 dp1"), std::string::npos) << line;
+  EXPECT_NE(line.find("recompute=full"), std::string::npos) << line;
+  Expected<ValidationReport> rep = validate_cases(kCalibration);
+  ASSERT_TRUE(rep);
+  for (const ValidationRow& r : rep->rows) EXPECT_EQ(r.plan.rfind("tp", 0), 0u) << r.id << ": " << r.plan;
+  std::ostringstream plain, err2;
+  ASSERT_EQ(run_validate(kCalibration, ValidationSettings{}, plain, err2), 0);
+  EXPECT_EQ(plain.str().find("plans predicted:"), std::string::npos);  // only when asked
+}
 // Per-group figures: MAPE, median and mean signed error over the group's rows; overall over all.
 TEST(Validate, GroupFiguresAreTheMeanAndMedianOfTheirRows) {
   std::vector<ValidationRow> rows(4);
