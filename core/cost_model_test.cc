@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "core/collectives.h"
+#include "core/framework_rules.h"
 
 #include <cmath>
 
@@ -825,6 +826,42 @@ TEST(Iteration, Zero3CollectivesArePerModuleAndPayTheirLatency) {
   EXPECT_EQ(gathers(ds_selective).count, 2 * (96 * 6 + 1));
   EXPECT_EQ(gathers(fsdp2_selective).count, 2 * (96 + 1));
   EXPECT_GT(gathers(ds_selective).time_s - gathers(fsdp2_selective).time_s, 0.9 * 2 * (96 * 6 - 96) * latency_s);
+}
+
+// torchtitan's ZeRO-2 (FSDP2, reshard_after_forward=False) keeps a block gathered from its
+// forward to its backward but reshards it after the backward, and its accumulation loop keeps
+// nothing across micro-batches: one all-gather per block and micro-batch, none in the backward,
+// and a reduce-scatter per block and micro-batch. Megatron's and DeepSpeed's ZeRO-2 gather the
+// stage once per step.
+TEST(Iteration, TorchtitanZero2GathersEveryMicroBatchOnlyBeforeTheForward) {
+  Scenario s = llama8b("H100-SXM", 64);
+  s.training.global_batch_size = 512;  // 8 micro-batches of 1 per rank
+  Plan p;
+  p.dp = 64;
+  p.micro_batch_size = 1;
+  p.zero_stage = 2;
+  auto count = [](const BackendResult& r, CollectiveKind k) {
+    const CommEntry* c = find_comm(r.communication, k, GroupKind::kDp);
+    return c ? c->count : 0;
+  };
+  s.training.framework = Framework::kTorchtitan;
+  const BackendResult fsdp2_zero2 = estimate_plan(s, p);
+  p.zero_stage = 3;
+  const BackendResult fsdp2_zero3 = estimate_plan(s, p);
+  s.training.framework = Framework::kMegatron;
+  p.zero_stage = 2;
+  const BackendResult megatron_zero2 = estimate_plan(s, p);
+  const int64_t blocks = 32 + 1;  // the transformer blocks and the root module
+  EXPECT_EQ(count(fsdp2_zero2, CollectiveKind::kAllGather), 8 * blocks);
+  EXPECT_EQ(count(fsdp2_zero3, CollectiveKind::kAllGather), 2 * 8 * blocks);
+  EXPECT_EQ(count(fsdp2_zero2, CollectiveKind::kReduceScatter), 8 * blocks);
+  EXPECT_EQ(count(megatron_zero2, CollectiveKind::kAllGather), 1);
+  EXPECT_EQ(count(megatron_zero2, CollectiveKind::kReduceScatter), 8);
+  EXPECT_LT(fsdp2_zero2.time_breakdown_s.dp_comm, fsdp2_zero3.time_breakdown_s.dp_comm);
+  EXPECT_TRUE(gathers_every_micro_batch(Framework::kTorchtitan, 2));
+  EXPECT_FALSE(gathers_every_micro_batch(Framework::kDeepspeed, 2));
+  EXPECT_EQ(backward_gather_passes(Framework::kTorchtitan, Recompute::kFull, 2), 0);
+  EXPECT_EQ(backward_gather_passes(Framework::kDeepspeed, Recompute::kFull, 3), 2);
 }
 
 TEST(Iteration, QuickEstimateAgreesWithTheFullResult) {

@@ -43,7 +43,12 @@ std::string cuda_graph_problem(const ModelConfig& m, Recompute r) {
   return {};
 }
 
-int zero3_backward_gather_passes(Framework framework, Recompute recompute) {
+bool gathers_every_micro_batch(Framework framework, int64_t zero_stage) {
+  return zero_stage >= 3 || (zero_stage == 2 && framework == Framework::kTorchtitan);
+}
+
+int backward_gather_passes(Framework framework, Recompute recompute, int64_t zero_stage) {
+  if (zero_stage < 3) return 0;
   return framework == Framework::kDeepspeed && recompute == Recompute::kFull ? 2 : 1;
 }
 

@@ -41,15 +41,24 @@ bool cuda_graphs_capture_whole_layer(const ModelConfig& model);
 // TP is an Inductor pass). Other frameworks: empty.
 std::string async_tp_problem(Framework framework, bool compile, bool tp_comm_overlap);
 
-// ZeRO-3 / FSDP: how many times a micro-batch's backward all-gathers each parameter. FSDP2
-// (torchtitan) and Megatron FSDP unshard a block once before its backward, and a checkpointed
-// block recomputes inside that backward with the weights already gathered: 1. DeepSpeed ZeRO-3
-// hooks every submodule (deepspeed/runtime/zero/parameter_offload.py): the pre-forward hook
-// fetches its parameters, the post-forward hook releases them, the pre-backward hook fetches
-// them again. A checkpointed block's recomputation runs the submodules' forward inside the
-// backward, so the forward hooks fetch and release once more before the backward hooks fetch:
-// 2 with full recompute.
-int zero3_backward_gather_passes(Framework framework, Recompute recompute);
+// Whether the data-parallel sharding all-gathers each block's parameters on every micro-batch
+// (the ZeRO-3 / FSDP path of both backends). ZeRO-3 everywhere. ZeRO-2 under torchtitan too:
+// FSDP2 with reshard_after_forward=False keeps a block gathered from its forward to its backward
+// and reshards it after the backward (torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py,
+// post_backward), and torchtitan's gradient-accumulation loop never keeps it across
+// micro-batches (torchtitan/train.py train_step), so every forward gathers again. Megatron's
+// distributed optimizer and DeepSpeed stage 2 gather once per step.
+bool gathers_every_micro_batch(Framework framework, int64_t zero_stage);
+
+// How many times a micro-batch's backward all-gathers each parameter on that path. ZeRO-2
+// (torchtitan) keeps the forward's: 0. ZeRO-3: FSDP2 (torchtitan) and Megatron FSDP unshard a
+// block once before its backward, and a checkpointed block recomputes inside that backward with
+// the weights already gathered: 1. DeepSpeed ZeRO-3 hooks every submodule
+// (deepspeed/runtime/zero/parameter_offload.py): the pre-forward hook fetches its parameters,
+// the post-forward hook releases them, the pre-backward hook fetches them again. A checkpointed
+// block's recomputation runs the submodules' forward inside the backward, so the forward hooks
+// fetch and release once more before the backward hooks fetch: 2 with full recompute.
+int backward_gather_passes(Framework framework, Recompute recompute, int64_t zero_stage);
 
 // Whether `framework` reduces the data-parallel gradients only after the whole backward,
 // whatever overlap_grad_reduce says: DeepSpeed without ZeRO (the engine's allreduce_gradients

@@ -287,7 +287,7 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
         dp_total += ar;
         dp_exposed += overlap_grads ? hidden_but_last(CollectiveKind::kAllReduce, g_bytes, bwd_window) : ar;
         if (detail) add_comm(it.comm, CollectiveKind::kAllReduce, group, span.size, collective_wire_bytes(CollectiveKind::kAllReduce, g_bytes, span.size), 1, ar);
-      } else if (p.zero_stage <= 2) {
+      } else if (!gathers_every_micro_batch(sc.training.framework, p.zero_stage)) {
         // ZeRO-1 (Megatron's distributed optimizer): one reduce-scatter per step, after the
         // last micro-batch. ZeRO-2 (DeepSpeed stage 2) keeps only the gradient shard, so it
         // reduce-scatters every micro-batch's gradients as its backward produces them
@@ -311,7 +311,8 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
         }
       } else {
         // ZeRO-3 / FSDP: per micro-batch the weights are gathered before the forward and again
-        // before the backward, and the gradients reduce-scattered, module by module, the next
+        // before the backward (not under torchtitan's ZeRO-2, which keeps the forward's; see
+        // gathers_every_micro_batch), and the gradients reduce-scattered, module by module, the next
         // module's gather prefetched beside the current module's compute. Each module is its
         // own NCCL call and pays its own ring latency (n - 1 steps over hundreds of ranks).
         const Zero3Calls z = zero3_calls(sc.training.framework, nl_w, params);
@@ -319,7 +320,7 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
         const double rs_one = collective_time_s(CollectiveKind::kReduceScatter, static_cast<int64_t>(static_cast<double>(g_bytes) / z.reduce_scatters), span, cl);
         const double ag = z.gathers * ag_one;           // one pass over the stage's modules
         const double rs = z.reduce_scatters * rs_one;
-        const double backward_gathers = zero3_backward_gather_passes(sc.training.framework, p.recompute);
+        const double backward_gathers = backward_gather_passes(sc.training.framework, p.recompute, p.zero_stage);
         const double per_mb = (1.0 + backward_gathers) * ag + rs;
         dp_total += mb * per_mb;
         if (p.overlap_param_gather || p.overlap_grad_reduce) {

@@ -288,9 +288,12 @@ class RankLowering {
     next_c.pp = (s_ + 1) % P_;
     prev_rank_ = static_cast<int32_t>(coords_to_rank(prev_c, plan_));
     next_rank_ = static_cast<int32_t>(coords_to_rank(next_c, plan_));
-    zero3_ = plan_.zero_stage == 3;
-    zero2_ = plan_.zero_stage == 2;  // reduce-scatter per micro-batch (DeepSpeed stage 2)
-    zero12_ = plan_.zero_stage == 1 || plan_.zero_stage == 2;
+    // ZeRO-3, and torchtitan's ZeRO-2 (gathers_every_micro_batch): gathers per layer and
+    // micro-batch; ZeRO-2 keeps the forward's gathered layer, held in full, for its backward.
+    zero3_ = gathers_every_micro_batch(in.sc.training.framework, plan_.zero_stage);
+    keep_gathered_ = zero3_ && plan_.zero_stage < 3;
+    zero2_ = plan_.zero_stage == 2 && !zero3_;  // reduce-scatter per micro-batch (DeepSpeed stage 2)
+    zero12_ = (plan_.zero_stage == 1 || plan_.zero_stage == 2) && !zero3_;
     // Overlapped data-parallel communication works bucket by bucket (a bucket per layer):
     // the first forward of each chunk runs layer by layer, each layer waiting only for its
     // own parameter all-gather (ZeRO-1/2 with overlap_param_gather), and the last backward of
@@ -558,13 +561,21 @@ class RankLowering {
     const Phase ph = ps.forward ? Phase::kForward : Phase::kBackward;
     const auto c32 = static_cast<int32_t>(ps.chunk);
     Gathered gth;
-    auto [a, buf] = b_.alloc(MemCategory::kWeights, costs_.layer_gathered_param_bytes, Stream::kDpComm, c32, ps.micro_batch,
-                             {last_layer_compute_});
-    gth.buffer = buf;
-    gth.tasks.push_back(a);
-    const int64_t passes = ps.forward ? 1 : zero3_backward_gather_passes(in_.sc.training.framework, plan_.recompute);
-    for (const CommOp& op : costs_.layer_param_gather)
-      gth.tasks.push_back(b_.collective(op, passes, ph, c.first_layer + l, 1, c32, ps.micro_batch, {a}));
+    const int64_t passes = ps.forward ? 1 : backward_gather_passes(in_.sc.training.framework, plan_.recompute, plan_.zero_stage);
+    if (passes > 0) {
+      // ZeRO-3 gathers into a buffer of the layer's own; ZeRO-2's weights are held in full
+      // (alloc_persistent_state), so the gather waits only for the layer before.
+      Deps after{last_layer_compute_};
+      if (!keep_gathered_) {
+        auto [a, buf] = b_.alloc(MemCategory::kWeights, costs_.layer_gathered_param_bytes, Stream::kDpComm, c32,
+                                 ps.micro_batch, {last_layer_compute_});
+        gth.buffer = buf;
+        gth.tasks.push_back(a);
+        after = {a};
+      }
+      for (const CommOp& op : costs_.layer_param_gather)
+        gth.tasks.push_back(b_.collective(op, passes, ph, c.first_layer + l, 1, c32, ps.micro_batch, after));
+    }
     z3_[z3_key(step, l)] = std::move(gth);
   }
   Deps z3_before(size_t step, int64_t n, int64_t i, int64_t j) {
@@ -580,7 +591,7 @@ class RankLowering {
   }
   void z3_after(size_t step, int64_t i, const Deps& d) {
     auto it = z3_.find(z3_key(step, i));
-    b_.free_buffer(it->second.buffer, d);
+    if (it->second.buffer >= 0) b_.free_buffer(it->second.buffer, d);
     z3_.erase(it);
   }
 
@@ -645,7 +656,7 @@ class RankLowering {
     if (!c.last)
       in.push_back(b_.p2p(TaskKind::kRecv, Stream::kPpRecv, next_rank_, tag_of(st.mb, c.vst, true), costs_.pp_activation_bytes,
                           costs_.pp_p2p_time_s, Phase::kBackward, st.chunk, st.mb, {}));
-    if (zero3_) append(in, gather_extras(st, Phase::kBackward));
+    if (zero3_ && !keep_gathered_) append(in, gather_extras(st, Phase::kBackward));
     Deps cur = in;
     if (c.last) {
       const int32_t t = b_.compute(Phase::kBackward, OpKind::kOutputLoss, costs_.output_bwd, -1, 0, st.chunk, st.mb, cur);
@@ -725,6 +736,7 @@ class RankLowering {
   const int64_t s_, P_, V_;  // stage, pipeline stages, chunks per rank
   int32_t prev_rank_ = 0, next_rank_ = 0;
   bool zero3_ = false, zero2_ = false, zero12_ = false;
+  bool keep_gathered_ = false;  // torchtitan's ZeRO-2: the backward uses the forward's gathered layer
   bool overlap_grads_ = false;  // the DP gradient reduction runs beside the last backward
   bool split_first_fwd_ = false, split_last_bwd_ = false, moe_split_ = false;
   std::vector<PipelineStep> order_;

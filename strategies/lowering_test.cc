@@ -352,6 +352,36 @@ TEST(Lowering, DeepspeedZeroThreeGathersAgainForTheRecompute) {
   EXPECT_EQ(gather_calls(fsdp2, Phase::kBackward), 2 * 4);
 }
 
+// torchtitan's ZeRO-2 (FSDP2 without resharding after the forward) gathers each layer before
+// every micro-batch's forward into the weights it holds in full, and not again for the backward;
+// it reduce-scatters each layer after every backward, as ZeRO-3.
+TEST(Lowering, TorchtitanZeroTwoGathersEveryForwardIntoTheFullWeights) {
+  Scenario s = scenario(4, 4, 8);
+  s.training.framework = Framework::kTorchtitan;
+  Plan p;
+  p.dp = 4;
+  p.zero_stage = 2;
+  LoweringCosts c = pure_compute();
+  c.layer_grad_reduce = {{GroupKind::kDp, CollectiveKind::kReduceScatter, 16 << 20, 1, 0.5 * kMs}};
+  c.layer_param_gather = {{GroupKind::kDp, CollectiveKind::kAllGather, 16 << 20, 1, 0.5 * kMs}};
+  c.layer_gathered_param_bytes = 16 << 20;
+  const PlanGraph g = lower_ok(s, p, c);
+  int ag_forward = 0, ag_backward = 0, rs = 0, gathered_buffers = 0;
+  for (const Task& t : g.ranks[0].tasks) {
+    if (t.kind == TaskKind::kCollective && t.collective == CollectiveKind::kAllGather)
+      (t.phase == Phase::kForward ? ag_forward : ag_backward) += t.count;
+    if (t.kind == TaskKind::kCollective && t.collective == CollectiveKind::kReduceScatter) rs += t.count;
+    if (t.category == MemCategory::kWeights && t.micro_batch >= 0 && t.kind == TaskKind::kAlloc) ++gathered_buffers;
+  }
+  EXPECT_EQ(ag_forward, 2 * 4);  // 2 micro-batches x 4 layers
+  EXPECT_EQ(ag_backward, 0);
+  EXPECT_EQ(rs, 2 * 4);
+  EXPECT_EQ(gathered_buffers, 0);  // the weights are held in full
+  // Per micro-batch 4 x 1 ms forward and 4 x 2 ms backward; the first gather and the last
+  // reduce-scatter are exposed (0.5 ms each), the rest hide.
+  EXPECT_NEAR(makespan(g), 2 * 12 * kMs + 0.5 * kMs + 0.5 * kMs, 1e-9);
+}
+
 // DeepSpeed without ZeRO all-reduces the gradients at the accumulation boundary, after the
 // whole backward, even with overlap_grad_reduce set; Megatron's DDP reduces each bucket beside
 // the last backward. Two ranks, 4 layers of 1 + 2 ms, one micro-batch, 1 ms per layer bucket.
