@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include <filesystem>
+#include <utility>
 
 #include "core/placement.h"
 #include "core/presets.h"
@@ -47,6 +48,17 @@ Scenario llama8b(const char* gpu, int64_t gpus, Precision prec = Precision::kBf1
   s.training.global_batch_size = 128;
   s.training.precision = prec;
   return s;
+}
+
+// Llama 3 8B on 64 H100 in pure data parallelism at `zero_stage`: 8 micro-batches of 1 per rank.
+std::pair<Scenario, Plan> llama8b_data_parallel_8_micro_batches(int64_t zero_stage) {
+  Scenario s = llama8b("H100-SXM", 64);
+  s.training.global_batch_size = 512;
+  Plan p;
+  p.dp = 64;
+  p.micro_batch_size = 1;
+  p.zero_stage = zero_stage;
+  return {s, p};
 }
 
 Scenario gpt175b(int64_t gpus) {
@@ -834,12 +846,7 @@ TEST(Iteration, Zero3CollectivesArePerModuleAndPayTheirLatency) {
 // and a reduce-scatter per block and micro-batch. Megatron's and DeepSpeed's ZeRO-2 gather the
 // stage once per step.
 TEST(Iteration, TorchtitanZero2GathersEveryMicroBatchOnlyBeforeTheForward) {
-  Scenario s = llama8b("H100-SXM", 64);
-  s.training.global_batch_size = 512;  // 8 micro-batches of 1 per rank
-  Plan p;
-  p.dp = 64;
-  p.micro_batch_size = 1;
-  p.zero_stage = 2;
+  auto [s, p] = llama8b_data_parallel_8_micro_batches(2);
   auto count = [](const BackendResult& r, CollectiveKind k) {
     const CommEntry* c = find_comm(r.communication, k, GroupKind::kDp);
     return c ? c->count : 0;
@@ -963,12 +970,7 @@ TEST(Iteration, OverlapHidesDataParallelCommunication) {
 // the GPU, so ZeRO-2's reduce-scatter per micro-batch costs more than ZeRO-1's one per step even
 // when every one of them hides behind the backward.
 TEST(Iteration, HiddenDataParallelCollectivesCostTheSmsTheyHold) {
-  Scenario s = llama8b("H100-SXM", 64);
-  s.training.global_batch_size = 512;  // 8 micro-batches of 1 per rank
-  Plan p;
-  p.dp = 64;
-  p.micro_batch_size = 1;
-  p.zero_stage = 1;
+  auto [s, p] = llama8b_data_parallel_8_micro_batches(1);
   const BackendResult zero1 = estimate_plan(s, p);
   p.zero_stage = 2;
   const BackendResult zero2 = estimate_plan(s, p);

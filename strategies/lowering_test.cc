@@ -298,16 +298,32 @@ TEST(GraphCheck, FindsAnAllToAllThatDoesNotSplitEvenly) {
       << problems[0].to_string();
 }
 
-TEST(Lowering, ZeroThreeGathersEveryUseAndFreesWhatItGathered) {
-  const Scenario s = scenario(4, 4, 8);
+// Four ranks of data parallelism at `zero_stage` over 4 layers of pure compute (2 micro-batches),
+// each layer with a 0.5 ms gradient reduce-scatter and parameter all-gather of 16 MiB.
+PlanGraph lower_sharded(Framework framework, int64_t zero_stage, Recompute recompute = Recompute::kNone) {
+  Scenario s = scenario(4, 4, 8);
+  s.training.framework = framework;
   Plan p;
   p.dp = 4;
-  p.zero_stage = 3;
+  p.zero_stage = zero_stage;
+  p.recompute = recompute;
   LoweringCosts c = pure_compute();
   c.layer_grad_reduce = {{GroupKind::kDp, CollectiveKind::kReduceScatter, 16 << 20, 1, 0.5 * kMs}};
   c.layer_param_gather = {{GroupKind::kDp, CollectiveKind::kAllGather, 16 << 20, 1, 0.5 * kMs}};
   c.layer_gathered_param_bytes = 16 << 20;
-  const PlanGraph g = lower_ok(s, p, c);
+  return lower_ok(s, p, c);
+}
+
+// NCCL calls of `kind` rank 0 issues in `phase`.
+int collective_calls(const PlanGraph& g, CollectiveKind kind, Phase phase) {
+  int calls = 0;
+  for (const Task& t : g.ranks[0].tasks)
+    if (t.kind == TaskKind::kCollective && t.collective == kind && t.phase == phase) calls += t.count;
+  return calls;
+}
+
+TEST(Lowering, ZeroThreeGathersEveryUseAndFreesWhatItGathered) {
+  const PlanGraph g = lower_sharded(Framework::kMegatron, 3);
   int ag = 0, rs = 0, live = 0, peak_live = 0;
   for (const Task& t : g.ranks[0].tasks) {
     if (t.kind == TaskKind::kCollective) (t.collective == CollectiveKind::kAllGather ? ag : rs) += 1;
@@ -328,55 +344,25 @@ TEST(Lowering, ZeroThreeGathersEveryUseAndFreesWhatItGathered) {
 // DeepSpeed's ZeRO-3 with full recompute gathers every layer twice in the backward (the
 // recomputed forward's hooks, then the backward's): the backward gather tasks carry two calls.
 TEST(Lowering, DeepspeedZeroThreeGathersAgainForTheRecompute) {
-  Scenario s = scenario(4, 4, 8);
-  s.training.framework = Framework::kDeepspeed;
-  Plan p;
-  p.dp = 4;
-  p.zero_stage = 3;
-  p.recompute = Recompute::kFull;
-  LoweringCosts c = pure_compute();
-  c.layer_grad_reduce = {{GroupKind::kDp, CollectiveKind::kReduceScatter, 16 << 20, 1, 0.5 * kMs}};
-  c.layer_param_gather = {{GroupKind::kDp, CollectiveKind::kAllGather, 16 << 20, 1, 0.5 * kMs}};
-  c.layer_gathered_param_bytes = 16 << 20;
-  auto gather_calls = [](const PlanGraph& g, Phase ph) {
-    int calls = 0;
-    for (const Task& t : g.ranks[0].tasks)
-      if (t.kind == TaskKind::kCollective && t.collective == CollectiveKind::kAllGather && t.phase == ph) calls += t.count;
-    return calls;
-  };
-  const PlanGraph ds = lower_ok(s, p, c);
-  EXPECT_EQ(gather_calls(ds, Phase::kForward), 2 * 4);       // 2 micro-batches x 4 layers
-  EXPECT_EQ(gather_calls(ds, Phase::kBackward), 2 * 2 * 4);  // twice each in the backward
-  s.training.framework = Framework::kTorchtitan;
-  const PlanGraph fsdp2 = lower_ok(s, p, c);
-  EXPECT_EQ(gather_calls(fsdp2, Phase::kBackward), 2 * 4);
+  const PlanGraph ds = lower_sharded(Framework::kDeepspeed, 3, Recompute::kFull);
+  EXPECT_EQ(collective_calls(ds, CollectiveKind::kAllGather, Phase::kForward), 2 * 4);       // 2 micro-batches x 4 layers
+  EXPECT_EQ(collective_calls(ds, CollectiveKind::kAllGather, Phase::kBackward), 2 * 2 * 4);  // twice each in the backward
+  const PlanGraph fsdp2 = lower_sharded(Framework::kTorchtitan, 3, Recompute::kFull);
+  EXPECT_EQ(collective_calls(fsdp2, CollectiveKind::kAllGather, Phase::kBackward), 2 * 4);
 }
 
 // torchtitan's ZeRO-2 (FSDP2 without resharding after the forward) gathers each layer before
 // every micro-batch's forward into the weights it holds in full, and not again for the backward;
 // it reduce-scatters each layer after every backward, as ZeRO-3.
 TEST(Lowering, TorchtitanZeroTwoGathersEveryForwardIntoTheFullWeights) {
-  Scenario s = scenario(4, 4, 8);
-  s.training.framework = Framework::kTorchtitan;
-  Plan p;
-  p.dp = 4;
-  p.zero_stage = 2;
-  LoweringCosts c = pure_compute();
-  c.layer_grad_reduce = {{GroupKind::kDp, CollectiveKind::kReduceScatter, 16 << 20, 1, 0.5 * kMs}};
-  c.layer_param_gather = {{GroupKind::kDp, CollectiveKind::kAllGather, 16 << 20, 1, 0.5 * kMs}};
-  c.layer_gathered_param_bytes = 16 << 20;
-  const PlanGraph g = lower_ok(s, p, c);
-  int ag_forward = 0, ag_backward = 0, rs = 0, gathered_buffers = 0;
-  for (const Task& t : g.ranks[0].tasks) {
-    if (t.kind == TaskKind::kCollective && t.collective == CollectiveKind::kAllGather)
-      (t.phase == Phase::kForward ? ag_forward : ag_backward) += t.count;
-    if (t.kind == TaskKind::kCollective && t.collective == CollectiveKind::kReduceScatter) rs += t.count;
+  const PlanGraph g = lower_sharded(Framework::kTorchtitan, 2);
+  EXPECT_EQ(collective_calls(g, CollectiveKind::kAllGather, Phase::kForward), 2 * 4);  // 2 micro-batches x 4 layers
+  EXPECT_EQ(collective_calls(g, CollectiveKind::kAllGather, Phase::kBackward), 0);
+  EXPECT_EQ(collective_calls(g, CollectiveKind::kReduceScatter, Phase::kBackward), 2 * 4);
+  int gathered_buffers = 0;  // the weights are held in full
+  for (const Task& t : g.ranks[0].tasks)
     if (t.category == MemCategory::kWeights && t.micro_batch >= 0 && t.kind == TaskKind::kAlloc) ++gathered_buffers;
-  }
-  EXPECT_EQ(ag_forward, 2 * 4);  // 2 micro-batches x 4 layers
-  EXPECT_EQ(ag_backward, 0);
-  EXPECT_EQ(rs, 2 * 4);
-  EXPECT_EQ(gathered_buffers, 0);  // the weights are held in full
+  EXPECT_EQ(gathered_buffers, 0);
   // Per micro-batch 4 x 1 ms forward and 4 x 2 ms backward; the first gather and the last
   // reduce-scatter are exposed (0.5 ms each), the rest hide.
   EXPECT_NEAR(makespan(g), 2 * 12 * kMs + 0.5 * kMs + 0.5 * kMs, 1e-9);
