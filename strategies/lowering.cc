@@ -290,10 +290,10 @@ class RankLowering {
     next_rank_ = static_cast<int32_t>(coords_to_rank(next_c, plan_));
     // ZeRO-3, and torchtitan's ZeRO-2 (gathers_every_micro_batch): gathers per layer and
     // micro-batch; ZeRO-2 keeps the forward's gathered layer, held in full, for its backward.
-    zero3_ = gathers_every_micro_batch(in.sc.training.framework, plan_.zero_stage);
-    keep_gathered_ = zero3_ && plan_.zero_stage < 3;
-    zero2_ = plan_.zero_stage == 2 && !zero3_;  // reduce-scatter per micro-batch (DeepSpeed stage 2)
-    zero12_ = (plan_.zero_stage == 1 || plan_.zero_stage == 2) && !zero3_;
+    gather_every_mb_ = gathers_every_micro_batch(in.sc.training.framework, plan_.zero_stage);
+    keep_gathered_ = gather_every_mb_ && plan_.zero_stage < 3;
+    zero2_ = plan_.zero_stage == 2 && !gather_every_mb_;  // reduce-scatter per micro-batch (DeepSpeed stage 2)
+    zero12_ = (plan_.zero_stage == 1 || plan_.zero_stage == 2) && !gather_every_mb_;
     // Overlapped data-parallel communication works bucket by bucket (a bucket per layer):
     // the first forward of each chunk runs layer by layer, each layer waiting only for its
     // own parameter all-gather (ZeRO-1/2 with overlap_param_gather), and the last backward of
@@ -302,7 +302,7 @@ class RankLowering {
     split_first_fwd_ = zero12_ && plan_.overlap_param_gather && !costs_.layer_param_gather.empty();
     overlap_grads_ = plan_.overlap_grad_reduce &&
                      !reduces_gradients_after_backward(in.sc.training.framework, plan_.zero_stage, plan_.pp);
-    split_last_bwd_ = !zero3_ && overlap_grads_ && !costs_.layer_grad_reduce.empty();
+    split_last_bwd_ = !gather_every_mb_ && overlap_grads_ && !costs_.layer_grad_reduce.empty();
     // MoE layers with expert (tensor) parallelism: attention (with its TP collectives and the
     // router), dispatch all-to-all (kEp), ETP all-gather (kExpertTp), experts, ETP
     // reduce-scatter, combine all-to-all (see lowering.h); the backward mirrors it.
@@ -508,7 +508,7 @@ class RankLowering {
   // layer by layer: ZeRO-3's gather of that layer (issuing the next one's), or ZeRO-1/2's
   // overlapped gather on the chunk's first forward.
   Deps layer_deps(const StepAt& st, bool fwd, int64_t i, int64_t j) {
-    if (zero3_) return z3_before(st.index, st.info.n, i, j);
+    if (gather_every_mb_) return z3_before(st.index, st.info.n, i, j);
     if (!fwd || layer_gather_.empty()) return {};
     const std::vector<Deps>& gathers = layer_gather_[static_cast<size_t>(st.chunk)];
     return static_cast<size_t>(i) < gathers.size() ? gathers[static_cast<size_t>(i)] : Deps{};
@@ -517,9 +517,9 @@ class RankLowering {
   // After the i-th layer of a step run layer by layer: ZeRO-3 frees the gathered parameters;
   // a backward reduces the layer's gradients (per micro-batch under ZeRO-2).
   void after_layer(const StepAt& st, bool fwd, int64_t i, const Deps& d) {
-    if (zero3_) z3_after(st.index, i, d);
+    if (gather_every_mb_) z3_after(st.index, i, d);
     if (fwd) return;
-    const int32_t mb = zero3_ || zero2_ ? st.mb : -1;
+    const int32_t mb = gather_every_mb_ || zero2_ ? st.mb : -1;
     for (const CommOp& op : costs_.layer_grad_reduce)
       grad_reduces_.push_back(b_.collective(op, 1, Phase::kBackward, st.info.first_layer + i, 1, st.chunk, mb, d));
   }
@@ -625,7 +625,7 @@ class RankLowering {
     if (!c.first)
       in.push_back(b_.p2p(TaskKind::kRecv, Stream::kPpRecv, prev_rank_, tag_of(st.mb, c.vst, false), costs_.pp_activation_bytes,
                           costs_.pp_p2p_time_s, Phase::kForward, st.chunk, st.mb, {}));
-    if (zero3_) append(in, gather_extras(st, Phase::kForward));
+    if (gather_every_mb_) append(in, gather_extras(st, Phase::kForward));
     if (!start_gather_.empty() && !start_gather_[static_cast<size_t>(st.chunk)].empty()) {
       append(in, start_gather_[static_cast<size_t>(st.chunk)]);
       start_gather_[static_cast<size_t>(st.chunk)].clear();
@@ -636,7 +636,7 @@ class RankLowering {
       const int32_t t = b_.compute(Phase::kForward, OpKind::kEmbedding, costs_.embedding_fwd, -1, 0, st.chunk, st.mb, cur);
       cur = post_comm(costs_.embedding_fwd_comm, Phase::kForward, st, t, cur);
     }
-    cur = run_layers(Phase::kForward, st, cur, zero3_ || split);
+    cur = run_layers(Phase::kForward, st, cur, gather_every_mb_ || split);
     if (c.last) {
       cur = pre_comm(costs_.output_fwd_comm_pre, Phase::kForward, st, cur);
       const int32_t t = b_.compute(Phase::kForward, OpKind::kOutputLoss, costs_.output_fwd, -1, 0, st.chunk, st.mb, cur);
@@ -656,20 +656,20 @@ class RankLowering {
     if (!c.last)
       in.push_back(b_.p2p(TaskKind::kRecv, Stream::kPpRecv, next_rank_, tag_of(st.mb, c.vst, true), costs_.pp_activation_bytes,
                           costs_.pp_p2p_time_s, Phase::kBackward, st.chunk, st.mb, {}));
-    if (zero3_ && !keep_gathered_) append(in, gather_extras(st, Phase::kBackward));
+    if (gather_every_mb_ && !keep_gathered_) append(in, gather_extras(st, Phase::kBackward));
     Deps cur = in;
     if (c.last) {
       const int32_t t = b_.compute(Phase::kBackward, OpKind::kOutputLoss, costs_.output_bwd, -1, 0, st.chunk, st.mb, cur);
       cur = post_comm(costs_.output_bwd_comm, Phase::kBackward, st, t, cur);
     }
     const size_t reduces_before = grad_reduces_.size();  // this micro-batch's reductions follow
-    cur = run_layers(Phase::kBackward, st, cur, zero3_ || split);
+    cur = run_layers(Phase::kBackward, st, cur, gather_every_mb_ || split);
     if (c.first) {
       cur = pre_comm(costs_.embedding_bwd_comm_pre, Phase::kBackward, st, cur);
       cur = {b_.compute(Phase::kBackward, OpKind::kEmbedding, costs_.embedding_bwd, -1, 0, st.chunk, st.mb, cur)};
     }
     b_.free_buffer(act_buffer_[st.mb * V_ + st.chunk], cur);
-    if (zero3_) append(grad_reduces_, reduce_chunk(st.chunk, st.mb, cur, false));
+    if (gather_every_mb_) append(grad_reduces_, reduce_chunk(st.chunk, st.mb, cur, false));
     if (!c.first)
       sent_ = b_.p2p(TaskKind::kSend, Stream::kPpSend, prev_rank_, tag_of(st.mb, c.vst - 1, true), costs_.pp_activation_bytes,
                      costs_.pp_p2p_time_s, Phase::kBackward, st.chunk, st.mb, cur);
@@ -679,7 +679,7 @@ class RankLowering {
       // (independent_gradient_partition_epilogue synchronizes the reduction stream), so they
       // overlap that backward only, as the cost model counts them: the next step waits.
       reduce_hold_.assign(grad_reduces_.begin() + static_cast<std::ptrdiff_t>(reduces_before), grad_reduces_.end());
-    } else if (!zero3_ && overlap_grads_ && last_of_chunk) {
+    } else if (!gather_every_mb_ && overlap_grads_ && last_of_chunk) {
       append(grad_reduces_, reduce_chunk(st.chunk, -1, cur, !split));
     }
     end_deps_ = cur;
@@ -690,7 +690,7 @@ class RankLowering {
   // sequence-parallel replicated gradients over TP and the tied embedding between the first
   // and last stage.
   void finalize_grads() {
-    if (!zero3_ && !zero2_ && !overlap_grads_)
+    if (!gather_every_mb_ && !zero2_ && !overlap_grads_)
       for (int64_t k = 0; k < V_; ++k) append(grad_reduces_, reduce_chunk(k, -1, end_deps_, true));
     Deps reduced = grad_reduces_;
     append(reduced, end_deps_);
@@ -735,7 +735,7 @@ class RankLowering {
   RankBuilder b_;
   const int64_t s_, P_, V_;  // stage, pipeline stages, chunks per rank
   int32_t prev_rank_ = 0, next_rank_ = 0;
-  bool zero3_ = false, zero2_ = false, zero12_ = false;
+  bool gather_every_mb_ = false, zero2_ = false, zero12_ = false;
   bool keep_gathered_ = false;  // torchtitan's ZeRO-2: the backward uses the forward's gathered layer
   bool overlap_grads_ = false;  // the DP gradient reduction runs beside the last backward
   bool split_first_fwd_ = false, split_last_bwd_ = false, moe_split_ = false;
