@@ -45,8 +45,6 @@ std::vector<int64_t> distinct_nics(const std::vector<int64_t>& members, const Fa
   return nics;
 }
 
-// Channels a multi-node ring uses to cross node boundaries: one per NIC its members reach
-// (the fewest over the nodes, so every channel has a NIC on every node).
 // The most group members on any one node.
 size_t most_per_node(const std::vector<std::vector<int64_t>>& nodes) {
   size_t most = 0;
@@ -54,6 +52,8 @@ size_t most_per_node(const std::vector<std::vector<int64_t>>& nodes) {
   return most;
 }
 
+// Channels a multi-node ring uses to cross node boundaries: one per NIC its members reach
+// (the fewest over the nodes, so every channel has a NIC on every node).
 int64_t crossing_channels(const std::vector<std::vector<int64_t>>& nodes, const FabricShape& shape) {
   int64_t c = shape.nics_per_node;
   for (const auto& members : nodes) c = std::min<int64_t>(c, static_cast<int64_t>(distinct_nics(members, shape).size()));

@@ -228,7 +228,6 @@ TEST(Validate, PrintsOneRowPerCaseAndTheMape) {
   EXPECT_NE(text.find("worst cases"), std::string::npos);
 }
 
-
 // --plans names the plan behind each prediction: what the case pins and what the search chose
 // for what it leaves open (Korthikanti's 22B full-recompute row pins tp8 and full recompute).
 TEST(Validate, PlansListsThePlanEachCaseWasPredictedWith) {
@@ -251,6 +250,7 @@ TEST(Validate, PlansListsThePlanEachCaseWasPredictedWith) {
   ASSERT_EQ(run_validate(kCalibration, ValidationSettings{}, plain, err2), 0);
   EXPECT_EQ(plain.str().find("plans predicted:"), std::string::npos);  // only when asked
 }
+
 // Per-group figures: MAPE, median and mean signed error over the group's rows; overall over all.
 TEST(Validate, GroupFiguresAreTheMeanAndMedianOfTheirRows) {
   std::vector<ValidationRow> rows(4);
