@@ -911,6 +911,28 @@ TEST(Iteration, BubbleShrinksWithInterleavingAndMoreMicroBatches) {
   EXPECT_LT(two.iteration_time_s, one.iteration_time_s);
 }
 
+TEST(Iteration, PipelineMessagesCostWhatTheirHopsCost) {
+  // dp 4 x pp 4 on two 8-GPU nodes: stages 0 and 1 share node 0, stages 2 and 3 node 1. A
+  // middle stage sends one activation over the NIC and one gradient over NVLink per micro-batch
+  // (stage 1: to 2 and to 0), an end stage one NVLink message (stage 0: to 1; stage 3: to 2).
+  Scenario s = llama8b("H100-SXM", 16);
+  s.training.global_batch_size = 64;  // 16 micro-batches of 1 per pipeline
+  Plan p;
+  p.dp = 4;
+  p.pp = 4;
+  p.micro_batch_size = 1;
+  const BackendResult r = estimate_plan(s, p);
+  ASSERT_GT(r.iteration_time_s, 0);
+  const int64_t bytes = layer_costs(s, p).pp_message_bytes;
+  const double nic_s = p2p_time_s(bytes, true, s.cluster), nvlink_s = p2p_time_s(bytes, false, s.cluster);
+  ASSERT_LT(4.0 * nvlink_s, nic_s);
+  const double per_mb = r.time_breakdown_s.pp_comm / 16.0;
+  const bool end_stage_paces = std::abs(per_mb - nvlink_s) < 1e-9;
+  const bool middle_stage_paces = std::abs(per_mb - (nic_s + nvlink_s)) < 1e-9;
+  EXPECT_TRUE(end_stage_paces || middle_stage_paces) << per_mb;
+  EXPECT_LT(per_mb, 2.0 * nic_s);  // not every hop is a NIC message
+}
+
 TEST(Iteration, PhysicalOrderings) {
   // More recompute costs time.
   Scenario s = gpt175b(64);

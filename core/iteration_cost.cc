@@ -150,6 +150,23 @@ PipelineShape pipeline_shape(const Scenario& sc, const Plan& p, const ModelShape
   return sh;
 }
 
+// One micro-batch's pipeline messages on stage `st`'s own timeline. Megatron's and DeepSpeed's
+// pipeline sends are blocking (the next step waits for them; see the lowering), so each stage
+// pays for the messages it sends: one activation per model chunk to the next stage (the last
+// stage's last chunk sends nothing; with interleaving its other chunks send to stage 0) and one
+// gradient per chunk to the previous stage (stage 0's first chunk sends nothing). A hop whose
+// stages share a node is an NVLink message, one that leaves it a NIC message.
+double stage_p2p_s(const Plan& p, int64_t st, int64_t chunks, int64_t bytes, const ClusterConfig& cl) {
+  const int64_t pp = p.pp;
+  if (pp <= 1) return 0.0;
+  const int64_t next = (st + 1) % pp, prev = (st + pp - 1) % pp;
+  const double fwd_n = static_cast<double>(st < pp - 1 ? chunks : chunks - 1);
+  const double bwd_n = static_cast<double>(st > 0 ? chunks : chunks - 1);
+  const int64_t gpn = cl.gpus_per_node;
+  return fwd_n * p2p_time_s(bytes, pp_hop_crosses_nodes(p, gpn, st, next), cl) +
+         bwd_n * p2p_time_s(bytes, pp_hop_crosses_nodes(p, gpn, st, prev), cl);
+}
+
 struct IterationModel {
   TimeBreakdown breakdown;
   double iteration_s = 0;
@@ -185,10 +202,10 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
   const double layer_compute_s = lc.fwd.s + lc.bwd.s + lc.recompute.s;
   const double layer_host_s = L.host_forward_s + L.host_backward_s + L.host_recompute_s;
   const double layer_exposed_s = L.tp_exposed_s + L.cp_exposed_s + L.ep_exposed_s;
-  const double pp_per_mb = pp > 1 ? 2.0 * v * L.pp_message_s : 0.0;
+  const auto chunks = static_cast<int64_t>(v);
 
-  // Slowest stage per micro-batch.
-  double worst = -1, worst_compute = 0, worst_exposed = 0, worst_host = 0;
+  // Slowest stage per micro-batch, its pipeline messages included.
+  double worst = -1, worst_compute = 0, worst_exposed = 0, worst_host = 0, pp_per_mb = 0;
   int64_t worst_stage = 0;
   std::vector<double> stage_s(static_cast<size_t>(pp));  // each stage's time per micro-batch
   for (int64_t st = 0; st < pp; ++st) {
@@ -201,12 +218,14 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
     if (st == 0) exp += L.embedding_tp_exposed_s;
     if (st == pp - 1) exp += L.output_tp_exposed_s;
     stage_s[static_cast<size_t>(st)] = comp + exp + host;
-    if (comp + exp + host > worst) {
-      worst = comp + exp + host;
+    const double p2p = stage_p2p_s(p, st, chunks, L.pp_message_bytes, cl);
+    if (comp + exp + host + p2p > worst) {
+      worst = comp + exp + host + p2p;
       worst_compute = comp;
       worst_exposed = exp;
       worst_host = host;
       worst_stage = st;
+      pp_per_mb = p2p;
     }
   }
   it.critical_stage = worst_stage;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstdlib>
 
 namespace monarch {
 
@@ -179,6 +180,18 @@ std::vector<int64_t> gpus_on_each_node(const ClusterConfig& c) {
 
 bool pp_hop_crosses_nodes(const Plan& p, int64_t gpus_per_node) {
   return group_span(GroupKind::kPp, p, gpus_per_node).crosses_nodes();
+}
+
+bool pp_hop_crosses_nodes(const Plan& p, int64_t gpus_per_node, int64_t from, int64_t to) {
+  const int64_t g = gpus_per_node;
+  if (g <= 0 || from == to) return false;
+  const int64_t S = p.world_size() / std::max<int64_t>(p.pp, 1);
+  const int64_t lo = std::min(from, to) * S, d = std::abs(to - from) * S;
+  if (d >= g) return true;
+  // The pairs (r, r + d), r in [lo, lo + S): some pair straddles a node boundary when a
+  // multiple of g lies in (lo, lo + S - 1 + d].
+  const int64_t next_boundary = (lo / g + 1) * g;
+  return next_boundary <= lo + S - 1 + d;
 }
 
 }  // namespace monarch

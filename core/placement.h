@@ -89,5 +89,10 @@ std::vector<int64_t> gpus_on_each_node(const ClusterConfig& cluster);
 // Whether some pipeline point-to-point hop of rank 0's pipeline leaves the node (the slowest
 // hop paces the pipeline).
 bool pp_hop_crosses_nodes(const Plan& plan, int64_t gpus_per_node);
+// Whether the message from pipeline stage `from` to stage `to` leaves the node in some pipeline
+// of the plan (stage s of the pipeline whose first stage is rank b sits on rank b + s x S,
+// S = tp x cp x dp ranks per stage). With S smaller than a node, neighbouring stages share
+// nodes and only some hops cross: TP 1 x DP 4 x PP 4 on 8-GPU nodes crosses 1 -> 2 and 3 -> 0.
+bool pp_hop_crosses_nodes(const Plan& plan, int64_t gpus_per_node, int64_t from, int64_t to);
 
 }  // namespace monarch

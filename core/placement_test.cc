@@ -158,6 +158,24 @@ TEST(Placement, SpanOfAGroupPartlyInsideANode) {
   EXPECT_FALSE(pp_hop_crosses_nodes(make_plan(2, 1, 1, 4), 8));
 }
 
+TEST(Placement, PipelineHopsLeaveTheNodeOnlyBetweenNodes) {
+  // Stages of 4 ranks (dp 4) on 8-GPU nodes: stages 0 and 1 on node 0, 2 and 3 on node 1.
+  const Plan small = make_plan(1, 1, 4, 4);
+  EXPECT_FALSE(pp_hop_crosses_nodes(small, 8, 0, 1));
+  EXPECT_TRUE(pp_hop_crosses_nodes(small, 8, 1, 2));
+  EXPECT_FALSE(pp_hop_crosses_nodes(small, 8, 2, 3));
+  EXPECT_TRUE(pp_hop_crosses_nodes(small, 8, 3, 0));  // the interleaved wrap-around
+  EXPECT_FALSE(pp_hop_crosses_nodes(small, 8, 1, 0));
+  // A stage of a whole node: every hop leaves it.
+  EXPECT_TRUE(pp_hop_crosses_nodes(make_plan(8, 1, 1, 2), 8, 0, 1));
+  // Stages of 3 ranks: stage 2 (ranks 6-8) straddles nodes 0 and 1, so only the pipeline whose
+  // stage 2 rank is 8 crosses on 1 -> 2; no pipeline crosses on 0 -> 1.
+  const Plan odd = make_plan(3, 1, 1, 4);
+  EXPECT_FALSE(pp_hop_crosses_nodes(odd, 8, 0, 1));
+  EXPECT_TRUE(pp_hop_crosses_nodes(odd, 8, 1, 2));
+  EXPECT_TRUE(pp_hop_crosses_nodes(odd, 8, 2, 3));
+}
+
 TEST(Placement, IrregularNodeSizeIsCounted) {
   // 6-GPU nodes, stride 4: ranks 0,4,8,12 sit on nodes 0,0,1,2.
   const GroupSpan s = strided_span(0, 4, 4, 6);
