@@ -5,6 +5,7 @@
 #include "core/cost_model.h"
 #include "core/model_math.h"
 #include "core/placement.h"
+#include "strategies/plan_check.h"
 
 namespace monarch {
 
@@ -52,6 +53,17 @@ Expected<Plan> resolve_plan(const Scenario& s) {
                          : base.tp > 1                     ? std::vector<bool>{false, true}
                                                            : std::vector<bool>{false};
 
+  // A plan that breaks a rule of the scenario's framework (strategies/plan_check.h: the rules
+  // the search prunes with and the lowering checks) is no candidate, so the plan given here is
+  // one both backends can run; the first broken rule is the answer when no candidate is left.
+  Problems first_broken;
+  auto runnable = [&](const Plan& p) {
+    Problems broken = check_plan(s, p);
+    if (broken.empty()) return true;
+    if (first_broken.empty()) first_broken = std::move(broken);
+    return false;
+  };
+
   // Megatron-LM's defaults first (no sequence parallelism, no recompute, no distributed
   // optimizer, the smallest micro-batch): a published run that leaves a switch unstated ran
   // with the framework's default unless that would not have fit.
@@ -61,8 +73,7 @@ Expected<Plan> resolve_plan(const Scenario& s) {
     d.zero_stage = zero.front();
     d.recompute = rec.front();
     d.sequence_parallel = sp.front();
-    const QuickEstimate e = quick_estimate(s, d);
-    if (e.fits) return d;
+    if (runnable(d) && quick_estimate(s, d).fits) return d;
   }
   Plan best = base, smallest = base;
   double best_time = std::numeric_limits<double>::infinity();
@@ -77,6 +88,7 @@ Expected<Plan> resolve_plan(const Scenario& s) {
           p.zero_stage = z;
           p.recompute = r;
           p.sequence_parallel = q;
+          if (!runnable(p)) continue;
           const QuickEstimate e = quick_estimate(s, p);
           if (e.iteration_time_s <= 0) {  // the plan cannot run at all
             last_reason = e.reject_reason;
@@ -93,6 +105,7 @@ Expected<Plan> resolve_plan(const Scenario& s) {
         }
   if (best_time < std::numeric_limits<double>::infinity()) return best;
   if (least_mem < std::numeric_limits<double>::infinity()) return smallest;
+  if (!first_broken.empty()) return first_broken;
   return Expected<Plan>::fail("/parallelism", last_reason.empty() ? "no plan can run" : last_reason);
 }
 

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "core/cost_model.h"
 #include "core/presets.h"
 
 namespace monarch {
@@ -122,6 +123,25 @@ TEST(AnalyticalBackend, ResolvePlanFillsWhatTheScenarioLeavesOpen) {
   EXPECT_NE(p->recompute, Recompute::kNone);
   s.parallelism.tp = 3;
   EXPECT_FALSE(resolve_plan(s).ok());
+}
+
+// Where no plan fits, the plan resolved is still one the framework can run: torchtitan's
+// Schedule1F1B refuses one micro-batch on two stages (so does the SimGrid backend's lowering),
+// Megatron's 1F1B runs it.
+TEST(AnalyticalBackend, ResolvePlanKeepsThePlanRules) {
+  Scenario s = gpt175b_on(16);
+  s.parallelism.tp = 1;
+  s.parallelism.pp = 2;  // dp 8
+  s.training.global_batch_size = 16;
+  s.training.micro_batch_size = 2;  // one micro-batch per step
+  const Expected<Plan> megatron = resolve_plan(s);
+  ASSERT_TRUE(megatron.ok());
+  EXPECT_FALSE(quick_estimate(s, *megatron).fits);
+  s.training.framework = Framework::kTorchtitan;
+  const Expected<Plan> torchtitan = resolve_plan(s);
+  ASSERT_FALSE(torchtitan.ok());
+  EXPECT_EQ(torchtitan.problems().front().where, "/parallelism/pipeline_schedule");
+  EXPECT_NE(torchtitan.problems().front().message.find("Schedule1F1B"), std::string::npos);
 }
 
 }  // namespace
