@@ -149,8 +149,11 @@ double collective_time_s(CollectiveKind kind, int64_t bytes_per_rank, const Grou
   // the NVLink time plus the NIC time (NCCL's model takes one bus bandwidth per channel, the
   // inter-node one beyond two nodes: src/graph/tuning.cc ncclTopoTuneModel). Every chunk passes
   // every node boundary of the ring, so a GPU's NIC carries bus(n) x S / r: on two nodes twice
-  // what a hierarchical scheme would send, about the same on many.
+  // what a hierarchical scheme would send, about the same on many. NCCL's ranks agree on one
+  // channel count, so a node whose members reach fewer NICs (a partly used last node) has fewer
+  // channels for all: the NICs carry bus(n) x S over the fewest members' NICs.
   const double r = static_cast<double>(g.ranks_per_node);
+  const double r_fewest = static_cast<double>(std::max<int64_t>(g.fewest_ranks_per_node, 1));
   double nvlink_s = r > 1 ? collective_bus_factor(kind, r) * S / bw_intra : 0.0;
   double latency_s = collective_hops_latency_s(kind, g.size, g.nodes, g.ranks_per_node, lat_intra, lat_inter);
   if (cal != nullptr && r > 1) {
@@ -162,7 +165,7 @@ double collective_time_s(CollectiveKind kind, int64_t bytes_per_rank, const Grou
   // channel and send every chunk on NVLink (SimGrid's ring_edges makes the same split).
   nvlink_s *= (n - 1.0) / n;
   if (r > 1 && c.nics_per_node > 0 && c.nics_per_node < g.ranks_per_node) nvlink_s *= r / (r - 1.0);
-  const double nic_s = collective_bus_factor(kind, n) * S / r / nic_bytes_per_s_per_gpu(c, g.rail_aligned);
+  const double nic_s = collective_bus_factor(kind, n) * S / r_fewest / nic_bytes_per_s_per_gpu(c, g.rail_aligned);
   return kNcclCollectiveBaseLatency_s + latency_s + std::max(nvlink_s, nic_s);
 }
 

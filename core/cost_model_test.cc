@@ -101,7 +101,7 @@ TEST(Collectives, RingFormulasInsideANode) {
 // nodes the NVLink steps dominate the latency of a small call.
 TEST(Collectives, AllGatherRingLatencyCountsEveryRankAcrossNodes) {
   const ClusterConfig c = cluster("A100-80GB", 1536);
-  const GroupSpan g{1536, 192, 8, false};
+  const GroupSpan g{1536, 192, 8, false, 8};
   const int64_t S = 8;  // bytes: the latency alone
   const double expect = kNcclCollectiveBaseLatency_s + (1536.0 - 192.0) * us_to_s(c.intra_node.latency_us) +
                         191.0 * us_to_s(c.inter_node.latency_us);
@@ -123,7 +123,7 @@ TEST(Collectives, AcrossNodesTheRingStreamsThroughNvlinkAndNic) {
   const double lat_intra = us_to_s(c.intra_node.latency_us), lat_inter = us_to_s(c.inter_node.latency_us);
   for (int64_t nodes : {2, 8}) {
     const int64_t n = 8 * nodes;
-    const GroupSpan g{n, nodes, 8, false};
+    const GroupSpan g{n, nodes, 8, false, 8};
     const double nic_s = (n - 1.0) / n * S / 8 / nic;
     const double nvlink_s = (n - 1.0) / n * 7.0 / 8 * S / nvl;
     ASSERT_GT(nic_s, nvlink_s);
@@ -140,9 +140,19 @@ TEST(Collectives, AcrossNodesTheRingStreamsThroughNvlinkAndNic) {
   // A slow NVLink paces the ring instead.
   ClusterConfig slow = c;
   slow.intra_node.bandwidth_GBps = 20;
-  const GroupSpan two{16, 2, 8, false};
+  const GroupSpan two{16, 2, 8, false, 8};
   EXPECT_NEAR(collective_time_s(CollectiveKind::kAllGather, static_cast<int64_t>(S), two, slow),
               kNcclCollectiveBaseLatency_s + 14 * lat_intra + lat_inter + 15.0 / 16 * 7.0 / 8 * S / (20e9 * gpu_profile(c.gpu).nvlink_efficiency), 1e-12);
+  // A partly used last node (16 + 16 + 8 members) reaches 8 NICs: NCCL's ranks agree on one
+  // channel count, so every node crosses on 8 channels.
+  const GroupSpan uneven{40, 3, 16, false, 8};
+  ClusterConfig wide = c;
+  wide.gpus_per_node = 16;
+  wide.nics_per_node = 16;
+  const double uneven_nic_s = 39.0 / 40 * S / 8 / nic;
+  EXPECT_NEAR(collective_time_s(CollectiveKind::kAllGather, static_cast<int64_t>(S), uneven, wide),
+              kNcclCollectiveBaseLatency_s + collective_hops_latency_s(CollectiveKind::kAllGather, 40, 3, 16, lat_intra, lat_inter) +
+                  uneven_nic_s, 1e-12);
   // Four NICs for eight GPUs: four channels, so half the members never leave the node and send
   // every chunk on NVLink.
   slow.nics_per_node = 4;
@@ -152,9 +162,9 @@ TEST(Collectives, AcrossNodesTheRingStreamsThroughNvlinkAndNic) {
 
 TEST(Collectives, AcrossNodesTheNicsPaceTheGroup) {
   const ClusterConfig c = cluster("H100-SXM", 128);
-  GroupSpan one_per_node{16, 16, 1, true};   // e.g. DP with tp 8: one rank per node
-  GroupSpan full_nodes{16, 2, 8, false};     // two full nodes
-  GroupSpan inside{8, 1, 8, false};
+  GroupSpan one_per_node{16, 16, 1, true, 1};   // e.g. DP with tp 8: one rank per node
+  GroupSpan full_nodes{16, 2, 8, false, 8};     // two full nodes
+  GroupSpan inside{8, 1, 8, false, 8};
   const int64_t S = 1 << 30;
   const double t_inside = collective_time_s(CollectiveKind::kAllReduce, S, inside, c);
   const double t_full = collective_time_s(CollectiveKind::kAllReduce, S, full_nodes, c);
@@ -179,7 +189,7 @@ TEST(Collectives, AcrossNodesTheNicsPaceTheGroup) {
 // link paces it and one latency is paid, not n - 1.
 TEST(AllToAll, InsideANodeIsOneLatencyPlusTheNvlinkShare) {
   const ClusterConfig c = cluster("H100-SXM", 8);
-  const GroupSpan inside{8, 1, 8, false};
+  const GroupSpan inside{8, 1, 8, false, 8};
   const int64_t S = int64_t{1} << 30;
   const double nvl = 450e9 * gpu_profile(c.gpu).nvlink_efficiency;
   EXPECT_NEAR(collective_time_s(CollectiveKind::kAllToAll, S, inside, c), us_to_s(c.intra_node.latency_us) + 7.0 / 8 * S / nvl,
@@ -197,7 +207,7 @@ TEST(AllToAll, AcrossNodesNvlinkAndNicOverlap) {
   const double lat = us_to_s(c.inter_node.latency_us);
   for (int64_t nodes : {2, 8}) {
     const int64_t n = 8 * nodes;
-    const GroupSpan g{n, nodes, 8, false};
+    const GroupSpan g{n, nodes, 8, false, 8};
     const double t = collective_time_s(CollectiveKind::kAllToAll, S, g, c);
     const double off = static_cast<double>(n - 8) / n * S / nic, on = 7.0 / n * S / nvl;
     EXPECT_NEAR(t, lat + std::max(off, on), 1e-12) << n;   // max, not off + on
@@ -207,7 +217,7 @@ TEST(AllToAll, AcrossNodesNvlinkAndNicOverlap) {
   }
   // 2 nodes: busbw ~ 2 x the NIC's 45 GB/s x (n-1)/n (nccl-tests#130: N/(N-1) x the network
   // bandwidth per GPU).
-  const GroupSpan two{16, 2, 8, false};
+  const GroupSpan two{16, 2, 8, false, 8};
   EXPECT_NEAR(S / collective_time_s(CollectiveKind::kAllToAll, S, two, c) * 15 / 16, 2 * nic * 15 / 16, 1e9);
 }
 
@@ -215,14 +225,14 @@ TEST(AllToAll, MonotonicInBytesAndMoreNodesNeverFasterPerByte) {
   const ClusterConfig c = cluster("H100-SXM", 512);
   double prev = 0;
   for (int64_t S = 1 << 10; S <= (int64_t{1} << 32); S <<= 2) {
-    const double t = collective_time_s(CollectiveKind::kAllToAll, S, GroupSpan{64, 8, 8, false}, c);
+    const double t = collective_time_s(CollectiveKind::kAllToAll, S, GroupSpan{64, 8, 8, false, 8}, c);
     EXPECT_GT(t, prev) << S;
     prev = t;
   }
   for (int64_t S : {int64_t{1} << 12, int64_t{1} << 24, int64_t{1} << 32}) {
-    double last = collective_time_s(CollectiveKind::kAllToAll, S, GroupSpan{8, 1, 8, false}, c);
+    double last = collective_time_s(CollectiveKind::kAllToAll, S, GroupSpan{8, 1, 8, false, 8}, c);
     for (int64_t nodes = 2; nodes <= 64; nodes *= 2) {
-      const double t = collective_time_s(CollectiveKind::kAllToAll, S, GroupSpan{8 * nodes, nodes, 8, false}, c);
+      const double t = collective_time_s(CollectiveKind::kAllToAll, S, GroupSpan{8 * nodes, nodes, 8, false, 8}, c);
       EXPECT_GE(t, last) << S << " bytes on " << nodes << " nodes";
       last = t;
     }
@@ -239,7 +249,7 @@ TEST(AllToAll, RailOptimizedPxnAvoidsOversubscribedUplinks) {
   ClusterConfig rail = fat;
   rail.topology = Topology::kRailOptimized;
   const int64_t S = int64_t{1} << 30;
-  const GroupSpan g{64, 8, 8, false};
+  const GroupSpan g{64, 8, 8, false, 8};
   const double nic = 50e9 * kInterNodeEfficiency;
   const double lat = us_to_s(fat.inter_node.latency_us);
   // Fat tree: off-node messages cross the leaf uplinks at half rate.
@@ -1449,7 +1459,7 @@ TEST(CalibrationProfiles, MeasuredThroughputReplacesThePresets) {
   EXPECT_DOUBLE_EQ(compute_time_s(c.gpu, Precision::kFp8, 1e12, 0, 4096, 4096, 4096),
                    compute_time_s(plain.gpu, Precision::kFp8, 1e12, 0, 4096, 4096, 4096));
   // Intra-node collectives from the measured bus bandwidth.
-  GroupSpan g{8, 1, 8, false};
+  GroupSpan g{8, 1, 8, false, 8};
   EXPECT_NEAR(collective_time_s(CollectiveKind::kAllReduce, int64_t{1} << 28, g, c),
               static_cast<double>(int64_t{1} << 28) * 2 * 7 / 8 / 200e9, 1e-5);
   // A profile that cannot be read is reported, and the presets answer.

@@ -112,7 +112,7 @@ GroupSpan strided_span(int64_t base, int64_t size, int64_t stride, int64_t gpus_
   GroupSpan s;
   s.size = size;
   if (gpus_per_node <= 0 || size <= 1) {
-    s.ranks_per_node = size;
+    s.ranks_per_node = s.fewest_ranks_per_node = size;
     return s;
   }
   if (stride >= gpus_per_node && stride % gpus_per_node == 0) {
@@ -123,7 +123,7 @@ GroupSpan strided_span(int64_t base, int64_t size, int64_t stride, int64_t gpus_
   }
   if (gpus_per_node % stride == 0 && base % gpus_per_node + (size - 1) * stride < gpus_per_node) {
     s.nodes = 1;
-    s.ranks_per_node = size;
+    s.ranks_per_node = s.fewest_ranks_per_node = size;
     return s;
   }
   if (gpus_per_node % stride == 0 && base % gpus_per_node < stride) {
@@ -131,13 +131,16 @@ GroupSpan strided_span(int64_t base, int64_t size, int64_t stride, int64_t gpus_
     const int64_t per_node = gpus_per_node / stride;
     s.ranks_per_node = std::min(size, per_node);
     s.nodes = (size + per_node - 1) / per_node;
+    s.fewest_ranks_per_node = size - (s.nodes - 1) * per_node;  // the last node holds the rest
     return s;
   }
   // Irregular layout: count.
   int64_t nodes = 0, best = 0, cur = 0, last_node = -1;
+  int64_t fewest = size;
   for (int64_t i = 0; i < size; ++i) {
     const int64_t node = (base + i * stride) / gpus_per_node;
     if (node != last_node) {
+      if (nodes > 0) fewest = std::min(fewest, cur);
       ++nodes;
       cur = 0;
       last_node = node;
@@ -146,6 +149,7 @@ GroupSpan strided_span(int64_t base, int64_t size, int64_t stride, int64_t gpus_
   }
   s.nodes = nodes;
   s.ranks_per_node = best;
+  s.fewest_ranks_per_node = std::min(fewest, cur);
   return s;
 }
 
@@ -159,13 +163,19 @@ GroupSpan group_span(GroupKind kind, const Plan& p, int64_t gpus_per_node) {
                        (g % stride == 0 && (g % (stride * size) == 0 || (stride * size) % g == 0));
   if (regular) return first;
   // Otherwise (a group block that straddles nodes, e.g. TP 16 on 72-GPU NVLink domains):
-  // the group spanning the most nodes paces the collective.
+  // the group spanning the most nodes paces the collective, then the one whose sparsest node
+  // holds the fewest members (the fewest NICs its ring can cross on).
   GroupSpan worst = first;
   const int64_t world = p.world_size();
+  auto slower = [](const GroupSpan& a, const GroupSpan& b) {
+    if (a.nodes != b.nodes) return a.nodes > b.nodes;
+    if (a.fewest_ranks_per_node != b.fewest_ranks_per_node) return a.fewest_ranks_per_node < b.fewest_ranks_per_node;
+    return a.ranks_per_node < b.ranks_per_node;
+  };
   for (int64_t r = 0; r < world; ++r) {
     if (group_base(kind, r, p) != r || r + (size - 1) * stride >= world) continue;  // not a group of the plan
     const GroupSpan s = strided_span(r, size, stride, g);
-    if (s.nodes > worst.nodes || (s.nodes == worst.nodes && s.ranks_per_node < worst.ranks_per_node)) worst = s;
+    if (slower(s, worst)) worst = s;
     worst.rail_aligned = worst.rail_aligned && s.rail_aligned;
   }
   return worst;

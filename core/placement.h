@@ -74,6 +74,7 @@ struct GroupSpan {
   int64_t nodes = 1;           // nodes the group spans
   int64_t ranks_per_node = 1;  // most group members on one node
   bool rail_aligned = false;   // one member per node, all at the same local index (same NIC rail)
+  int64_t fewest_ranks_per_node = 1;  // fewest group members on one of its nodes (a partly used last node)
 
   bool crosses_nodes() const { return nodes > 1; }
 };

@@ -181,6 +181,23 @@ TEST(Placement, IrregularNodeSizeIsCounted) {
   const GroupSpan s = strided_span(0, 4, 4, 6);
   EXPECT_EQ(s.nodes, 3);
   EXPECT_EQ(s.ranks_per_node, 2);
+  EXPECT_EQ(s.fewest_ranks_per_node, 1);
+}
+
+TEST(Placement, APartlyUsedLastNodeHoldsTheFewestMembers) {
+  // 128 GPUs on GB200 NVL72: 72 + 56.
+  const GroupSpan nvl = strided_span(0, 128, 1, 72);
+  EXPECT_EQ(nvl.nodes, 2);
+  EXPECT_EQ(nvl.ranks_per_node, 72);
+  EXPECT_EQ(nvl.fewest_ranks_per_node, 56);
+  // DP 12 on 8-GPU nodes: 8 + 4; whole nodes and one node are even.
+  EXPECT_EQ(strided_span(0, 12, 1, 8).fewest_ranks_per_node, 4);
+  EXPECT_EQ(strided_span(0, 16, 1, 8).fewest_ranks_per_node, 8);
+  EXPECT_EQ(strided_span(0, 6, 1, 8).fewest_ranks_per_node, 6);
+  // The data-parallel group of a plan on 256 GPUs of 72-GPU domains (72 x 3 + 40).
+  Plan p;
+  p.dp = 256;
+  EXPECT_EQ(group_span(GroupKind::kDp, p, 72).fewest_ranks_per_node, 40);
 }
 
 }  // namespace
