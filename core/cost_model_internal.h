@@ -100,6 +100,10 @@ struct LayerCompute {
   Op attn_bwd;  // and its backward
   Op moe_fwd, moe_bwd;  // of fwd / bwd: the MoE block (router, expert GEMMs, activation, permutation)
   double gemm_fwd_s = 0, gemm_bwd_s = 0;  // GEMM time (for TP overlap windows)
+  // The GEMMs a TP collective runs beside under TP communication overlap, in layer order QKV,
+  // projection, fc1, fc2 (fc1 and fc2 are 0 in an MoE layer, whose MLP has no TP pair): the
+  // forward and the backward (input and weight gradients) time of each.
+  double tp_gemm_fwd_s[4] = {}, tp_gemm_bwd_s[4] = {};
 };
 
 LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p);

@@ -716,10 +716,6 @@ TEST(LayerCosts, Fp8SequenceParallelAllGathersMoveOneBytePerElement) {
   EXPECT_DOUBLE_EQ(fp8.collectives[1].time_s, bf16.collectives[1].time_s);
 }
 
-// With TP communication overlap the projection's and fc2's input-gradient GEMMs take the
-// output gradient chunk by chunk as the ring exchange gathers it: the same FLOPs in tp smaller
-// GEMMs, each with its own wave quantization, so the backward takes longer. Without sequence
-// parallelism there is no such overlap and nothing changes.
 // Llama 3 8B at 4096 tokens on 8 H100 as TP 4 x DP 2 with sequence parallelism: the TP
 // overlap tests' plan.
 Scenario tp4_llama8b() {
@@ -735,6 +731,10 @@ Plan tp4_sp_plan() {
   return p;
 }
 
+// With TP communication overlap the projection's and fc2's input-gradient GEMMs take the
+// output gradient chunk by chunk as the ring exchange gathers it: the same FLOPs in tp smaller
+// GEMMs, each with its own wave quantization, so the backward takes longer. Without sequence
+// parallelism there is no such overlap and nothing changes.
 TEST(LayerCosts, TpOverlapChunksTheRingExchangeInputGradientGemms) {
   const Scenario s = tp4_llama8b();
   Plan p = tp4_sp_plan();
@@ -770,6 +770,40 @@ TEST(LayerCosts, TpOverlapPipelinedReduceScattersTakeSmsFromTheirGemms) {
   EXPECT_DOUBLE_EQ(with.bwd.s, without.bwd.s);
   s.training.framework = Framework::kTorchtitan;
   EXPECT_FALSE(cost_detail::make_ctx(s).te_userbuffers);
+}
+
+// Under TP communication overlap each collective runs beside the one GEMM it feeds or drains,
+// so a gather longer than its GEMM shows even where the layer's GEMMs together outlast all of
+// the layer's collectives. Llama 3 8B in fp8 at TP 8 on H100: the projection (4096 / 8
+// inputs) is shorter than its 16-bit reduce-scatter.
+TEST(LayerCosts, OverlappedTpCollectivesHideOnlyBehindTheirOwnGemms) {
+  Scenario s = tp4_llama8b();
+  s.training.precision = Precision::kFp8;
+  Plan p = tp4_sp_plan();
+  p.tp = 8;
+  p.dp = 1;
+  p.tp_comm_overlap = true;
+  const cost_detail::LayerCompute lc = cost_detail::layer_compute(cost_detail::make_ctx(s), model_shape(s.model), p);
+  const LayerCosts on = layer_costs(s, p);
+  auto time_of = [&on](CollectiveKind kind) {
+    for (const LayerCosts::Collective& col : on.collectives)
+      if (col.group == GroupKind::kTp && col.kind == kind) return col.time_s;
+    return 0.0;
+  };
+  const double ag_s = time_of(CollectiveKind::kAllGather), rs_s = time_of(CollectiveKind::kReduceScatter);
+  ASSERT_GT(rs_s, lc.tp_gemm_fwd_s[1]);
+  // What no GEMM can hide in the forward: the QKV gather's and the projection scatter's excess.
+  const double unhidden_fwd_s = std::max(0.0, ag_s - cost_detail::kOverlapEfficiency * lc.tp_gemm_fwd_s[0]) +
+                                std::max(0.0, rs_s - cost_detail::kOverlapEfficiency * lc.tp_gemm_fwd_s[1]);
+  ASSERT_GT(unhidden_fwd_s, 0);
+  ASSERT_LT(on.tp_total_s, cost_detail::kOverlapEfficiency * (lc.gemm_fwd_s + lc.gemm_bwd_s));  // a layer-wide window would hide all
+  EXPECT_GT(on.tp_exposed_s, unhidden_fwd_s);
+  EXPECT_LT(on.tp_exposed_s, on.tp_total_s);
+  // On a fast enough link every collective fits beside its GEMM: what remains is the share of
+  // the H100's 132 SMs its kernels hold (4.5, the userbuffers configs' mean).
+  s.cluster.intra_node.bandwidth_GBps = 100000;
+  const LayerCosts fast = layer_costs(s, p);
+  EXPECT_NEAR(fast.tp_exposed_s, fast.tp_total_s * 4.5 / 132.0, 1e-3 * fast.tp_total_s);
 }
 
 // Megatron-LM's own layers (the materialized-attention stack) add the QKV bias in its own

@@ -486,6 +486,10 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
       for (int i : {1, 3}) gemms[i].fwd.s *= sms / (sms - kTpOverlapPipelineSms);
     }
   }
+  for (int i = 0; i < (m.moe() ? 2 : 4); ++i) {
+    lc.tp_gemm_fwd_s[i] = gemms[i].fwd.s;
+    lc.tp_gemm_bwd_s[i] = gemms[i].bwd.s;
+  }
   for (int i = 0; i < n_gemms; ++i) {
     const GemmCost& g = gemms[i];
     lc.fwd += g.fwd;
@@ -651,6 +655,31 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
 
 namespace {
 
+// Seconds the TP collectives of one layer's passes add under TP communication overlap with
+// sequence parallelism: each runs beside the GEMM it feeds or drains, and only that GEMM can
+// hide it (Transformer Engine userbuffers pair every overlap with one GEMM; torch's async TP
+// fuses each all-gather with the matmul after it and each reduce-scatter with the matmul before
+// it: fused_all_gather_matmul, fused_matmul_reduce_scatter). Forward, and a full recompute
+// again: the all-gather beside QKV and fc1, the reduce-scatter beside the projection and fc2.
+// Backward: the output gradient's all-gather beside the projection's and fc2's input-gradient
+// GEMM, the saved input's all-gather beside QKV's and fc1's input-gradient GEMM, the input
+// gradient's reduce-scatter beside their weight-gradient GEMM (a GEMM's two backward products
+// have its forward's FLOPs each, so half its backward time each).
+double tp_overlap_cost_s(const LayerCompute& lc, double ag_s, double rs_s, bool full, int64_t sm_count) {
+  auto beside = [sm_count](double comm_s, double gemm_s) {
+    return overlapped_comm_cost_s(comm_s, gemm_s, kTpOverlapCommSms, sm_count);
+  };
+  double fwd = 0, bwd = 0;
+  for (int in : {0, 2}) {  // QKV then the projection; fc1 then fc2
+    const int out = in + 1;
+    if (lc.tp_gemm_fwd_s[in] <= 0) continue;  // an MoE layer's MLP
+    fwd += beside(ag_s, lc.tp_gemm_fwd_s[in]) + beside(rs_s, lc.tp_gemm_fwd_s[out]);
+    bwd += beside(ag_s, 0.5 * lc.tp_gemm_bwd_s[out]) + beside(ag_s, 0.5 * lc.tp_gemm_bwd_s[in]) +
+           beside(rs_s, 0.5 * lc.tp_gemm_bwd_s[in]);
+  }
+  return fwd * (full ? 2.0 : 1.0) + bwd;
+}
+
 // A host-bound pass leaves the GPU idle between the host's launches, and a collective the
 // compute stream waits on (c10d's NCCL stream, no overlap) runs in those gaps: the pass takes
 // max(host, GPU compute + its exposed communication), not the host time plus the communication.
@@ -709,7 +738,7 @@ LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape&
     const GroupSpan span = group_span(GroupKind::kTp, p, gpn);
     const int64_t S = static_cast<int64_t>(e * T * h);
     double hidden_window_s = 0;  // collectives hidden behind GEMMs
-    double total = 0, exposed = 0;
+    double total = 0, exposed = 0, ag_s = 0, rs_s = 0;
     if (p.sequence_parallel) {
       // In fp8 every sequence-parallel all-gather moves fp8 elements: Transformer Engine casts
       // the LayerNorm output to fp8 before gathering it for the QKV and fc1 GEMMs (and again for
@@ -732,6 +761,8 @@ LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape&
       const int32_t rec_n = full ? blocks : 0;
       out.collectives.push_back({CollectiveKind::kAllGather, GroupKind::kTp, S_ag, fwd_n, 2 * blocks, rec_n, ag});
       out.collectives.push_back({CollectiveKind::kReduceScatter, GroupKind::kTp, S, fwd_n, blocks, rec_n, rs});
+      ag_s = ag;
+      rs_s = rs;
       total = (fwd_n + bwd_n + blocks) * ag + (fwd_n + bwd_n) * rs;
       const double redo = static_cast<double>(blocks) * ag;
       const double redo_exposed = std::max(0.0, redo - kOverlapEfficiency * 0.5 * lc.gemm_bwd_s);
@@ -747,7 +778,9 @@ LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape&
     }
     // While hidden, the communication kernels hold kTpOverlapCommSms of the SMs the GEMMs
     // would use.
-    if (p.tp_comm_overlap) exposed = overlapped_comm_cost_s(total, hidden_window_s, kTpOverlapCommSms, c.prof->sm_count);
+    if (p.tp_comm_overlap)
+      exposed = p.sequence_parallel ? tp_overlap_cost_s(lc, ag_s, rs_s, full, c.prof->sm_count)
+                                    : overlapped_comm_cost_s(total, hidden_window_s, kTpOverlapCommSms, c.prof->sm_count);
     out.tp_total_s = total;
     out.tp_exposed_s = exposed;
     if (!p.tp_comm_overlap) hide_comm_under_host(GroupKind::kTp, exposed, out);
