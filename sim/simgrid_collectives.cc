@@ -327,6 +327,24 @@ void keep_representative_flows(std::vector<FlowPhase>& phases, const std::vector
   }
 }
 
+bool keep_hot_all_to_all_flows(std::vector<FlowPhase>& phases, const std::vector<int64_t>& gpus,
+                               const std::vector<char>& hot_node, const FabricShape& shape) {
+  const auto nodes = by_node(gpus, shape);
+  for (const auto& members : nodes)
+    if (members.size() != nodes.front().size()) return false;
+  auto hot = [&](const Endpoint& e) {
+    const auto node = static_cast<size_t>(shape.node_of(e));
+    return node < hot_node.size() && hot_node[node];
+  };
+  auto crosses_leaves = [&](const Flow& f) {
+    return f.src.kind == Endpoint::Kind::kNic && f.dst.kind == Endpoint::Kind::kNic &&
+           shape.leaf_of_nic(f.src.index) != shape.leaf_of_nic(f.dst.index);
+  };
+  for (FlowPhase& p : phases)
+    std::erase_if(p.flows, [&](const Flow& f) { return !hot(f.src) && !hot(f.dst) && !crosses_leaves(f); });
+  return true;
+}
+
 Flow p2p_flow(int64_t src_gpu, int64_t dst_gpu, double bytes, const FabricShape& shape) {
   return {route_start(src_gpu, dst_gpu, shape, true), route_start(src_gpu, dst_gpu, shape, false), bytes};
 }

@@ -336,9 +336,12 @@ double run_collective(Sim& sim, RankRt& r, const Task& t) {
                     ? decompose_all_to_all(gpus, bytes, inst->send_bytes, sim.platform.shape)
                     : decompose_collective(t.collective, gpus, bytes, algo, job.fidelity, sim.platform.shape);
   // Members not simulated (replica symmetry): their flows alike are carried by representatives.
-  if (sim.options.replica_flows == SimgridReplicaFlows::kRepresentative && algo != Algorithm::kDirect &&
-      inst->expected < static_cast<int>(gpus.size()))
-    keep_representative_flows(phases, sim.hot_node, sim.platform.shape);
+  if (sim.options.replica_flows == SimgridReplicaFlows::kRepresentative && inst->expected < static_cast<int>(gpus.size())) {
+    if (algo != Algorithm::kDirect)
+      keep_representative_flows(phases, sim.hot_node, sim.platform.shape);
+    else if (inst->send_bytes.empty())
+      keep_hot_all_to_all_flows(phases, gpus, sim.hot_node, sim.platform.shape);
+  }
   const int32_t calls = std::max<int32_t>(t.count, 1);
   const bool one_node = on_one_node(gpus, sim.platform.shape);
   // Measured on this node (the calibration profile, nccl-tests style): the measured time, which

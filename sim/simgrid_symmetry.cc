@@ -10,6 +10,19 @@ namespace {
 
 bool is_dp_kind(GroupKind k) { return k == GroupKind::kDp || k == GroupKind::kDpCp; }
 
+// A collective that may have members outside the simulated replica: each such member is the
+// image of a simulated one (same program, same instants), so the collective runs with every
+// member's flows once its simulated members arrive. The data-parallel groups have one member
+// per replica; a transformer's expert groups (expert parallel, expert data parallel, expert
+// tensor parallel) span replicas when EP exceeds TP x CP, and under the even token routing the
+// lowering gives every expert rank the same work. A DLRM's embedding group (its tables differ
+// by rank) is not such a group.
+bool may_cross_replicas(const PlanGraph& g, GroupKind k) {
+  if (is_dp_kind(k)) return true;
+  const bool expert = k == GroupKind::kEp || k == GroupKind::kExpertDp || k == GroupKind::kExpertTp;
+  return expert && g.plan.ep > 1 && g.plan.embedding_sharding.empty();
+}
+
 size_t worst_rank(const std::vector<double>& weight) {
   size_t worst = 0;
   for (size_t r = 1; r < weight.size(); ++r)
@@ -72,7 +85,7 @@ bool replica_is_closed(const PlanGraph& g, const std::vector<char>& simulated) {
     for (const auto& t : prog.tasks) {
       if (t.kind == TaskKind::kCollective) {
         const auto& grp = g.groups[static_cast<size_t>(t.group)];
-        if (is_dp_kind(grp.kind)) continue;
+        if (may_cross_replicas(g, grp.kind)) continue;
         for (int32_t m : grp.ranks)
           if (!simulated[static_cast<size_t>(m)]) return false;
       } else if (t.kind == TaskKind::kSend || t.kind == TaskKind::kRecv) {

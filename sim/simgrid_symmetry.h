@@ -24,16 +24,18 @@ struct SymmetryChoice {
 std::vector<double> rank_weights(const ClusterConfig& cluster, const WhatIf& whatif, int64_t world_size,
                                  const std::vector<int64_t>& gpus);
 
-// True when every collective of the `simulated` ranks other than a data-parallel one (kDp,
-// kDpCp) has only simulated members, and every message of theirs a simulated peer: the replica
-// can run without the others. Ranks whose program is empty are not looked at.
+// True when every collective of the `simulated` ranks has only simulated members, except the
+// groups that run alike in every replica (data-parallel ones, kDp and kDpCp, and a transformer's
+// expert groups, kEp, kExpertDp and kExpertTp, under expert parallelism), and every message of
+// theirs has a simulated peer: the replica can run without the others. Ranks whose program is
+// empty are not looked at.
 bool replica_is_closed(const PlanGraph& graph, const std::vector<char>& simulated);
 
 // The replica to simulate in `graph`: by data-parallel group position (each DP or DP x CP
 // group has one member in it), else by the plan's data-parallel index (the replica then holds
 // its context-parallel ranks, whose gradients reduce over DP x CP). A graph lowered for one
 // replica only (the other ranks' programs empty) is that replica. nullopt when no replica is
-// closed (replica_is_closed), e.g. expert-parallel groups across replicas.
+// closed (replica_is_closed), e.g. a DLRM's embedding group.
 std::optional<SymmetryChoice> dp_replica(const PlanGraph& graph, const std::vector<double>& rank_weight);
 
 // The ranks to lower for a SimGrid run of `plan` under `options`: one data-parallel replica
