@@ -298,6 +298,22 @@ std::vector<FlowPhase> decompose_all_to_all(const std::vector<int64_t>& gpus, do
   return phases;
 }
 
+namespace {
+
+// Whether an endpoint sits on a node marked in `hot_node` (replica symmetry).
+bool on_hot_node(const Endpoint& e, const std::vector<char>& hot_node, const FabricShape& shape) {
+  const auto node = static_cast<size_t>(shape.node_of(e));
+  return node < hot_node.size() && hot_node[node];
+}
+
+// Whether a NIC-to-NIC flow goes from one leaf switch to another.
+bool crosses_leaves(const Flow& f, const FabricShape& shape) {
+  return f.src.kind == Endpoint::Kind::kNic && f.dst.kind == Endpoint::Kind::kNic &&
+         shape.leaf_of_nic(f.src.index) != shape.leaf_of_nic(f.dst.index);
+}
+
+}  // namespace
+
 void keep_representative_flows(std::vector<FlowPhase>& phases, const std::vector<char>& hot_node, const FabricShape& shape) {
   struct Kind {
     Endpoint::Kind src, dst;
@@ -305,20 +321,15 @@ void keep_representative_flows(std::vector<FlowPhase>& phases, const std::vector
     double bytes;
     bool operator==(const Kind&) const = default;
   };
-  auto hot = [&](const Endpoint& e) {
-    const auto node = static_cast<size_t>(shape.node_of(e));
-    return node < hot_node.size() && hot_node[node];
-  };
   for (FlowPhase& p : phases) {
     std::vector<Kind> seen;  // a handful: ring and tree phases have one or two kinds of edge
     std::vector<Flow> kept;
     for (const Flow& f : p.flows) {
-      if (hot(f.src) || hot(f.dst)) {
+      if (on_hot_node(f.src, hot_node, shape) || on_hot_node(f.dst, hot_node, shape)) {
         kept.push_back(f);
         continue;
       }
-      const bool nics = f.src.kind == Endpoint::Kind::kNic && f.dst.kind == Endpoint::Kind::kNic;
-      const Kind k{f.src.kind, f.dst.kind, nics && shape.leaf_of_nic(f.src.index) != shape.leaf_of_nic(f.dst.index), f.bytes};
+      const Kind k{f.src.kind, f.dst.kind, crosses_leaves(f, shape), f.bytes};
       if (std::find(seen.begin(), seen.end(), k) != seen.end()) continue;
       seen.push_back(k);
       kept.push_back(f);
@@ -327,22 +338,15 @@ void keep_representative_flows(std::vector<FlowPhase>& phases, const std::vector
   }
 }
 
-bool keep_hot_all_to_all_flows(std::vector<FlowPhase>& phases, const std::vector<int64_t>& gpus,
+void keep_hot_all_to_all_flows(std::vector<FlowPhase>& phases, const std::vector<int64_t>& gpus,
                                const std::vector<char>& hot_node, const FabricShape& shape) {
   const auto nodes = by_node(gpus, shape);
   for (const auto& members : nodes)
-    if (members.size() != nodes.front().size()) return false;
-  auto hot = [&](const Endpoint& e) {
-    const auto node = static_cast<size_t>(shape.node_of(e));
-    return node < hot_node.size() && hot_node[node];
-  };
-  auto crosses_leaves = [&](const Flow& f) {
-    return f.src.kind == Endpoint::Kind::kNic && f.dst.kind == Endpoint::Kind::kNic &&
-           shape.leaf_of_nic(f.src.index) != shape.leaf_of_nic(f.dst.index);
-  };
+    if (members.size() != nodes.front().size()) return;
   for (FlowPhase& p : phases)
-    std::erase_if(p.flows, [&](const Flow& f) { return !hot(f.src) && !hot(f.dst) && !crosses_leaves(f); });
-  return true;
+    std::erase_if(p.flows, [&](const Flow& f) {
+      return !on_hot_node(f.src, hot_node, shape) && !on_hot_node(f.dst, hot_node, shape) && !crosses_leaves(f, shape);
+    });
 }
 
 Flow p2p_flow(int64_t src_gpu, int64_t dst_gpu, double bytes, const FabricShape& shape) {

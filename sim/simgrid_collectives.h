@@ -121,12 +121,12 @@ void keep_representative_flows(std::vector<FlowPhase>& phases, const std::vector
 
 // Under replica symmetry, for an even all-to-all over `gpus` (every member sends bytes / n to
 // every peer): when every node of the group holds as many members, keeps the flows with an end
-// on a node marked in `hot_node` and every flow that crosses leaf switches, drops the others,
-// and returns true (else changes nothing). A hot node's ports keep all their flows, so each
+// on a node marked in `hot_node` and every flow that crosses leaf switches, and drops the
+// others (else changes nothing). A hot node's ports keep all their flows, so each
 // flow kept gets the share those ports give it; the other nodes' ports carry, by symmetry, the
 // same load as the hot ones, and their dropped flows end with the kept ones. Flows between
 // leaves stay, since an oversubscribed uplink may pace them.
-bool keep_hot_all_to_all_flows(std::vector<FlowPhase>& phases, const std::vector<int64_t>& gpus,
+void keep_hot_all_to_all_flows(std::vector<FlowPhase>& phases, const std::vector<int64_t>& gpus,
                                const std::vector<char>& hot_node, const FabricShape& shape);
 
 // The single flow of a point-to-point message between two GPUs.

@@ -204,5 +204,42 @@ TEST(SimgridCollectives, RepresentativeFlowsKeepHotEdgesAndOneOfEachKind) {
   }
 }
 
+// Replica symmetry, an even all-to-all over GPUs 0-3 of nodes 0-3 (4 x 4 members), node 1
+// hot: every flow kept has an end on node 1 or crosses leaf switches, and every flow with an
+// end on node 1 is kept. A group with 4 members on node 0 and 2 on node 1 is left whole.
+TEST(SimgridCollectives, HotAllToAllFlowsKeepTheHotNodesPortsAndTheUplinks) {
+  std::vector<int64_t> gpus;
+  for (int64_t node = 0; node < 4; ++node)
+    for (int64_t local = 0; local < 4; ++local) gpus.push_back(node * 8 + local);
+  std::vector<char> hot(8, 0);
+  hot[1] = 1;
+  FabricShape tree = shape8x8();
+  tree.nics_per_leaf = 16;  // nodes 0-1 under one leaf, 2-3 under the next
+  auto on_node1 = [&](const Endpoint& e) { return tree.node_of(e) == 1; };
+  auto crosses = [&](const Flow& f) {
+    return f.src.kind == Endpoint::Kind::kNic && f.dst.kind == Endpoint::Kind::kNic &&
+           tree.leaf_of_nic(f.src.index) != tree.leaf_of_nic(f.dst.index);
+  };
+  const auto all = decompose_all_to_all(gpus, 16e6, {}, tree);
+  auto kept = all;
+  keep_hot_all_to_all_flows(kept, gpus, hot, tree);
+  ASSERT_EQ(kept.size(), 1u);
+  size_t hot_flows = 0, crossing = 0;
+  for (const Flow& f : all[0].flows) {
+    hot_flows += on_node1(f.src) || on_node1(f.dst) ? 1 : 0;
+    crossing += !on_node1(f.src) && !on_node1(f.dst) && crosses(f) ? 1 : 0;
+  }
+  EXPECT_LT(kept[0].flows.size(), all[0].flows.size());
+  EXPECT_EQ(kept[0].flows.size(), hot_flows + crossing);
+  EXPECT_GT(crossing, 0u);
+  for (const Flow& f : kept[0].flows) EXPECT_TRUE(on_node1(f.src) || on_node1(f.dst) || crosses(f));
+
+  const std::vector<int64_t> uneven{0, 1, 2, 3, 8, 9};
+  auto whole = decompose_all_to_all(uneven, 6e6, {}, tree);
+  const size_t n = whole[0].flows.size();
+  keep_hot_all_to_all_flows(whole, uneven, hot, tree);
+  EXPECT_EQ(whole[0].flows.size(), n);
+}
+
 }  // namespace
 }  // namespace monarch::simgrid_backend
