@@ -7,7 +7,7 @@ namespace monarch {
 namespace {
 
 // Forwards stage s runs before its first backward (warm-up plus the steady state's first
-// forward), by the schedule's own rule (strategies/schedule.h has the full orders):
+// forward), by the schedule's own rule (core/pipeline_schedule.h has the full orders):
 // - 1F1B: p - s (Megatron's p - s - 1 warm-up then F, B; torch's Schedule1F1B warms up with
 //   p - s and runs B before F).
 // - interleaved, Megatron (forward_backward_pipelining_with_interleaving): (p - s - 1) x 2 +

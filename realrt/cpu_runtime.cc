@@ -20,7 +20,7 @@
 #include "realrt/run_io.h"
 #include "realrt/span_recorder.h"
 #include "strategies/lowering.h"
-#include "strategies/schedule.h"
+#include "core/pipeline_schedule.h"
 
 namespace monarch::realrt {
 
@@ -664,7 +664,7 @@ Expected<std::unique_ptr<CpuRuntime>> CpuRuntime::create(MPI_Comm world, const R
     if (Problems bad = check_program(*program, impl->schedule, cfg, rank, impl->num_mb); !bad.empty())
       late.insert(late.end(), bad.begin(), bad.end());
   } else {
-    // Without a plan file: the schedule the lowering uses (strategies/schedule.h).
+    // Without a plan file: the schedule the lowering uses (core/pipeline_schedule.h).
     const Schedule schedule = p.pp > 1 ? p.schedule : Schedule::kOneFOneB;
     for (const PipelineStep& st : pipeline_order(schedule, p.pp, me.pp, impl->num_mb, p.vpp))
       impl->schedule.push_back({st.forward, st.chunk, st.micro_batch});

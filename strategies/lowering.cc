@@ -11,7 +11,7 @@
 #include "core/placement.h"
 #include "strategies/partition.h"
 #include "strategies/plan_check.h"
-#include "strategies/schedule.h"
+#include "core/pipeline_schedule.h"
 
 namespace monarch {
 

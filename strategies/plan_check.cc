@@ -3,7 +3,7 @@
 #include <array>
 
 #include "core/placement.h"
-#include "strategies/schedule.h"
+#include "core/pipeline_schedule.h"
 
 namespace monarch {
 namespace {

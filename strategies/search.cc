@@ -13,7 +13,7 @@
 #include "core/model_math.h"
 #include "strategies/partition.h"
 #include "strategies/plan_check.h"
-#include "strategies/schedule.h"
+#include "core/pipeline_schedule.h"
 
 namespace monarch {
 

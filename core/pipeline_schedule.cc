@@ -1,4 +1,4 @@
-#include "strategies/schedule.h"
+#include "core/pipeline_schedule.h"
 
 #include <algorithm>
 #include <cassert>
@@ -53,13 +53,11 @@ PipelineStep interleaved_step(int64_t k, bool forward, int64_t pp, int64_t vpp) 
 // torch.distributed.pipelining ScheduleInterleaved1F1B's order of one stage (_get_1f1b_rank_ops
 // without zero bubble): forward op k runs chunk (k / r) mod v, backward op k chunk
 // v - 1 - (k / r) mod v; each chunk takes its micro-batches in order.
-std::vector<PipelineStep> torch_interleaved_order(int64_t pp, int64_t stage, int64_t m, int64_t vpp) {
+void append_torch_interleaved_order(std::vector<PipelineStep>& out, int64_t pp, int64_t stage, int64_t m, int64_t vpp) {
   const int64_t r = torch_round_size(pp, m);
   const int64_t total = m * vpp;
   const int64_t warmup = std::min((vpp - 1) * r + 2 * (pp - 1 - stage), total);
   std::vector<int32_t> next_fwd(static_cast<size_t>(vpp), 0), next_bwd(static_cast<size_t>(vpp), 0);
-  std::vector<PipelineStep> out;
-  out.reserve(static_cast<size_t>(2 * total));
   auto forward = [&](int64_t k) {
     const auto chunk = static_cast<int32_t>((k / r) % vpp);
     out.push_back(PipelineStep{true, next_fwd[static_cast<size_t>(chunk)]++, chunk});
@@ -74,19 +72,26 @@ std::vector<PipelineStep> torch_interleaved_order(int64_t pp, int64_t stage, int
     backward(k);
   }
   for (int64_t k = total - warmup; k < total; ++k) backward(k);
-  return out;
 }
 
 }  // namespace
 
 std::vector<PipelineStep> pipeline_order(Schedule schedule, int64_t pp, int64_t stage, int64_t m,
                                          int64_t vpp, Framework framework) {
-  assert(schedule_problem(schedule, pp, m, vpp, framework).empty());
-  if (schedule == Schedule::kInterleaved && framework == Framework::kTorchtitan)
-    return torch_interleaved_order(pp, stage, m, vpp);
-  assert(stage >= 0 && stage < pp);
   std::vector<PipelineStep> out;
   out.reserve(static_cast<size_t>(2 * m * vpp));
+  append_pipeline_order(out, schedule, pp, stage, m, vpp, framework);
+  return out;
+}
+
+void append_pipeline_order(std::vector<PipelineStep>& out, Schedule schedule, int64_t pp, int64_t stage, int64_t m,
+                           int64_t vpp, Framework framework) {
+  assert(schedule_problem(schedule, pp, m, vpp, framework).empty());
+  assert(stage >= 0 && stage < pp);
+  if (schedule == Schedule::kInterleaved && framework == Framework::kTorchtitan) {
+    append_torch_interleaved_order(out, pp, stage, m, vpp);
+    return;
+  }
   auto step = [](bool fwd, int64_t mb) { return PipelineStep{fwd, static_cast<int32_t>(mb), 0}; };
   switch (schedule) {
     case Schedule::kGpipe:
@@ -122,7 +127,6 @@ std::vector<PipelineStep> pipeline_order(Schedule schedule, int64_t pp, int64_t 
       break;
     }
   }
-  return out;
 }
 
 std::string to_string(const std::vector<PipelineStep>& steps, bool show_chunk) {

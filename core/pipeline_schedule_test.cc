@@ -1,4 +1,4 @@
-#include "strategies/schedule.h"
+#include "core/pipeline_schedule.h"
 
 #include <gtest/gtest.h>
 

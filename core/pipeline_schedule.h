@@ -50,6 +50,10 @@ std::vector<PipelineStep> pipeline_order(Schedule schedule, int64_t pp, int64_t 
                                          int64_t num_micro_batches, int64_t vpp,
                                          Framework framework = Framework::kMegatron);
 
+// The same steps appended to `out` (no allocation when it has room).
+void append_pipeline_order(std::vector<PipelineStep>& out, Schedule schedule, int64_t pp, int64_t stage,
+                           int64_t num_micro_batches, int64_t vpp, Framework framework = Framework::kMegatron);
+
 // Compact text form, e.g. "F0 F1 B0 F2 B1 B2" (chunks as "F0.1" when vpp > 1), for tests and logs.
 std::string to_string(const std::vector<PipelineStep>& steps, bool show_chunk);
 
