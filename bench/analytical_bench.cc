@@ -42,7 +42,7 @@ Scenario llama3_405b_on_16384_h100() {
 }
 
 // A spread of valid plans, as a search would visit them (degrees divide 16384 and the
-// batch; 126 layers split unevenly over 8 or 16 stages).
+// batch; 126 layers split unevenly over 8 or 16 stages; 4 to 64 micro-batches).
 std::vector<Plan> candidate_plans(const Scenario& s) {
   std::vector<Plan> plans;
   for (int64_t tp : {4, 8})
@@ -58,7 +58,9 @@ std::vector<Plan> candidate_plans(const Scenario& s) {
             p.sequence_parallel = true;
             p.recompute = r;
             p.zero_stage = zero;
-            p.vpp = pp == 16 ? 2 : 1;
+            // Interleaving where Megatron allows it: micro-batches a multiple of the stages.
+            const int64_t micro_batches = s.training.global_batch_size / p.dp;
+            p.vpp = pp == 16 && micro_batches % pp == 0 ? 2 : 1;
             p.schedule = p.vpp > 1 ? Schedule::kInterleaved : Schedule::kOneFOneB;
             plans.push_back(p);
           }

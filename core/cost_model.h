@@ -232,9 +232,9 @@ struct LayerCosts {
   double output_forward_flops = 0, output_backward_flops = 0;
   double output_forward_mem_bytes = 0, output_backward_mem_bytes = 0;
 
-  // Pipeline: activation message per micro-batch per stage boundary, and its time.
+  // Pipeline: activation message per micro-batch per stage boundary (its time depends on the
+  // hop: p2p_time_s with pp_hop_crosses_nodes).
   int64_t pp_message_bytes = 0;
-  double pp_message_s = 0;
 };
 
 LayerCosts layer_costs(const Scenario& scenario, const Plan& plan);

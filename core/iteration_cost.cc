@@ -10,6 +10,7 @@
 #include "core/collectives.h"
 #include "core/framework_rules.h"
 #include "core/pipeline_bubble.h"
+#include "core/pipeline_schedule.h"
 #include "core/placement.h"
 #include "core/plan_warnings.h"
 #include "core/profile.h"
@@ -68,6 +69,11 @@ std::string plan_problem(const Scenario& sc, const Plan& p, const ModelShape& m)
   if (sc.training.global_batch_size % (p.micro_batch_size * p.dp) != 0)
     return "global batch size is not a multiple of micro_batch_size x dp";
   if (p.vpp > 1 && p.schedule != Schedule::kInterleaved) return "virtual stages need the interleaved schedule";
+  if (p.pp > 1) {
+    const int64_t micro_batches = sc.training.global_batch_size / (p.micro_batch_size * p.dp);
+    if (std::string why = schedule_problem(p.schedule, p.pp, micro_batches, p.vpp, sc.training.framework); !why.empty())
+      return why;
+  }
   if (p.zero_stage < 0 || p.zero_stage > 3) return "zero stage must be 0..3";
   if (sc.training.cuda_graphs)
     if (std::string why = cuda_graph_problem(sc.model, p.recompute); !why.empty()) return why;
@@ -114,15 +120,13 @@ Zero3Calls zero3_calls(Framework f, double layers, double params) {
 // embedding's exposed collectives in the forward, the output layer's in the backward (its
 // input-gradient all-reduce and, with SP, the gather beside the backward GEMM).
 PipelineShape pipeline_shape(const Scenario& sc, const Plan& p, const ModelShape& m, const LayerCompute& lc,
-                             const LayerCosts& L, const std::vector<double>& stage_s) {
+                             const LayerCosts& L) {
   PipelineShape sh;
   sh.schedule = p.schedule;
   sh.framework = sc.training.framework;
   sh.pp = p.pp;
   sh.vpp = p.schedule == Schedule::kInterleaved ? std::max<int64_t>(p.vpp, 1) : 1;
   sh.micro_batches = std::max<int64_t>(num_micro_batches(sc, p), 1);
-  sh.stage_s = stage_s;
-  sh.hop_s = L.pp_message_s;
   double forward_comm_s = 0, all_comm_s = 0;
   for (const LayerCosts::Collective& col : L.collectives) {
     forward_comm_s += col.forward_count * col.time_s;
@@ -147,6 +151,18 @@ PipelineShape pipeline_shape(const Scenario& sc, const Plan& p, const ModelShape
   sh.backward_s.front() += L.embedding_backward_s;
   sh.forward_s.back() += L.output_forward_s;
   sh.backward_s.back() += L.output_backward_s + L.output_tp_exposed_s;
+  // Each chunk's sends cost what its hop costs: NVLink when both stages share a node, a NIC
+  // message when the hop leaves it (the same messages stage_p2p_s counts per stage).
+  const int64_t gpn = sc.cluster.gpus_per_node;
+  const double hop_s[2] = {p2p_time_s(L.pp_message_bytes, false, sc.cluster),
+                           p2p_time_s(L.pp_message_bytes, true, sc.cluster)};
+  sh.forward_send_s.assign(n, 0.0);
+  sh.backward_send_s.assign(n, 0.0);
+  for (size_t i = 0; i < n; ++i) {
+    const auto st = static_cast<int64_t>(i) % p.pp;
+    if (i + 1 < n) sh.forward_send_s[i] = hop_s[pp_hop_crosses_nodes(p, gpn, st, (st + 1) % p.pp)];
+    if (i > 0) sh.backward_send_s[i] = hop_s[pp_hop_crosses_nodes(p, gpn, st, (st + p.pp - 1) % p.pp)];
+  }
   return sh;
 }
 
@@ -207,7 +223,6 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
   // Slowest stage per micro-batch, its pipeline messages included.
   double worst = -1, worst_compute = 0, worst_exposed = 0, worst_host = 0, pp_per_mb = 0;
   int64_t worst_stage = 0;
-  std::vector<double> stage_s(static_cast<size_t>(pp));  // each stage's time per micro-batch
   for (int64_t st = 0; st < pp; ++st) {
     const double nl = static_cast<double>(layers[static_cast<size_t>(st)]);
     double comp = nl * layer_compute_s;
@@ -217,7 +232,6 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
     double exp = nl * layer_exposed_s;
     if (st == 0) exp += L.embedding_tp_exposed_s;
     if (st == pp - 1) exp += L.output_tp_exposed_s;
-    stage_s[static_cast<size_t>(st)] = comp + exp + host;
     const double p2p = stage_p2p_s(p, st, chunks, L.pp_message_bytes, cl);
     if (comp + exp + host + p2p > worst) {
       worst = comp + exp + host + p2p;
@@ -251,7 +265,9 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
     b.tp_comm += sp_ar;
     exposed += sp_ar;
   }
-  b.bubble = pp > 1 ? pipeline_bubble_s(pipeline_shape(sc, p, m, lc, L, stage_s)) : 0.0;
+  // The pipeline beyond m micro-batches at the slowest stage's pace (its sends included): the
+  // fill and drain, and the waits of the schedule's warm-up and cool-down.
+  b.bubble = pp > 1 ? pipeline_makespan_s(pipeline_shape(sc, p, m, lc, L)) - mb * worst : 0.0;
 
   // --- data parallel gradient reduction and parameter gathers
   // Megatron's DDP reduces the gradients bucket by bucket as the backward produces them, in

@@ -919,10 +919,7 @@ LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape&
   // one rank: it sends a PartitionedTensor of the activation and of its gradient and
   // all-gathers it over the slice group on arrival (deepspeed/runtime/pipe/engine.py,
   // is_pipe_partitioned / is_grad_partitioned, on by default since the engine's first version).
-  if (p.pp > 1) {
-    out.pp_message_bytes = static_cast<int64_t>(e * T * h / t);
-    out.pp_message_s = p2p_time_s(out.pp_message_bytes, pp_hop_crosses_nodes(p, gpn), cl);
-  }
+  if (p.pp > 1) out.pp_message_bytes = static_cast<int64_t>(e * T * h / t);
   return out;
 }
 

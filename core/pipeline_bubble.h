@@ -1,5 +1,6 @@
-// The pipeline's fill and drain with stages (and model chunks) of different times: what an
-// iteration takes beyond m micro-batches at the slowest stage's pace, as the schedule runs it.
+// The pipeline's fill, steady state and drain with stages (and model chunks) of different
+// times: how long the schedule takes to run every micro-batch's forward and backward through
+// every stage, as the schedule's own order runs them.
 #pragma once
 
 #include <cstdint>
@@ -16,23 +17,24 @@ struct PipelineShape {
   // Per model chunk in model order (chunk c of stage s at c x pp + s), one micro-batch: the
   // forward and the backward (with recomputation) time, compute, host and exposed comm.
   std::vector<double> forward_s, backward_s;
-  std::vector<double> stage_s;  // per stage, one micro-batch: the sum of its chunks
-  double hop_s = 0;             // one point-to-point message between neighbouring stages
+  // Per model chunk: the blocking send of its activation to the next chunk's stage (none from
+  // the last chunk) and of its input gradient to the previous chunk's stage (none from chunk 0).
+  std::vector<double> forward_send_s, backward_send_s;
 };
 
-// Makespan of the pipeline minus m x (slowest stage + its 2 v messages per micro-batch).
-// Stage s starts when micro-batch 0 has passed the stages before it (chunk 0), runs its m
-// micro-batches, waits in the warm-up when the first backward comes back later than its
-// warm-up forwards end, and the iteration ends when its last backward has passed the stages
-// before it again:
-//   M_s = F_<s + W_s + m (T_s + 2 v hop) + B_<s,  makespan = max_s M_s
-//   W_s = max(path_s, paced warm-up) - own warm-up: path_s is micro-batch 0's forward from
-//   stage s through every later chunk and its backward back from the last stage (chunk v - 1);
-//   the warm-up is the forwards stage s runs before its first backward (the schedule's warm-up
-//   plus one), each paced by the slowest chunk of its lap on the stages before s. The
-//   cool-down's backwards wait likewise for the slowest chunk of their lap after s.
-// GPipe runs all forwards, then all backwards: two such passes. Equal stages (no embedding or
-// output weight) give the textbook (p - 1) / v x (T + 2 v hop).
-double pipeline_bubble_s(const PipelineShape& shape);
+// Makespan of one iteration's pipeline: every stage runs its steps in the schedule's order
+// (core/pipeline_schedule.h), a forward of chunk i starts when the stage is free and chunk
+// i - 1's activation has arrived, a backward when chunk i + 1's gradient has; a sender is busy
+// for its send, and the message arrives when the send ends. This is the longest path through
+// the schedule's dependency graph, so it holds for stages of any times: a slow stage paces the
+// steady state, the others wait in their warm-up for the first backward and in their cool-down
+// for each backward to come back through the later stages.
+// Beyond `max_cells` chunk x micro-batch cells (memory and time grow with them; a step may
+// hold millions of micro-batches) the schedule runs at two micro-batch counts a lap (pp
+// micro-batches) apart at the end of that budget, and the makespan grows from the larger by
+// their difference per lap: the steady state repeats lap after lap.
+// Precondition: schedule_problem(schedule, pp, micro_batches, vpp, framework) is empty.
+inline constexpr int64_t kPipelineExactCells = int64_t{1} << 14;
+double pipeline_makespan_s(const PipelineShape& shape, int64_t max_cells = kPipelineExactCells);
 
 }  // namespace monarch

@@ -5,49 +5,94 @@
 namespace monarch {
 namespace {
 
-PipelineShape one_f_one_b(std::vector<double> forward_s, std::vector<double> backward_s, int64_t m) {
+// One chunk per stage; every send (all but the last stage's forward and stage 0's backward)
+// takes hop_s.
+PipelineShape one_f_one_b(std::vector<double> forward_s, std::vector<double> backward_s, int64_t m, double hop_s = 0) {
   PipelineShape sh;
   sh.pp = static_cast<int64_t>(forward_s.size());
   sh.micro_batches = m;
-  for (size_t i = 0; i < forward_s.size(); ++i) sh.stage_s.push_back(forward_s[i] + backward_s[i]);
+  sh.forward_send_s.assign(forward_s.size(), hop_s);
+  sh.backward_send_s.assign(forward_s.size(), hop_s);
+  sh.forward_send_s.back() = 0;
+  sh.backward_send_s.front() = 0;
   sh.forward_s = std::move(forward_s);
   sh.backward_s = std::move(backward_s);
   return sh;
 }
 
-// Equal stages: the textbook (p - 1) x (f + b + 2 hops), 1F1B and GPipe alike.
-TEST(PipelineBubble, EqualStagesGiveTheTextbookBubble) {
+// Equal stages without messages: the textbook (m + p - 1) (f + b), 1F1B and GPipe alike, and
+// m (f + b) + (p - 1) / v (f + b) interleaved.
+TEST(PipelineMakespan, EqualStagesGiveTheTextbookBubble) {
   PipelineShape sh = one_f_one_b({1, 1, 1, 1}, {2, 2, 2, 2}, 8);
-  sh.hop_s = 0.1;
-  EXPECT_NEAR(pipeline_bubble_s(sh), 3 * 3.2, 1e-12);
+  EXPECT_NEAR(pipeline_makespan_s(sh), 11 * 3.0, 1e-12);
   sh.schedule = Schedule::kGpipe;
-  EXPECT_NEAR(pipeline_bubble_s(sh), 3 * 3.2, 1e-12);
-  // Interleaved, 2 chunks per stage of half the layers: (p - 1) x one chunk.
+  EXPECT_NEAR(pipeline_makespan_s(sh), 11 * 3.0, 1e-12);
   PipelineShape v = sh;
   v.schedule = Schedule::kInterleaved;
   v.vpp = 2;
   v.forward_s.assign(8, 0.5);
   v.backward_s.assign(8, 1.0);
-  EXPECT_NEAR(pipeline_bubble_s(v), 3 * (1.5 + 0.2), 1e-12);
-  sh.pp = 1;
-  EXPECT_EQ(pipeline_bubble_s(one_f_one_b({1}, {2}, 8)), 0.0);
+  v.forward_send_s.assign(8, 0.0);
+  v.backward_send_s.assign(8, 0.0);
+  EXPECT_NEAR(pipeline_makespan_s(v), 8 * 3.0 + 3 * 1.5, 1e-12);
+  EXPECT_NEAR(pipeline_makespan_s(one_f_one_b({1}, {2}, 8)), 8 * 3.0, 1e-12);
+}
+
+// Blocking sends: each stage is busy for the messages it sends. On two stages stage 0 sends
+// activations and stage 1 gradients, each paces f + b + h, and the pipeline takes the textbook
+// (m + p - 1) (f + b + h):
+//   stage 0: F0 0-1.1, F1 1.1-2.2, B0 4.2-6.2, F2 6.2-7.3, B1 7.3-9.3, ...
+//   stage 1: F0 1.1-2.1, B0 2.1-4.2, F1 4.2-5.2, B1 5.2-7.3, ...
+TEST(PipelineMakespan, BlockingSendsLengthenTheStagesThatSendThem) {
+  EXPECT_NEAR(pipeline_makespan_s(one_f_one_b({1, 1}, {2, 2}, 8, 0.1)), 9 * 3.1, 1e-12);
 }
 
 // The slowest stage last: the others fill and drain, the bubble is their sum (not p - 1 times
 // the slowest).
-TEST(PipelineBubble, ASlowLastStageLeavesTheOthersToFillAndDrain) {
-  const PipelineShape sh = one_f_one_b({1, 1, 1, 2}, {2, 2, 2, 4}, 8);
-  EXPECT_NEAR(pipeline_bubble_s(sh), 3 * 3.0, 1e-12);
+TEST(PipelineMakespan, ASlowLastStageLeavesTheOthersToFillAndDrain) {
+  EXPECT_NEAR(pipeline_makespan_s(one_f_one_b({1, 1, 1, 2}, {2, 2, 2, 4}, 8)), 8 * 6.0 + 3 * 3.0, 1e-12);
 }
 
 // The slowest stage first: nothing fills before it and nothing drains after it, but its
 // warm-up (p forwards) ends before the first backward has come back through the other stages:
 // it waits f0 + sum_{s > 0} (f_s + b_s) - p f0 = 3 + 3 x 3 - 4 x 3 = 0 here, and with lighter
-// forwards on stage 0 the wait shows.
-TEST(PipelineBubble, ASlowFirstStageWaitsForTheFirstBackward) {
-  EXPECT_NEAR(pipeline_bubble_s(one_f_one_b({3, 1, 1, 1}, {6, 2, 2, 2}, 8)), 0.0, 1e-12);
-  // f0 = 1, b0 = 8: the path is 1 + 3 x 3 = 10, the warm-up 4 x 1 = 4: a wait of 6.
-  EXPECT_NEAR(pipeline_bubble_s(one_f_one_b({1, 1, 1, 1}, {8, 2, 2, 2}, 8)), 6.0, 1e-12);
+// forwards on stage 0 the wait shows: 1 + 3 x 3 - 4 x 1 = 6.
+TEST(PipelineMakespan, ASlowFirstStageWaitsForTheFirstBackward) {
+  EXPECT_NEAR(pipeline_makespan_s(one_f_one_b({3, 1, 1, 1}, {6, 2, 2, 2}, 8)), 8 * 9.0, 1e-12);
+  EXPECT_NEAR(pipeline_makespan_s(one_f_one_b({1, 1, 1, 1}, {8, 2, 2, 2}, 8)), 8 * 9.0 + 6.0, 1e-12);
+}
+
+// In its cool-down a stage's last backwards come back no faster than a later stage runs a
+// forward and a backward: stage 0 (f 3, b 1) paces the steady state at 4, but its last backward
+// waits for stage 1's last forward and backward (1.5 + 1.5) after its own last forward.
+//   stage 0: F0 0-3, F1 3-6, B0 6-7, F2 7-10, B1 10-11, B2 13-14
+//   stage 1: F0 3-4.5, B0 4.5-6, F1 6-7.5, B1 7.5-9, F2 10-11.5, B2 11.5-13
+TEST(PipelineMakespan, TheCoolDownWaitsForTheLaterStagesForwardAndBackward) {
+  EXPECT_NEAR(pipeline_makespan_s(one_f_one_b({3, 1.5}, {1, 1.5}, 3)), 14.0, 1e-12);
+}
+
+// Many micro-batches: past its budget of cells the makespan grows lap by lap from the last two
+// laps run step by step, and matches running every step; a step of 16M micro-batches takes
+// no more memory or time than the budget.
+TEST(PipelineMakespan, ManyMicroBatchesGrowByTheSteadyStatesLap) {
+  PipelineShape sh;
+  sh.schedule = Schedule::kInterleaved;
+  sh.pp = 4;
+  sh.vpp = 2;
+  sh.micro_batches = 64;
+  sh.forward_s = {1.2, 1, 1, 2, 1, 1, 1, 1.5};  // a 2x chunk in lap 0, the output layer last
+  sh.backward_s = {2, 2, 2, 4, 2, 2, 2, 3};
+  sh.forward_send_s.assign(8, 0.1);
+  sh.backward_send_s.assign(8, 0.1);
+  sh.forward_send_s.back() = 0;
+  sh.backward_send_s.front() = 0;
+  const double every_step_s = pipeline_makespan_s(sh);
+  EXPECT_NEAR(pipeline_makespan_s(sh, 8 * 4 * 4), every_step_s, 1e-9 * every_step_s);
+  sh.micro_batches = int64_t{1} << 24;
+  const double long_s = pipeline_makespan_s(sh);
+  // Stage 3 paces it: 2 + 4 + 1.5 + 3 and three sends, 10.8 per micro-batch.
+  EXPECT_GT(long_s, static_cast<double>(sh.micro_batches) * 10.8);
+  EXPECT_LT(long_s, static_cast<double>(sh.micro_batches) * 10.8 * 1.001);
 }
 
 }  // namespace

@@ -105,7 +105,7 @@ TEST(Validate, CalibrationSetWithinThreePercentMape) {
   expect_within({"calibration.json", 18, 3.0, 5.0});
 }
 
-// The targets: 5% MAPE and 15% worst, met: 4.59% and 13.8% (NeMo Launcher GPT-3 5B at 256
+// The targets: 5% MAPE and 15% worst, met: 4.61% and 13.8% (NeMo Launcher GPT-3 5B at 256
 // A100), the DGXC runs reducing gradients in bf16 as their configs state; the doc's table says
 // what remains (the large fp8 runs' growth with data-parallel size).
 TEST(Validate, PublishedRunsSetHoldsTheFidelityReached) {
@@ -130,16 +130,19 @@ TEST(Validate, VtrainMultiNodeSetHoldsTheFidelityReached) {
 
 // The sets every developer and CI run has beside the project (../shared/validation): the vTrain
 // runs meet their target (7.85%, with the NVLink preset's all-reduces where the project's copy
-// takes the node's measured table). Calibration (4.00%) and published-runs (6.83%) are held at
+// takes the node's measured table). Calibration (4.00%) and published-runs (7.05%) are held at
 // the figures reached: their Korthikanti 2022 and NeMo Launcher GPT-3 5B cases leave the
 // attention kernel open, so they are predicted with flash attention (the scenario format's
 // default), where those runs materialized the scores (-1..-16% and -23..-32%; the project's
-// copies pin it and meet 1.44% and 4.59%).
+// copies pin it and meet 1.44% and 4.61%). Its MLPerf GPT-3 cases leave the interleaving open
+// and the search takes 7 chunks per stage (96 layers in chunks of 1 and 2): the schedule's own
+// makespan puts them at +1.5..+6.0% (the earlier closed form, optimistic with uneven chunks,
+// at -0.7..+3.4%).
 TEST(Validate, SharedSetsHoldTheFidelityReached) {
   const std::string dir = std::string(MONARCH_SOURCE_DIR) + "/../shared/validation";
   if (!std::filesystem::exists(dir)) GTEST_SKIP() << "no " << dir << " beside the project";
   expect_within({"calibration.json", 18, 4.05, 16.5}, dir);
-  expect_within({"published-runs.json", 45, 7.0, 32.5}, dir);
+  expect_within({"published-runs.json", 45, 7.1, 32.5}, dir);
   expect_within({"vtrain-single.json", 240, 8.0, 29.0}, dir);
 }
 
@@ -154,7 +157,7 @@ TEST(Validate, TorchtitanRunsHoldTheFidelityReached) {
 // Megatron-Bridge's published dense Llama 3 runs in FP8 (tests/data/validation/
 // megatron-bridge-published.json, from its docs/performance-summary-archive.md, releases 25.11
 // and 26.02) on DGX H100, DGX B200 and DGX GB200, 8-1024 GPUs, reducing gradients in bf16 as
-// the performance recipes do. Reached 5.58% and 14.3% (the Blackwell runs at TP 1-4 are 8-14%
+// the performance recipes do. Reached 5.61% and 14.3% (the Blackwell runs at TP 1-4 are 8-14%
 // too fast: B200 / GB200 have no calibration runs and take Hopper's sustained clock); a
 // regression guard.
 TEST(Validate, MegatronBridgeRunsHoldTheFidelityReached) {
@@ -187,7 +190,7 @@ TEST(Validate, LlmFoundryRunsHoldTheFidelityReached) {
 
 // NeMo's published FP8 pretraining throughputs (tests/data/validation/nemo-24.07-published.json,
 // from docs/source/performance/performance_summary.md, container 24.07) on 8-512 DGX H100:
-// GPT-3, Llama 2 / 3 and Nemotron. Reached 6.70% and 22.1% (the 24.07 software runs the same
+// GPT-3, Llama 2 / 3 and Nemotron. Reached 6.65% and 22.1% (the 24.07 software runs the same
 // configurations 9-14% slower than the 25.x releases the H100 clock was set on: Llama 3 8B fp8
 // on 8 GPUs 10.68 s against DGXC 25.04's 9.33 s; Nemotron-340B fits without recompute only with
 // the bf16 gradients its launcher config states, at 73.9 of 74 GiB); a regression guard.

@@ -288,6 +288,14 @@ class RankLowering {
     next_c.pp = (s_ + 1) % P_;
     prev_rank_ = static_cast<int32_t>(coords_to_rank(prev_c, plan_));
     next_rank_ = static_cast<int32_t>(coords_to_rank(next_c, plan_));
+    // A message to or from a neighbouring stage costs its hop: NVLink when both stages share
+    // a node, a NIC message when the hop leaves it.
+    const int64_t gpn = in.sc.cluster.gpus_per_node;
+    const auto hop_s = [&](int64_t other) {
+      return pp_hop_crosses_nodes(plan_, gpn, s_, other) ? costs_.pp_p2p_inter_node_s : costs_.pp_p2p_intra_node_s;
+    };
+    prev_hop_s_ = hop_s(prev_c.pp);
+    next_hop_s_ = hop_s(next_c.pp);
     // ZeRO-3, and torchtitan's ZeRO-2 (gathers_every_micro_batch): gathers per layer and
     // micro-batch; ZeRO-2 keeps the forward's gathered layer, held in full, for its backward.
     gather_every_mb_ = gathers_every_micro_batch(in.sc.training.framework, plan_.zero_stage);
@@ -624,7 +632,7 @@ class RankLowering {
     forward_seen_[static_cast<size_t>(st.chunk)] = 1;
     if (!c.first)
       in.push_back(b_.p2p(TaskKind::kRecv, Stream::kPpRecv, prev_rank_, tag_of(st.mb, c.vst, false), costs_.pp_activation_bytes,
-                          costs_.pp_p2p_time_s, Phase::kForward, st.chunk, st.mb, {}));
+                          prev_hop_s_, Phase::kForward, st.chunk, st.mb, {}));
     if (gather_every_mb_) append(in, gather_extras(st, Phase::kForward));
     if (!start_gather_.empty() && !start_gather_[static_cast<size_t>(st.chunk)].empty()) {
       append(in, start_gather_[static_cast<size_t>(st.chunk)]);
@@ -644,7 +652,7 @@ class RankLowering {
     }
     if (!c.last)
       sent_ = b_.p2p(TaskKind::kSend, Stream::kPpSend, next_rank_, tag_of(st.mb, c.vst + 1, false), costs_.pp_activation_bytes,
-                     costs_.pp_p2p_time_s, Phase::kForward, st.chunk, st.mb, cur);
+                     next_hop_s_, Phase::kForward, st.chunk, st.mb, cur);
     end_deps_ = cur;
   }
 
@@ -655,7 +663,7 @@ class RankLowering {
     const bool split = split_last_bwd_ && (last_of_chunk || zero2_);
     if (!c.last)
       in.push_back(b_.p2p(TaskKind::kRecv, Stream::kPpRecv, next_rank_, tag_of(st.mb, c.vst, true), costs_.pp_activation_bytes,
-                          costs_.pp_p2p_time_s, Phase::kBackward, st.chunk, st.mb, {}));
+                          next_hop_s_, Phase::kBackward, st.chunk, st.mb, {}));
     if (gather_every_mb_ && !keep_gathered_) append(in, gather_extras(st, Phase::kBackward));
     Deps cur = in;
     if (c.last) {
@@ -672,7 +680,7 @@ class RankLowering {
     if (gather_every_mb_) append(grad_reduces_, reduce_chunk(st.chunk, st.mb, cur, false));
     if (!c.first)
       sent_ = b_.p2p(TaskKind::kSend, Stream::kPpSend, prev_rank_, tag_of(st.mb, c.vst - 1, true), costs_.pp_activation_bytes,
-                     costs_.pp_p2p_time_s, Phase::kBackward, st.chunk, st.mb, cur);
+                     prev_hop_s_, Phase::kBackward, st.chunk, st.mb, cur);
     if (zero2_) {
       append(grad_reduces_, reduce_chunk(st.chunk, st.mb, cur, !split));
       // DeepSpeed stage 2 waits for a micro-batch's reductions at the end of its backward
@@ -735,6 +743,7 @@ class RankLowering {
   RankBuilder b_;
   const int64_t s_, P_, V_;  // stage, pipeline stages, chunks per rank
   int32_t prev_rank_ = 0, next_rank_ = 0;
+  double prev_hop_s_ = 0, next_hop_s_ = 0;  // one pipeline message to or from that stage
   bool gather_every_mb_ = false, zero2_ = false, zero12_ = false;
   bool keep_gathered_ = false;  // torchtitan's ZeRO-2: the backward uses the forward's gathered layer
   bool overlap_grads_ = false;  // the DP gradient reduction runs beside the last backward

@@ -114,7 +114,8 @@ struct LoweringCosts {
   std::vector<CommOp> tied_embedding_grad_reduce;
 
   int64_t pp_activation_bytes = 0;  // one micro-batch's boundary activation (and its gradient)
-  double pp_p2p_time_s = 0;         // one send of pp_activation_bytes
+  // One send of pp_activation_bytes between stages on one node (NVLink) and across nodes (NIC).
+  double pp_p2p_intra_node_s = 0, pp_p2p_inter_node_s = 0;
 
   MemoryBytes layer_memory, embedding_memory, output_memory;
   double layer_activation_bytes = 0;       // stashed per layer per micro-batch

@@ -97,7 +97,8 @@ LoweringCosts lowering_costs(const Scenario& sc, const Plan& p) {
   c.output_fwd = {L.output_forward_flops, L.output_forward_mem_bytes, L.output_forward_s};
   c.output_bwd = {L.output_backward_flops, L.output_backward_mem_bytes, L.output_backward_s};
   c.pp_activation_bytes = L.pp_message_bytes;
-  c.pp_p2p_time_s = L.pp_message_s;
+  c.pp_p2p_intra_node_s = p2p_time_s(L.pp_message_bytes, false, sc.cluster);
+  c.pp_p2p_inter_node_s = p2p_time_s(L.pp_message_bytes, true, sc.cluster);
 
   // Parameters a rank holds: per layer, and what the first / last stage add.
   const StageParameters none = stage_parameters(m, p, std::min<int64_t>(1, p.pp - 1), 0);
