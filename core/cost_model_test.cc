@@ -1505,3 +1505,28 @@ TEST(CalibrationProfiles, MeasuredThroughputReplacesThePresets) {
 
 }  // namespace
 }  // namespace monarch
+
+namespace monarch {
+namespace {
+
+// A schedule that cannot run leaves the plan space with the schedule's reason: Megatron's
+// interleaved 1F1B needs the micro-batch count to be a multiple of the pipeline degree
+// (128 samples over DP 8 are 16 micro-batches: pp 4 runs them, pp 32 does not).
+TEST(Iteration, AScheduleThatCannotRunIsRefusedWithItsReason) {
+  const Scenario s = llama8b("H100-SXM", 256);
+  Plan p;
+  p.tp = 1;
+  p.pp = 32;
+  p.dp = 8;
+  p.vpp = 1;
+  p.schedule = Schedule::kInterleaved;
+  const QuickEstimate q = quick_estimate(s, p);
+  EXPECT_NE(q.reject_reason.find("multiple of the pipeline degree"), std::string::npos) << q.reject_reason;
+  EXPECT_FALSE(estimate_plan(s, p).memory.fits);
+  p.tp = 8;
+  p.pp = 4;
+  EXPECT_EQ(quick_estimate(s, p).reject_reason.find("pipeline degree"), std::string::npos) << quick_estimate(s, p).reject_reason;
+}
+
+}  // namespace
+}  // namespace monarch
