@@ -151,8 +151,12 @@ PipelineShape pipeline_shape(const Scenario& sc, const Plan& p, const ModelShape
   sh.backward_s.front() += L.embedding_backward_s;
   sh.forward_s.back() += L.output_forward_s;
   sh.backward_s.back() += L.output_backward_s + L.output_tp_exposed_s;
-  // Each chunk's sends cost what its hop costs: NVLink when both stages share a node, a NIC
-  // message when the hop leaves it (the same messages stage_p2p_s counts per stage).
+  // Megatron's and DeepSpeed's pipeline sends are blocking (the next step waits for them; see
+  // the lowering), so each stage pays for the messages it sends: per micro-batch one activation
+  // per model chunk to the next stage (with interleaving the last stage's chunks send to stage
+  // 0; the last chunk sends nothing) and one gradient per chunk to the previous stage (chunk 0
+  // sends nothing). A hop whose stages share a node is an NVLink message, one that leaves it a
+  // NIC message.
   const int64_t gpn = sc.cluster.gpus_per_node;
   const double hop_s[2] = {p2p_time_s(L.pp_message_bytes, false, sc.cluster),
                            p2p_time_s(L.pp_message_bytes, true, sc.cluster)};
@@ -166,21 +170,12 @@ PipelineShape pipeline_shape(const Scenario& sc, const Plan& p, const ModelShape
   return sh;
 }
 
-// One micro-batch's pipeline messages on stage `st`'s own timeline. Megatron's and DeepSpeed's
-// pipeline sends are blocking (the next step waits for them; see the lowering), so each stage
-// pays for the messages it sends: one activation per model chunk to the next stage (the last
-// stage's last chunk sends nothing; with interleaving its other chunks send to stage 0) and one
-// gradient per chunk to the previous stage (stage 0's first chunk sends nothing). A hop whose
-// stages share a node is an NVLink message, one that leaves it a NIC message.
-double stage_p2p_s(const Plan& p, int64_t st, int64_t chunks, int64_t bytes, const ClusterConfig& cl) {
-  const int64_t pp = p.pp;
-  if (pp <= 1) return 0.0;
-  const int64_t next = (st + 1) % pp, prev = (st + pp - 1) % pp;
-  const double fwd_n = static_cast<double>(st < pp - 1 ? chunks : chunks - 1);
-  const double bwd_n = static_cast<double>(st > 0 ? chunks : chunks - 1);
-  const int64_t gpn = cl.gpus_per_node;
-  return fwd_n * p2p_time_s(bytes, pp_hop_crosses_nodes(p, gpn, st, next), cl) +
-         bwd_n * p2p_time_s(bytes, pp_hop_crosses_nodes(p, gpn, st, prev), cl);
+// One micro-batch's pipeline messages on stage `st`'s own timeline: its chunks' sends.
+double stage_sends_s(const PipelineShape& sh, int64_t st) {
+  double sends_s = 0;
+  for (size_t i = static_cast<size_t>(st); i < sh.forward_send_s.size(); i += static_cast<size_t>(sh.pp))
+    sends_s += sh.forward_send_s[i] + sh.backward_send_s[i];
+  return sends_s;
 }
 
 struct IterationModel {
@@ -218,7 +213,8 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
   const double layer_compute_s = lc.fwd.s + lc.bwd.s + lc.recompute.s;
   const double layer_host_s = L.host_forward_s + L.host_backward_s + L.host_recompute_s;
   const double layer_exposed_s = L.tp_exposed_s + L.cp_exposed_s + L.ep_exposed_s;
-  const auto chunks = static_cast<int64_t>(v);
+  // The schedule's chunks with their times and sends (pipeline plans only).
+  const PipelineShape shape = pp > 1 ? pipeline_shape(sc, p, m, lc, L) : PipelineShape{};
 
   // Slowest stage per micro-batch, its pipeline messages included.
   double worst = -1, worst_compute = 0, worst_exposed = 0, worst_host = 0, pp_per_mb = 0;
@@ -232,7 +228,7 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
     double exp = nl * layer_exposed_s;
     if (st == 0) exp += L.embedding_tp_exposed_s;
     if (st == pp - 1) exp += L.output_tp_exposed_s;
-    const double p2p = stage_p2p_s(p, st, chunks, L.pp_message_bytes, cl);
+    const double p2p = pp > 1 ? stage_sends_s(shape, st) : 0.0;
     if (comp + exp + host + p2p > worst) {
       worst = comp + exp + host + p2p;
       worst_compute = comp;
@@ -267,7 +263,7 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
   }
   // The pipeline beyond m micro-batches at the slowest stage's pace (its sends included): the
   // fill and drain, and the waits of the schedule's warm-up and cool-down.
-  b.bubble = pp > 1 ? pipeline_makespan_s(pipeline_shape(sc, p, m, lc, L)) - mb * worst : 0.0;
+  b.bubble = pp > 1 ? pipeline_makespan_s(shape) - mb * worst : 0.0;
 
   // --- data parallel gradient reduction and parameter gathers
   // Megatron's DDP reduces the gradients bucket by bucket as the backward produces them, in
