@@ -495,6 +495,13 @@ TEST(GraphVsClosedForm, UnevenPipelinesFillAndDrainAtEachStagesPace) {
       EXPECT_NEAR(ratio(compare(s64, p)), 1.0, 0.01) << describe(p);
     }
   }
+  // The slowest stage in the middle with a stage of one layer fewer after it: that stage runs a
+  // forward and a backward in more time than the slowest one runs a backward, so the slowest
+  // stage waits in its cool-down for each backward to come back.
+  Plan c = plan(1, 8, 1);
+  c.layers_per_stage = {15, 16, 17, 16, 16, 16, 15, 15};
+  EXPECT_NEAR(ratio(compare(s16, c)), 1.0, 0.01);
+  EXPECT_NEAR(ratio(compare(s64, c)), 1.0, 0.01);
   // Chunks of different sizes in different laps (stage 3's first, stage 5's second), where one
   // lap's slow chunk delays the micro-batches it passes on to the next laps.
   Plan d = plan(1, 8, 1, Schedule::kInterleaved, 2);
