@@ -4,6 +4,7 @@
 #include <cassert>
 #include <cmath>
 
+#include "core/pipeline_schedule.h"
 #include "core/units.h"
 
 namespace monarch {
@@ -337,21 +338,11 @@ double layer_activation_bytes(const ModelShape& m, int64_t micro_batch, int64_t 
   return replicated / sp_div + (split + core) / t + experts_local;
 }
 
-double micro_batches_in_flight(const Plan& plan, int64_t stage, int64_t m) {
+double micro_batches_in_flight(const Plan& plan, int64_t stage, int64_t m, Framework framework) {
   const int64_t p = std::max<int64_t>(plan.pp, 1);
-  if (p == 1) return std::min<int64_t>(1, m);
-  switch (plan.schedule) {
-    case Schedule::kGpipe: return static_cast<double>(m);
-    case Schedule::kOneFOneB: return static_cast<double>(std::min(p - stage, m));
-    case Schedule::kInterleaved: {
-      const int64_t v = std::max<int64_t>(plan.vpp, 1);
-      // Megatron's interleaved schedule: (p - stage - 1) * 2 + (v - 1) * p warm-up chunk passes,
-      // plus the one running.
-      const int64_t chunks = std::min((p - stage - 1) * 2 + (v - 1) * p + 1, m * v);
-      return static_cast<double>(chunks) / static_cast<double>(v);
-    }
-  }
-  return 1;
+  if (p == 1) return static_cast<double>(std::min<int64_t>(1, m));
+  const int64_t v = plan.schedule == Schedule::kInterleaved ? std::max<int64_t>(plan.vpp, 1) : 1;
+  return static_cast<double>(peak_in_flight(plan.schedule, p, stage, m, v, framework).chunk_passes) / static_cast<double>(v);
 }
 
 // ---------------------------------------------------------------- memory
@@ -423,7 +414,7 @@ MemoryBreakdown stage_memory(const ModelShape& m, const Scenario& sc, const Plan
   const double e = bytes_per_element(sc.training.precision);
   const int64_t mbs = plan.micro_batch_size;
   const int64_t n_mb = std::max<int64_t>(num_micro_batches(sc, plan), 1);
-  const double in_flight = micro_batches_in_flight(plan, stage, n_mb);
+  const double in_flight = micro_batches_in_flight(plan, stage, n_mb, sc.training.framework);
   const double g_in = saved_gemm_input_bytes(sc.training.precision);
   const double per_layer = layer_activation_bytes(m, mbs, plan.tp, plan.cp, plan.sequence_parallel, plan.recompute, e, plan.etp, g_in,
                                                   sc.training.framework == Framework::kTorchtitan);
@@ -444,7 +435,13 @@ MemoryBreakdown stage_memory(const ModelShape& m, const Scenario& sc, const Plan
   if (stage == plan.pp - 1) {
     // Korthikanti et al. 2022, section 4.3: final norm input and output projection input
     // (2sbh/t each with sequence parallelism) and the fp32 logits for the loss (4sbv/t).
-    const double last_in_flight = plan.pp > 1 && plan.schedule == Schedule::kGpipe ? static_cast<double>(n_mb) : 1.0;
+    // One micro-batch's head at a time, unless the schedule runs every forward first (GPipe,
+    // Megatron's interleaving with m = p): then all of them.
+    const int64_t v = plan.schedule == Schedule::kInterleaved ? std::max<int64_t>(plan.vpp, 1) : 1;
+    const double last_in_flight =
+        plan.pp > 1 ? static_cast<double>(
+                          peak_in_flight(plan.schedule, plan.pp, stage, n_mb, v, sc.training.framework).last_chunk_passes)
+                    : 1.0;
     const double head = 2.0 * e * T * h / sp_div + 4.0 * T * static_cast<double>(m.vocab) / t;
     act += std::max(head * last_in_flight, head * (last_in_flight - 1.0) + recomputed);
   } else {

@@ -202,10 +202,12 @@ double layer_activation_bytes(const ModelShape& m, int64_t micro_batch, int64_t 
 double saved_gemm_input_bytes(Precision precision);
 
 // Micro-batches whose activations a stage keeps at its peak, in units of "one micro-batch
-// through all of this rank's layers": GPipe m; 1F1B min(p - stage, m); interleaved
-// (warm-up + 1 chunk passes) / v, which is p (1 + (p - 1) / (p v)) on the first stage
-// (Korthikanti et al. 2022, section 4.2.3).
-double micro_batches_in_flight(const Plan& plan, int64_t stage, int64_t num_micro_batches);
+// through all of this rank's layers": the schedule's peak chunk passes in flight
+// (core/pipeline_schedule.h peak_in_flight) / v. GPipe m; 1F1B min(p - stage, m); Megatron's
+// interleaved p (1 + (p - 1) / (p v)) on the first stage (Korthikanti et al. 2022, section
+// 4.2.3), and m on every stage when m = p (every forward runs first).
+double micro_batches_in_flight(const Plan& plan, int64_t stage, int64_t num_micro_batches,
+                               Framework framework = Framework::kMegatron);
 
 // ---------------------------------------------------------------- memory per rank
 // Bytes per parameter held by a rank for model states, before ZeRO sharding.

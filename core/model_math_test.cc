@@ -253,6 +253,11 @@ TEST(Activations, MicroBatchesInFlightPerSchedule) {
   p.vpp = 3;
   // Korthikanti et al. 2022, section 4.2.3: p (1 + (p - 1) / (p v)) on the first stage.
   EXPECT_NEAR(micro_batches_in_flight(p, 0, 64), 8.0 * (1 + 7.0 / 24), 1e-12);
+  EXPECT_NEAR(micro_batches_in_flight(p, 7, 64), (2.0 * 8 + 1) / 3, 1e-12);
+  // With as many micro-batches as stages Megatron runs every forward first, on every stage;
+  // torch's ScheduleInterleaved1F1B does not: (v - 1) r + 2 (p - 1 - s) + 1 chunk passes.
+  EXPECT_EQ(micro_batches_in_flight(p, 7, 8), 8);
+  EXPECT_NEAR(micro_batches_in_flight(p, 7, 8, Framework::kTorchtitan), (2.0 * 8 + 1) / 3, 1e-12);
   p.pp = 1;
   EXPECT_EQ(micro_batches_in_flight(p, 0, 64), 1);
 }

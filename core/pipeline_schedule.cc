@@ -56,7 +56,7 @@ PipelineStep interleaved_step(int64_t k, bool forward, int64_t pp, int64_t vpp) 
 void append_torch_interleaved_order(std::vector<PipelineStep>& out, int64_t pp, int64_t stage, int64_t m, int64_t vpp) {
   const int64_t r = torch_round_size(pp, m);
   const int64_t total = m * vpp;
-  const int64_t warmup = std::min((vpp - 1) * r + 2 * (pp - 1 - stage), total);
+  const int64_t warmup = warmup_forwards(Schedule::kInterleaved, pp, stage, m, vpp, Framework::kTorchtitan);
   std::vector<int32_t> next_fwd(static_cast<size_t>(vpp), 0), next_bwd(static_cast<size_t>(vpp), 0);
   auto forward = [&](int64_t k) {
     const auto chunk = static_cast<int32_t>((k / r) % vpp);
@@ -75,6 +75,30 @@ void append_torch_interleaved_order(std::vector<PipelineStep>& out, int64_t pp, 
 }
 
 }  // namespace
+
+int64_t warmup_forwards(Schedule schedule, int64_t pp, int64_t stage, int64_t m, int64_t vpp, Framework framework) {
+  const int64_t total = m * (schedule == Schedule::kInterleaved ? vpp : 1);
+  switch (schedule) {
+    case Schedule::kGpipe: return total;
+    case Schedule::kOneFOneB: return std::min(pp - stage - 1, m);
+    case Schedule::kInterleaved:
+      if (framework == Framework::kTorchtitan) return std::min((vpp - 1) * torch_round_size(pp, m) + 2 * (pp - 1 - stage), total);
+      if (m == pp) return total;  // Megatron runs every forward first
+      return std::min((pp - stage - 1) * 2 + (vpp - 1) * pp, total);
+  }
+  return total;
+}
+
+PipelineInFlight peak_in_flight(Schedule schedule, int64_t pp, int64_t stage, int64_t m, int64_t vpp,
+                                Framework framework) {
+  const int64_t total = m * (schedule == Schedule::kInterleaved ? vpp : 1);
+  const int64_t warmup = warmup_forwards(schedule, pp, stage, m, vpp, framework);
+  // After the warm-up every forward is followed by a backward, so the count peaks with the
+  // steady state's first forward; a warm-up of every forward holds every micro-batch of every
+  // chunk, the last one's included.
+  if (warmup >= total) return {total, m};
+  return {warmup + 1, 1};
+}
 
 std::vector<PipelineStep> pipeline_order(Schedule schedule, int64_t pp, int64_t stage, int64_t m,
                                          int64_t vpp, Framework framework) {
@@ -99,7 +123,7 @@ void append_pipeline_order(std::vector<PipelineStep>& out, Schedule schedule, in
       for (int64_t i = 0; i < m; ++i) out.push_back(step(false, i));
       break;
     case Schedule::kOneFOneB: {
-      const int64_t warmup = std::min(pp - stage - 1, m);
+      const int64_t warmup = warmup_forwards(schedule, pp, stage, m, vpp, framework);
       const int64_t remaining = m - warmup;
       for (int64_t i = 0; i < warmup; ++i) out.push_back(step(true, i));
       for (int64_t i = 0; i < remaining; ++i) {
@@ -111,12 +135,7 @@ void append_pipeline_order(std::vector<PipelineStep>& out, Schedule schedule, in
     }
     case Schedule::kInterleaved: {
       const int64_t total = m * vpp;
-      int64_t warmup = 0;
-      if (m == pp) {
-        warmup = total;
-      } else {
-        warmup = std::min((pp - stage - 1) * 2 + (vpp - 1) * pp, total);
-      }
+      const int64_t warmup = warmup_forwards(schedule, pp, stage, m, vpp, framework);
       const int64_t remaining = total - warmup;
       for (int64_t k = 0; k < warmup; ++k) out.push_back(interleaved_step(k, true, pp, vpp));
       for (int64_t k = 0; k < remaining; ++k) {

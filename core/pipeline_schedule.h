@@ -50,6 +50,22 @@ std::vector<PipelineStep> pipeline_order(Schedule schedule, int64_t pp, int64_t 
                                          int64_t num_micro_batches, int64_t vpp,
                                          Framework framework = Framework::kMegatron);
 
+// Forwards stage `stage` runs before the schedule's steady state (the warm-up): GPipe all of
+// them, 1F1B min(p - s - 1, m), Megatron's interleaved (p - s - 1) 2 + (v - 1) p (every one when
+// m = p), torch's (v - 1) r + 2 (p - 1 - s), each at most m x v.
+int64_t warmup_forwards(Schedule schedule, int64_t pp, int64_t stage, int64_t num_micro_batches, int64_t vpp,
+                        Framework framework = Framework::kMegatron);
+
+// The most model-chunk forward passes stage `stage` holds at once (run, their backward not yet):
+// the warm-up and the steady state's first forward, every one when the warm-up is all of them;
+// and how many of them are of its last chunk at that moment (the output layer on the last stage).
+struct PipelineInFlight {
+  int64_t chunk_passes = 0;
+  int64_t last_chunk_passes = 0;
+};
+PipelineInFlight peak_in_flight(Schedule schedule, int64_t pp, int64_t stage, int64_t num_micro_batches, int64_t vpp,
+                                Framework framework = Framework::kMegatron);
+
 // The same steps appended to `out` (no allocation when it has room).
 void append_pipeline_order(std::vector<PipelineStep>& out, Schedule schedule, int64_t pp, int64_t stage,
                            int64_t num_micro_batches, int64_t vpp, Framework framework = Framework::kMegatron);

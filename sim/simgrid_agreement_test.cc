@@ -147,6 +147,21 @@ TEST(SimgridAgreement, LopsidedPipelineStages) {
   }
 }
 
+// Activation memory per stage follows the schedule in both backends: with as many micro-batches
+// as stages Megatron's interleaved schedule runs every forward first, so every stage holds all
+// of them (the last stage every micro-batch's logits too); with twice as many, the warm-up's.
+TEST(SimgridAgreement, InterleavedActivationsFollowTheWarmUp) {
+  for (int global_batch : {4, 8}) {
+    const auto t = run_all(scenario(R"({"tp": 1, "pp": 4, "dp": 1, "vpp": 2})", 4, 4, 4, global_batch));
+    ASSERT_EQ(t.simgrid.memory.stages.size(), 4u);
+    ASSERT_EQ(t.analytical.memory.stages.size(), 4u);
+    for (size_t st = 0; st < 4; ++st) {
+      const double sg = t.simgrid.memory.stages[st].activations_gib, an = t.analytical.memory.stages[st].activations_gib;
+      EXPECT_NEAR(sg, an, 0.01 * an) << "stage " << st << ", global batch " << global_batch;
+    }
+  }
+}
+
 // Llama 3.1 405B's pipeline shape on a small model: 126 layers on pp 8 x vpp 8, so the model
 // chunks hold 2 layers and the first and last 1 (the default split). Uncontended (one node).
 TEST(SimgridAgreement, UnevenInterleavedPipeline) {
