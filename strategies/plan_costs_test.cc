@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <map>
+#include <random>
 
 #include "core/cost_model.h"
 #include "core/graph_time.h"
@@ -518,6 +519,21 @@ TEST(GraphVsClosedForm, UnevenPipelinesFillAndDrainAtEachStagesPace) {
   EXPECT_NEAR(ratio(compare(on_h100("gpt3-1.3b", 8, 16), plan(2, 4, 1, Schedule::kGpipe))), 1.0, 0.01);
   // torchtitan's interleaved order: 10 micro-batches on pp 4 in rounds of 5.
   EXPECT_NEAR(ratio(compare(uneven_model(8, 20, "torchtitan"), plan(1, 4, 2, Schedule::kInterleaved, 2))), 1.0, 0.01);
+}
+
+// Random splits of the 126 layers (every chunk at least one layer), 1F1B and interleaved, 8 to
+// 32 micro-batches: the analytical makespan is the lowered schedule's critical path.
+TEST(GraphVsClosedForm, RandomPipelineSplitsAgreeWithTheLoweredSchedule) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 12; ++trial) {
+    const int64_t pp = 4 + static_cast<int64_t>(rng() % 5), vpp = 1 + static_cast<int64_t>(rng() % 3);
+    const int64_t chunks = pp * vpp, micro_batches = pp * (1 + static_cast<int64_t>(rng() % 3));
+    std::vector<int64_t> split(static_cast<size_t>(chunks), 1);
+    for (int64_t left = 126 - chunks; left > 0; --left) ++split[rng() % split.size()];
+    Plan p = plan(1, pp, 1, vpp > 1 ? Schedule::kInterleaved : Schedule::kOneFOneB, vpp);
+    p.layers_per_stage = split;
+    EXPECT_NEAR(ratio(compare(uneven_model(static_cast<int>(pp), micro_batches), p)), 1.0, 0.005) << describe(p);
+  }
 }
 
 }  // namespace
