@@ -70,6 +70,8 @@ std::string plan_problem(const Scenario& sc, const Plan& p, const ModelShape& m)
     return "global batch size is not a multiple of micro_batch_size x dp";
   if (p.vpp > 1 && p.schedule != Schedule::kInterleaved) return "virtual stages need the interleaved schedule";
   if (p.pp > 1) {
+    if (std::string why = pipeline_length_problem(p.pp, p.schedule == Schedule::kInterleaved ? p.vpp : 1); !why.empty())
+      return why;
     const int64_t micro_batches = sc.training.global_batch_size / (p.micro_batch_size * p.dp);
     if (std::string why = schedule_problem(p.schedule, p.pp, micro_batches, p.vpp, sc.training.framework); !why.empty())
       return why;

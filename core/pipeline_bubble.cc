@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <string>
 
 #include "core/pipeline_schedule.h"
 
@@ -29,13 +30,21 @@ struct CompiledSchedule {
 };
 
 const CompiledSchedule& compiled_schedule(Schedule schedule, Framework framework, int64_t p, int64_t m, int64_t v) {
+  // Up to 8 schedules of at most 2^17 steps are kept (1.5 MB each); a longer one takes one
+  // scratch entry that the next long one reuses.
   constexpr size_t kKept = 8;
-  thread_local std::vector<CompiledSchedule> kept(kKept);
+  constexpr int64_t kMaxKeptSteps = int64_t{1} << 17;
+  thread_local std::vector<CompiledSchedule> kept(kKept + 1);
   thread_local size_t next_slot = 0;
   for (const CompiledSchedule& c : kept)
     if (c.pp == p && c.micro_batches == m && c.vpp == v && c.schedule == schedule && c.framework == framework) return c;
-  CompiledSchedule& c = kept[next_slot];
-  next_slot = (next_slot + 1) % kKept;
+  const bool keep = 2 * p * m * v <= kMaxKeptSteps;
+  CompiledSchedule& c = kept[keep ? next_slot : kKept];
+  if (keep) next_slot = (next_slot + 1) % kKept;
+  if (!keep) {
+    c.steps = {};  // release the previous long schedule's memory before building this one
+    c.begin = {};
+  }
   c.schedule = schedule;
   c.framework = framework;
   c.pp = p;
@@ -109,10 +118,19 @@ double run_schedule_s(const PipelineShape& sh, int64_t m) {
 
 }  // namespace
 
+std::string pipeline_length_problem(int64_t pp, int64_t vpp) {
+  const int64_t p = std::max<int64_t>(pp, 1), v = std::max<int64_t>(vpp, 1);
+  if (p < 2 || v * p * 3 * p <= kPipelineMaxCells) return "";
+  return "a pipeline of " + std::to_string(p) + " stages x " + std::to_string(v) +
+         " chunks is too long to time: three laps of it are " + std::to_string(v * p * 3 * p) +
+         " chunk x micro-batch cells, more than " + std::to_string(kPipelineMaxCells);
+}
+
 double pipeline_makespan_s(const PipelineShape& sh, int64_t max_cells) {
   const int64_t p = std::max<int64_t>(sh.pp, 1), m = sh.micro_batches;
   const int64_t chunks = p * (sh.schedule == Schedule::kInterleaved ? std::max<int64_t>(sh.vpp, 1) : 1);
   // Micro-batch counts are whole laps here, which every schedule accepts.
+  assert(pipeline_length_problem(p, chunks / p).empty());
   const int64_t exact_laps = std::max<int64_t>(3, max_cells / (chunks * p));
   if (m <= exact_laps * p) return run_schedule_s(sh, m);
   const int64_t m2 = exact_laps * p, m1 = m2 - p;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/scenario.h"
@@ -36,5 +37,11 @@ struct PipelineShape {
 // Precondition: schedule_problem(schedule, pp, micro_batches, vpp, framework) is empty.
 inline constexpr int64_t kPipelineExactCells = int64_t{1} << 14;
 double pipeline_makespan_s(const PipelineShape& shape, int64_t max_cells = kPipelineExactCells);
+
+// Three laps of the pipeline (3 pp micro-batches over pp x vpp chunks) must fit in this many
+// cells, about 40 MB of steps and arrival times; why a longer pipeline cannot be timed, or
+// empty. Pipelines of a few hundred stages fit (pp 512 at vpp 1, pp 180 at vpp 8).
+inline constexpr int64_t kPipelineMaxCells = int64_t{1} << 20;
+std::string pipeline_length_problem(int64_t pp, int64_t vpp);
 
 }  // namespace monarch

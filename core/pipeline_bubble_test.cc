@@ -95,5 +95,15 @@ TEST(PipelineMakespan, ManyMicroBatchesGrowByTheSteadyStatesLap) {
   EXPECT_LT(long_s, static_cast<double>(sh.micro_batches) * 10.8 * 1.001);
 }
 
+// A pipeline too long to time (three laps over more than 2^20 cells) is named, not run: a few
+// hundred stages fit.
+TEST(PipelineMakespan, APipelineTooLongToTimeIsNamed) {
+  EXPECT_EQ(pipeline_length_problem(512, 1), "");
+  EXPECT_EQ(pipeline_length_problem(180, 8), "");
+  EXPECT_NE(pipeline_length_problem(1024, 1).find("1024 stages x 1 chunks is too long to time"), std::string::npos)
+      << pipeline_length_problem(1024, 1);
+  EXPECT_NE(pipeline_length_problem(256, 8), "");
+}
+
 }  // namespace
 }  // namespace monarch
