@@ -188,10 +188,6 @@ std::vector<int64_t> gpus_on_each_node(const ClusterConfig& c) {
   return out;
 }
 
-bool pp_hop_crosses_nodes(const Plan& p, int64_t gpus_per_node) {
-  return group_span(GroupKind::kPp, p, gpus_per_node).crosses_nodes();
-}
-
 bool pp_hop_crosses_nodes(const Plan& p, int64_t gpus_per_node, int64_t from, int64_t to) {
   const int64_t g = gpus_per_node;
   if (g <= 0 || from == to) return false;

@@ -87,9 +87,6 @@ GroupSpan strided_span(int64_t base, int64_t size, int64_t stride, int64_t gpus_
 // last, which holds the rest (128 GPUs on GB200 NVL72: 72 + 56).
 std::vector<int64_t> gpus_on_each_node(const ClusterConfig& cluster);
 
-// Whether some pipeline point-to-point hop of rank 0's pipeline leaves the node (the slowest
-// hop paces the pipeline).
-bool pp_hop_crosses_nodes(const Plan& plan, int64_t gpus_per_node);
 // Whether the message from pipeline stage `from` to stage `to` leaves the node in some pipeline
 // of the plan (stage s of the pipeline whose first stage is rank b sits on rank b + s x S,
 // S = tp x cp x dp ranks per stage). With S smaller than a node, neighbouring stages share

@@ -146,7 +146,7 @@ TEST(Placement, SpanOfTpInsideANodeAndDpAcrossNodes) {
   const GroupSpan dp = group_span(GroupKind::kDp, p, 8);
   EXPECT_EQ(dp.nodes, 4);
   EXPECT_EQ(dp.ranks_per_node, 1);
-  EXPECT_TRUE(pp_hop_crosses_nodes(p, 8));
+  EXPECT_TRUE(pp_hop_crosses_nodes(p, 8, 0, 1));
 }
 
 TEST(Placement, SpanOfAGroupPartlyInsideANode) {
@@ -155,7 +155,7 @@ TEST(Placement, SpanOfAGroupPartlyInsideANode) {
   EXPECT_EQ(dp.size, 8);
   EXPECT_EQ(dp.nodes, 2);
   EXPECT_EQ(dp.ranks_per_node, 4);
-  EXPECT_FALSE(pp_hop_crosses_nodes(make_plan(2, 1, 1, 4), 8));
+  EXPECT_FALSE(pp_hop_crosses_nodes(make_plan(2, 1, 1, 4), 8, 0, 1));
 }
 
 TEST(Placement, PipelineHopsLeaveTheNodeOnlyBetweenNodes) {
