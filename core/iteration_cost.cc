@@ -70,10 +70,10 @@ std::string plan_problem(const Scenario& sc, const Plan& p, const ModelShape& m)
     return "global batch size is not a multiple of micro_batch_size x dp";
   if (p.vpp > 1 && p.schedule != Schedule::kInterleaved) return "virtual stages need the interleaved schedule";
   if (p.pp > 1) {
-    if (std::string why = pipeline_length_problem(p.pp, p.schedule == Schedule::kInterleaved ? p.vpp : 1); !why.empty())
+    if (std::string why = pipeline_length_problem(p.pp, p.chunks_per_stage()); !why.empty())
       return why;
-    const int64_t micro_batches = sc.training.global_batch_size / (p.micro_batch_size * p.dp);
-    if (std::string why = schedule_problem(p.schedule, p.pp, micro_batches, p.vpp, sc.training.framework); !why.empty())
+    if (std::string why = schedule_problem(p.schedule, p.pp, num_micro_batches(sc, p), p.vpp, sc.training.framework);
+        !why.empty())
       return why;
   }
   if (p.zero_stage < 0 || p.zero_stage > 3) return "zero stage must be 0..3";
@@ -127,7 +127,7 @@ PipelineShape pipeline_shape(const Scenario& sc, const Plan& p, const ModelShape
   sh.schedule = p.schedule;
   sh.framework = sc.training.framework;
   sh.pp = p.pp;
-  sh.vpp = p.schedule == Schedule::kInterleaved ? std::max<int64_t>(p.vpp, 1) : 1;
+  sh.vpp = p.chunks_per_stage();
   sh.micro_batches = std::max<int64_t>(num_micro_batches(sc, p), 1);
   double forward_comm_s = 0, all_comm_s = 0;
   for (const LayerCosts::Collective& col : L.collectives) {
@@ -208,7 +208,7 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
   const int64_t nmb = std::max<int64_t>(num_micro_batches(sc, p), 1);
   const double mb = static_cast<double>(nmb);
   const int64_t pp = p.pp;
-  const double v = p.schedule == Schedule::kInterleaved ? static_cast<double>(std::max<int64_t>(p.vpp, 1)) : 1.0;
+  const auto v = static_cast<double>(p.chunks_per_stage());
   const ClusterConfig& cl = sc.cluster;
   const int64_t gpn = cl.gpus_per_node;
 

@@ -341,7 +341,7 @@ double layer_activation_bytes(const ModelShape& m, int64_t micro_batch, int64_t 
 double micro_batches_in_flight(const Plan& plan, int64_t stage, int64_t m, Framework framework) {
   const int64_t p = std::max<int64_t>(plan.pp, 1);
   if (p == 1) return static_cast<double>(std::min<int64_t>(1, m));
-  const int64_t v = plan.schedule == Schedule::kInterleaved ? std::max<int64_t>(plan.vpp, 1) : 1;
+  const int64_t v = plan.chunks_per_stage();
   return static_cast<double>(peak_in_flight(plan.schedule, p, stage, m, v, framework).chunk_passes) / static_cast<double>(v);
 }
 
@@ -437,7 +437,7 @@ MemoryBreakdown stage_memory(const ModelShape& m, const Scenario& sc, const Plan
     // (2sbh/t each with sequence parallelism) and the fp32 logits for the loss (4sbv/t).
     // One micro-batch's head at a time, unless the schedule runs every forward first (GPipe,
     // Megatron's interleaving with m = p): then all of them.
-    const int64_t v = plan.schedule == Schedule::kInterleaved ? std::max<int64_t>(plan.vpp, 1) : 1;
+    const int64_t v = plan.chunks_per_stage();
     const double last_in_flight =
         plan.pp > 1 ? static_cast<double>(
                           peak_in_flight(plan.schedule, plan.pp, stage, n_mb, v, sc.training.framework).last_chunk_passes)

@@ -68,7 +68,7 @@ const CompiledSchedule& compiled_schedule(Schedule schedule, Framework framework
 // The schedule of `m` micro-batches run step by step.
 double run_schedule_s(const PipelineShape& sh, int64_t m) {
   const int64_t p = sh.pp;
-  const int64_t v = sh.schedule == Schedule::kInterleaved ? std::max<int64_t>(sh.vpp, 1) : 1;
+  const int64_t v = sh.vpp;
   const int64_t chunks = p * v;
   const auto at = [](int64_t i) { return static_cast<size_t>(i); };
   assert(static_cast<int64_t>(sh.forward_s.size()) == chunks && static_cast<int64_t>(sh.backward_s.size()) == chunks);
@@ -128,9 +128,9 @@ std::string pipeline_length_problem(int64_t pp, int64_t vpp) {
 
 double pipeline_makespan_s(const PipelineShape& sh, int64_t max_cells) {
   const int64_t p = std::max<int64_t>(sh.pp, 1), m = sh.micro_batches;
-  const int64_t chunks = p * (sh.schedule == Schedule::kInterleaved ? std::max<int64_t>(sh.vpp, 1) : 1);
+  const int64_t chunks = p * sh.vpp;
   // Micro-batch counts are whole laps here, which every schedule accepts.
-  assert(pipeline_length_problem(p, chunks / p).empty());
+  assert(pipeline_length_problem(p, sh.vpp).empty());
   const int64_t exact_laps = std::max<int64_t>(3, max_cells / (chunks * p));
   if (m <= exact_laps * p) return run_schedule_s(sh, m);
   const int64_t m2 = exact_laps * p, m1 = m2 - p;

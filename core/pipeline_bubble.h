@@ -14,7 +14,8 @@ namespace monarch {
 struct PipelineShape {
   Schedule schedule = Schedule::kOneFOneB;
   Framework framework = Framework::kMegatron;  // the interleaved order: Megatron's or torch's
-  int64_t pp = 1, vpp = 1, micro_batches = 1;
+  int64_t pp = 1, micro_batches = 1;
+  int64_t vpp = 1;  // model chunks per stage: 1 unless interleaved (Plan::chunks_per_stage)
   // Per model chunk in model order (chunk c of stage s at c x pp + s), one micro-batch: the
   // forward and the backward (with recomputation) time, compute, host and exposed comm.
   std::vector<double> forward_s, backward_s;

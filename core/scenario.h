@@ -3,6 +3,7 @@
 // layer above core. Field names follow docs/spec/scenario.md.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -248,6 +249,8 @@ struct Plan {
 
   int64_t world_size() const { return tp * pp * dp * cp; }
   int64_t expert_tp() const { return etp > 0 ? etp : tp; }
+  // Model chunks each pipeline stage holds: vpp under the interleaved schedule, else 1.
+  int64_t chunks_per_stage() const { return schedule == Schedule::kInterleaved ? std::max<int64_t>(vpp, 1) : 1; }
   bool operator==(const Plan&) const = default;
 };
 
