@@ -1182,6 +1182,35 @@ TEST(Iteration, MixtureOfExpertsWithExpertParallelism) {
   EXPECT_LT(r.memory.peak_gib, estimate_plan(s, no_ep).memory.peak_gib);
 }
 
+// A pipeline message that leaves the node shares the receiving GPU's NIC with that stage's
+// expert all-to-all when the EP group spans nodes: it waits, on average, for the rest of the
+// all-to-all it arrives in (at most half of one). pp 2 x dp 16 on 32 GPUs (each stage two
+// 8-GPU nodes), 1F1B: each stage sends one NIC message per micro-batch.
+TEST(Iteration, PipelineMessagesWaitForTheReceivingStagesAllToAllOnItsNics) {
+  Scenario s = moe_llama(16, 1.0, 32);
+  s.model.num_layers = 8;
+  s.training.global_batch_size = 256;  // 16 micro-batches of 1 per pipeline
+  Plan p;
+  p.pp = 2;
+  p.dp = 16;
+  p.zero_stage = 1;
+  p.micro_batch_size = 1;
+  const double nic_s = p2p_time_s(layer_costs(s, p).pp_message_bytes, true, s.cluster);
+  p.ep = 8;  // the all-to-all stays on NVLink: the message has the NIC to itself
+  const BackendResult inside = estimate_plan(s, p);
+  ASSERT_GT(inside.iteration_time_s, 0);
+  EXPECT_NEAR(inside.time_breakdown_s.pp_comm / 16.0, nic_s, 1e-9);
+  p.ep = 16;  // over both nodes of the stage
+  const BackendResult across = estimate_plan(s, p);
+  ASSERT_GT(across.iteration_time_s, 0);
+  const CommEntry* a2a = find_comm(across.communication, CollectiveKind::kAllToAll, GroupKind::kEp);
+  ASSERT_NE(a2a, nullptr);
+  const double a2a_s = a2a->time_s / static_cast<double>(a2a->count);
+  const double per_mb = across.time_breakdown_s.pp_comm / 16.0;
+  EXPECT_GT(per_mb, nic_s + 0.05 * a2a_s);
+  EXPECT_LE(per_mb, nic_s + 0.5 * a2a_s + 1e-12);
+}
+
 // Expert capacity (Megatron get_capacity with tokens x top_k) and the all-to-all send buffer:
 // E x capacity x h x bytes, so a capacity factor of 2 doubles it and an uneven split rounds up.
 TEST(Iteration, MixtureOfExpertsAllToAllMovesThePaddedCapacity) {
