@@ -190,6 +190,10 @@ struct ParallelismConstraints {
   // the embedding (first stage) / the output layer and loss (last stage) count as one layer.
   bool account_for_embedding = false;
   bool account_for_loss = false;
+  // Recommendation models: the embedding-table sharding the run used, one "tI:KIND" word per
+  // table in table order (core/dlrm_model.h parse_dlrm_plan, the form results describe it in);
+  // absent = searched.
+  std::optional<std::string> embedding_sharding;
 };
 
 struct SearchConfig {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/dlrm_model.h"
 #include "core/framework_rules.h"
 #include "core/units.h"
 
@@ -27,7 +28,7 @@ const std::vector<DegreeKey> kDegreeKeys = {
 const std::vector<std::string> kParallelismOtherKeys = {
     "pipeline_schedule", "sequence_parallel", "activation_recompute", "zero_stage",
     "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap", "layers_per_stage",
-    "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split"};
+    "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split", "embedding_sharding"};
 
 std::vector<std::string> parallelism_keys() {
   std::vector<std::string> k;
@@ -179,6 +180,7 @@ void read_parallelism(Ctx& ctx, const json* pj, ParallelismConstraints& p) {
   if (auto v = get_bool(ctx, o, "tp_comm_overlap")) p.tp_comm_overlap = *v;
   if (auto v = get_bool(ctx, o, "account_for_embedding_in_pipeline_split")) p.account_for_embedding = *v;
   if (auto v = get_bool(ctx, o, "account_for_loss_in_pipeline_split")) p.account_for_loss = *v;
+  if (auto v = get_str(ctx, o, "embedding_sharding")) p.embedding_sharding = *v;
   if (const json* v = o.get("layers_per_stage")) {
     const std::string where = o.at("layers_per_stage");
     if (!v->is_array() || v->empty() || static_cast<int64_t>(v->size()) > kMaxNumLayers) {
@@ -197,6 +199,28 @@ void read_parallelism(Ctx& ctx, const json* pj, ParallelismConstraints& p) {
   }
   o.finish();
 }
+
+namespace {
+
+// A given embedding sharding: a recommendation model's, one placement per table, ranks on the
+// cluster (check_dlrm_plan). Whether it fits is the run's question, as for any plan.
+void check_embedding_sharding(Ctx& ctx, const Scenario& s) {
+  if (!s.parallelism.embedding_sharding) return;
+  const std::string where = "/parallelism/embedding_sharding";
+  if (s.model.architecture != Architecture::kDlrm) {
+    ctx.add(where, std::string("only for architecture dlrm (this model is ") + to_string(s.model.architecture) + ")");
+    return;
+  }
+  Expected<DlrmShardingPlan> plan = parse_dlrm_plan(*s.parallelism.embedding_sharding);
+  if (!plan) {
+    ctx.add(where, plan.problems().front().message);
+    return;
+  }
+  if (s.model.dlrm.tables.empty()) return;  // the tables' own problem is reported at the model
+  if (const std::string why = check_dlrm_plan(s, *plan); !why.empty()) ctx.add(where, why);
+}
+
+}  // namespace
 
 void cross_check(Ctx& ctx, const json* pj, Scenario& s) {
   const ModelConfig& m = s.model;
@@ -220,6 +244,7 @@ void cross_check(Ctx& ctx, const json* pj, Scenario& s) {
                                                   fmt_int(m.ffn_hidden_size) + ")");
   }
   if (transformer) check_layers_per_stage(ctx, pj, s);
+  check_embedding_sharding(ctx, s);
   if (transformer && ok(p.pp) && m.num_layers > 0 && *p.pp > m.num_layers)
     ctx.add(path("pipeline_parallel_degree"), "found " + fmt_int(*p.pp) + ", expected at most num_layers (" +
                                                   fmt_int(m.num_layers) + ") pipeline stages");

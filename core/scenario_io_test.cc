@@ -718,6 +718,41 @@ TEST(ScenarioIo, DlrmEmbeddingDtypeReadsAndRoundTrips) {
   EXPECT_EQ(bad.problems().front().where, "/model/embedding_dtype") << all_messages(bad.problems());
 }
 
+// parallelism.embedding_sharding: a dlrm model's given sharding, read and written back; a word
+// that is not a placement, a plan for the wrong number of tables, a rank off the cluster and the
+// key on a transformer are refused at its path.
+TEST(ScenarioIo, EmbeddingShardingIsReadCheckedAndRoundTrips) {
+  json j = base_scenario();
+  j["model"] = json::parse(R"({"architecture": "dlrm", "dense_features": 13,
+      "embedding_tables": [{"name": "big", "rows": 1000000, "dim": 128}, {"name": "small", "rows": 5000, "dim": 128}],
+      "bottom_mlp": [512, 256, 128], "top_mlp": [1024, 1024, 512, 256, 1]})");
+  j["parallelism"] = {{"embedding_sharding", "t0:cw2@0,1 t1:dp"}};
+  auto s = scenario_from_json(j);
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  EXPECT_EQ(s->parallelism.embedding_sharding, "t0:cw2@0,1 t1:dp");
+  auto again = scenario_from_json(scenario_to_json(*s));
+  ASSERT_TRUE(again.ok()) << all_messages(again.problems());
+  EXPECT_EQ(again->parallelism.embedding_sharding, s->parallelism.embedding_sharding);
+  const std::pair<const char*, const char*> bad[] = {
+      {"t0:tw@1 t1:zz", "\"t1:zz\""},
+      {"t0:tw@1", "the plan places 1 tables, the model has 2"},
+      {"t0:tw@64 t1:dp", "table big: rank 64 outside 0..63"},
+  };
+  for (const auto& [plan, words] : bad) {
+    j["parallelism"]["embedding_sharding"] = plan;
+    auto r = scenario_from_json(j);
+    ASSERT_FALSE(r.ok()) << plan;
+    EXPECT_EQ(r.problems().front().where, "/parallelism/embedding_sharding");
+    EXPECT_NE(r.problems().front().message.find(words), std::string::npos) << r.problems().front().message;
+  }
+  json t = base_scenario();
+  t["parallelism"]["embedding_sharding"] = "t0:dp";
+  auto r = scenario_from_json(t);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.problems().front().where, "/parallelism/embedding_sharding");
+  EXPECT_NE(r.problems().front().message.find("only for architecture dlrm"), std::string::npos);
+}
+
 TEST(ScenarioIo, DefaultBackendsIncludeSimgridOnlyWhenBuilt) {
   EXPECT_EQ(default_backends(false), std::vector<Backend>{Backend::kAnalytical});
   EXPECT_EQ(default_backends(true), (std::vector<Backend>{Backend::kAnalytical, Backend::kSimgrid}));

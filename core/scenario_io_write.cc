@@ -117,6 +117,7 @@ nlohmann::json scenario_to_json(const Scenario& s) {
   if (p.layers_per_stage) pj["layers_per_stage"] = *p.layers_per_stage;
   if (p.account_for_embedding) pj["account_for_embedding_in_pipeline_split"] = true;
   if (p.account_for_loss) pj["account_for_loss_in_pipeline_split"] = true;
+  if (p.embedding_sharding) pj["embedding_sharding"] = *p.embedding_sharding;
   j["parallelism"] = pj;
 
   j["search"] = {{"top_k", s.search.top_k}, {"objective", to_string(s.search.objective)}};

@@ -209,6 +209,34 @@ std::vector<BackendResult> DlrmSearchResult::results() const {
   return r;
 }
 
+namespace {
+
+// The sharding the scenario gives (parallelism.embedding_sharding, checked when it was read):
+// the one plan, or, when it does not fit, its reason.
+DlrmSearchResult given_sharding(const Scenario& sc, const Plan& dense) {
+  DlrmSearchResult out;
+  Expected<DlrmShardingPlan> plan = parse_dlrm_plan(*sc.parallelism.embedding_sharding);
+  const std::string check = plan ? check_dlrm_plan(sc, *plan) : plan.problems().front().message;
+  if (!check.empty()) {
+    out.no_fit_message = "parallelism.embedding_sharding: " + check;
+    out.rejected.push_back({dense, out.no_fit_message});
+    return out;
+  }
+  BackendResult r = estimate_dlrm(sc, *plan);
+  if (!r.memory.fits) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "the given sharding: busiest GPU needs %.2f GiB of %.2f GiB usable", r.memory.peak_gib,
+                  r.memory.capacity_gib);
+    out.no_fit_message = buf;
+    out.rejected.push_back({dense, out.no_fit_message});
+    return out;
+  }
+  out.ranked.push_back({*plan, std::move(r)});
+  return out;
+}
+
+}  // namespace
+
 DlrmSearchResult search_dlrm_sharding(const Scenario& sc) {
   DlrmSearchResult out;
   Plan dense;
@@ -235,6 +263,7 @@ DlrmSearchResult search_dlrm_sharding(const Scenario& sc) {
     reject(out.no_fit_message);
     return out;
   }
+  if (sc.parallelism.embedding_sharding) return given_sharding(sc, dense);
   std::set<std::string> seen;
   std::string greedy_why;
   for (const std::string policy : {"greedy", "all-data-parallel", "all-table-wise", "all-column-wise", "all-row-wise"}) {

@@ -47,6 +47,27 @@ TEST(DlrmSharding, SmallTablesGoDataParallelOrTableWise) {
     EXPECT_LE(r.ranked[i - 1].result.iteration_time_s, r.ranked[i].result.iteration_time_s);
 }
 
+// A sharding the scenario gives (parallelism.embedding_sharding) is the one plan the search
+// returns, priced as estimate_dlrm prices it; one that does not fit is named, not replaced.
+TEST(DlrmSharding, AGivenShardingIsTheOnePlan) {
+  Scenario s = dlrm({{"s0", 100, 128, 1}, {"s1", 500, 128, 1}, {"s2", 2000, 128, 3}}, 8);
+  s.parallelism.embedding_sharding = "t0:tw@1 t1:tw@2 t2:tw@1";
+  const DlrmSearchResult r = search_dlrm_sharding(s);
+  ASSERT_EQ(r.ranked.size(), 1u) << r.no_fit_message;
+  EXPECT_EQ(describe(r.ranked[0].sharding), "t0:tw@1 t1:tw@2 t2:tw@1");
+  EXPECT_EQ(r.ranked[0].result.iteration_time_s, estimate_dlrm(s, r.ranked[0].sharding).iteration_time_s);
+  // Every table on GPU 1 is slower than the searched best: the given plan is not a search hint.
+  s.parallelism.embedding_sharding.reset();
+  const double best_s = search_dlrm_sharding(s).ranked.front().result.iteration_time_s;
+  EXPECT_LT(best_s, r.ranked[0].result.iteration_time_s);
+  // 3 x 400M rows x 128 x 4 B = 572 GiB on one H100.
+  Scenario big = dlrm({{"a", 400'000'000, 128, 1}, {"b", 400'000'000, 128, 1}, {"c", 400'000'000, 128, 1}}, 8);
+  big.parallelism.embedding_sharding = "t0:tw@0 t1:tw@0 t2:tw@0";
+  const DlrmSearchResult none = search_dlrm_sharding(big);
+  EXPECT_FALSE(none.any_fits());
+  EXPECT_NE(none.no_fit_message.find("the given sharding"), std::string::npos) << none.no_fit_message;
+}
+
 TEST(DlrmSharding, TableLargerThanOneGpuIsRowWise) {
   // 800M x 128 x 4 B = 381 GiB: more than one H100, and more than the 4 column shards of
   // width 32 hold (95 GiB each); fits as 16 row-wise shards of 24 GiB.
