@@ -149,6 +149,8 @@ inline const BadCase kBadCases[] = {
     {"tie_embeddings not a bool", {{"/model/tie_embeddings", "\"no\""}}, "/model/tie_embeddings", "true or false"},
     {"gpu profile missing", {{"/cluster/gpu", R"({"name": "A100-80GB", "profile": "/nonexistent/profile.json"})"}}, "/cluster/gpu/profile", "calibration profile \"/nonexistent/profile.json\""},
     {"transformer key on a dlrm model", {{"/model/architecture", "\"dlrm\""}}, "/model/num_layers", "not used by a dlrm model"},
+    {"embedding sharding on a transformer", {{"/parallelism/embedding_sharding", "\"t0:dp\""}}, "/parallelism/embedding_sharding",
+     "only for architecture dlrm"},
     {"capacity factor given twice differently", {{"/model/moe_capacity_factor", "1.25"}, {"/training/moe_capacity_factor", "2"}}, "/training/moe_capacity_factor", "/model/moe_capacity_factor is 1.25"},
     {"dropless on a dense model", {{"/model/moe_dropless", "true"}}, "/model/moe_dropless", "the model is dense"},
     {"dropless not a bool", {{"/model/num_experts", "8"}, {"/model/moe_top_k", "2"}, {"/model/moe_dropless", "1"}}, "/model/moe_dropless", "true or false"},
