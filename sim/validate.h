@@ -10,7 +10,8 @@
 // is the best of the plan search over what its scenario leaves open (what the published run
 // fixed is pinned), with the layers split as the framework splits them by default; without a
 // fitting plan, resolve_plan(scenario) (sim/analytical_backend.h). A recommendation model
-// (architecture dlrm) takes the fastest embedding sharding of search_dlrm_sharding, and its
+// (architecture dlrm) takes the fastest embedding sharding of search_dlrm_sharding (the one
+// its parallelism.embedding_sharding gives, when the case pins it), and its
 // samples per second are "samples_per_s" (or "tokens_per_s").
 #pragma once
 

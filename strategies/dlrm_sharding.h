@@ -12,6 +12,8 @@
 // Besides that mixed greedy plan the search evaluates the uniform plans a user would try
 // first (all data-parallel, all table-wise, all column-wise, all row-wise) and ranks every
 // plan that fits with core/dlrm_model's estimate; the others are rejected with a reason.
+// A scenario that gives its sharding (parallelism.embedding_sharding) is not searched: that
+// plan is the one result, or, when it does not fit, the reason why.
 #pragma once
 
 #include <string>
