@@ -605,6 +605,34 @@ TEST(LayerCosts, TorchtitanAttentionIsFlashAttention2OnHopper) {
   }
 }
 
+// model.attention_kernel "flash1" (FlashAttention-1's kernels, llm-foundry's Triton port): the
+// attention core at half FlashAttention-2's rate on that GPU (on Hopper PyTorch SDPA's
+// FlashAttention-2, not the profile's cuDNN kernels), forward and backward; the memory of
+// flash (no scores kept); everything else unchanged.
+TEST(LayerCosts, Flash1AttentionRunsAtHalfFlashAttention2sRate) {
+  for (const char* gpu : {"A100-80GB", "H100-SXM"}) {
+    Scenario s = llama8b(gpu, 8);
+    s.training.framework = Framework::kTorchtitan;  // FlashAttention-2 on both GPUs
+    s.training.compile = true;
+    Plan p;
+    p.dp = 8;
+    p.zero_stage = 0;
+    const LayerCosts fa2 = layer_costs(s, p);
+    s.model.attention_kernel = AttentionKernel::kFlash1;
+    const LayerCosts fa1 = layer_costs(s, p);
+    const GpuProfile& prof = gpu_profile(s.cluster.gpu);
+    const double peak = s.cluster.gpu.peak_tflops.bf16 * 1e12 * prof.sustained_clock_fraction;
+    const double rate = (std::string(gpu) == "H100-SXM" ? 0.333 : prof.flash_forward_efficiency) * 8192.0 / (8192.0 + 256.0);
+    const double attention_fa2_s = 4.0 * 8192 * 8192 * 0.5 * 4096 / (peak * rate);  // causal half, forward
+    EXPECT_NEAR(fa1.forward_s - fa2.forward_s, attention_fa2_s, 1e-3 * attention_fa2_s) << gpu;
+    EXPECT_GT(fa1.backward_s - fa2.backward_s, 2.0 * attention_fa2_s) << gpu;  // the backward's 2.5x FLOPs, slower rate
+    s.model.attention_kernel = AttentionKernel::kFlash;
+    const double flash_gib = estimate_plan(s, p).memory.peak_gib;
+    s.model.attention_kernel = AttentionKernel::kFlash1;
+    EXPECT_EQ(estimate_plan(s, p).memory.peak_gib, flash_gib) << gpu;
+  }
+}
+
 // torchtitan's selective recompute is its op-level policy: wk, wo and w3 and every elementwise
 // op run again in the backward, and only the block input, wq, wv, w1, w2 and the attention
 // output stay saved.

@@ -147,6 +147,13 @@ constexpr double kUnfusedSoftmaxForwardBytesPerScore = 37.0;
 constexpr double kUnfusedSoftmaxBackwardBytesPerScore = 41.0;
 constexpr double kUnfusedSoftmaxExtraHostOps = 4.0;
 constexpr double kSdpaFlash2HopperBackwardEfficiency = 0.333 * 0.53 / 0.64;
+// FlashAttention-1 generation kernels (model.attention_kernel "flash1") against
+// FlashAttention-2 on the same GPU, forward and backward: FlashAttention-2 "yields around 2x
+// speedup compared to FlashAttention" on A100 (Dao 2023, abstract), and the Triton port that
+// llm-foundry runs is "overall slightly slower than CUDA forward + backward" (its header,
+// flash_attn_triton.py: its forward somewhat faster than FlashAttention-1's, its backward
+// slower; no split is published, so both passes take the overall ratio).
+constexpr double kFlash1RateOfFlash2 = 0.5;
 // Fp8 (Transformer Engine): each fp8 GEMM operand is cast (read 16-bit, write fp8) and, for
 // the wgrad/dgrad GEMMs on Hopper, transposed (write fp8 again): 2 + 1 + 1 bytes per element.
 constexpr double kFp8CastBytesPerElement = 4.0;
@@ -215,6 +222,21 @@ double moe_rank_imbalance(const ModelShape& m, const Plan& p) {
 
 namespace cost_detail {
 
+namespace {
+
+// FlashAttention-2's rates on this GPU: the profile's on Ampere (what the A100 profile measures),
+// PyTorch SDPA's FlashAttention-2 on Hopper (whose profiles hold cuDNN's faster kernels).
+void use_flash2_rates(Ctx& c) {
+  const std::string_view kind = c.prof->kind;
+  if (kind == "H100" || kind == "H200") {
+    c.flash_forward_efficiency = kSdpaFlash2HopperForwardEfficiency;
+    c.flash_backward_efficiency = kSdpaFlash2HopperBackwardEfficiency;
+    c.attention_kernel = &kFlash2Attention;
+  }
+}
+
+}  // namespace
+
 Ctx make_ctx(const Scenario& s) {
   Ctx c;
   c.gpu = &s.cluster.gpu;
@@ -252,14 +274,14 @@ Ctx make_ctx(const Scenario& s) {
         c.loss_forward_bytes_per_logit = kTorchLossForwardBytesPerLogit;
         c.loss_backward_bytes_per_logit = kTorchLossBackwardBytesPerLogit;
       }
-      const std::string_view kind = c.prof->kind;
-      if (kind == "H100" || kind == "H200") {
-        c.flash_forward_efficiency = kSdpaFlash2HopperForwardEfficiency;
-        c.flash_backward_efficiency = kSdpaFlash2HopperBackwardEfficiency;
-        c.attention_kernel = &kFlash2Attention;
-      }
+      use_flash2_rates(c);
       break;
     }
+  }
+  if (s.model.attention_kernel == AttentionKernel::kFlash1) {
+    use_flash2_rates(c);
+    c.flash_forward_efficiency *= kFlash1RateOfFlash2;
+    c.flash_backward_efficiency *= kFlash1RateOfFlash2;
   }
   return c;
 }
@@ -504,7 +526,7 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
 
   // --- attention core
   Op attn_fwd, attn_bwd;
-  if (m.attention == AttentionKernel::kFlash) {
+  if (m.attention != AttentionKernel::kMaterialized) {
     // Local queries against the causal half of all keys (ring attention balances the halves).
     const double work = 4.0 * T * s * kCausalWorkFraction * q / t;
     // The kernel's rate at this sequence length and head dim against its ceiling.
@@ -543,7 +565,7 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
     attn_fwd += elementwise(c, 2.0 * e * context);
     attn_bwd += elementwise(c, 2.0 * e * context);
   }
-  if (p.cp > 1 && m.attention == AttentionKernel::kFlash) {
+  if (p.cp > 1 && m.attention != AttentionKernel::kMaterialized) {
     // Ring attention merges each step's partial output into an fp32 accumulator rescaled by
     // the log-sum-exp (forward), and accumulates dQ, dK, dV in fp32 across steps (backward).
     const double steps = static_cast<double>(p.cp);

@@ -71,7 +71,14 @@ const char* to_string(Activation a) {
   }
   return "?";
 }
-const char* to_string(AttentionKernel k) { return k == AttentionKernel::kFlash ? "flash" : "materialized"; }
+const char* to_string(AttentionKernel k) {
+  switch (k) {
+    case AttentionKernel::kFlash: return "flash";
+    case AttentionKernel::kFlash1: return "flash1";
+    case AttentionKernel::kMaterialized: return "materialized";
+  }
+  return "?";
+}
 const char* to_string(Framework f) {
   switch (f) {
     case Framework::kMegatron: return "megatron";

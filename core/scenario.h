@@ -33,6 +33,10 @@ enum class AttentionKernel {
   // recomputes them; only the output and the row log-sum-exp are kept. Causal masking skips
   // the tiles above the diagonal (half the work).
   kFlash,
+  // The first generation of fused attention: FlashAttention-1's CUDA kernels and the Triton
+  // port that llm-foundry's attn_impl "triton" runs (flash_attn_triton.py, Nov 2022). Same
+  // memory as kFlash, about half FlashAttention-2's rate (core/layer_cost.cc).
+  kFlash1,
 };
 // The training stack that carries out the plan (training.framework).
 enum class Framework { kMegatron, kDeepspeed, kTorchtitan };

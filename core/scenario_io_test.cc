@@ -472,6 +472,11 @@ TEST(ScenarioIo, Format11ModelKeysAndTheirDefaults) {
   EXPECT_EQ(again->model.activation, s->model.activation);
   EXPECT_EQ(again->model.attention_kernel, s->model.attention_kernel);
   EXPECT_EQ(again->training.framework, Framework::kDeepspeed);
+  j["model"]["attention_kernel"] = "flash1";  // the project's extension: FlashAttention-1 kernels
+  auto first = scenario_from_json(j);
+  ASSERT_TRUE(first.ok()) << all_messages(first.problems());
+  EXPECT_EQ(first->model.attention_kernel, AttentionKernel::kFlash1);
+  EXPECT_EQ(scenario_to_json(*first)["model"]["attention_kernel"], "flash1");
   // A gpt block with SwiGLU has the gate; a llama with GeLU has not.
   j["model"]["activation"] = "swiglu";
   EXPECT_TRUE(model_shape(scenario_from_json(j)->model).gated_mlp);

@@ -178,14 +178,15 @@ TEST(Validate, MegatronBridgeMoeRunsHoldTheFidelityReached) {
 
 // LLM Foundry's MPT training benchmarks (tests/data/validation/llmfoundry-published.json: MPT
 // 125M-70B with PyTorch FSDP, ZeRO-2 and -3, on 8-512 A100 40GB / 80GB and H100, 512 to 65536
-// tokens, as torchtitan, the spec's PyTorch-native stack). Reached 16.57% and 49.2%: the runs
-// used llm-foundry's Triton flash attention, which the scenario cannot state (modelled at
-// FlashAttention-2's rates: +7% at 2048 tokens growing to +30..+40% at 16k-65k), and the 2023
-// H100 software runs about 25% below the H100 profile set on 2025 releases. The runs' FSDP1
+// tokens, as torchtitan, the spec's PyTorch-native stack, with llm-foundry's Triton flash
+// attention as attention_kernel "flash1"). Reached 10.99% and 36.3%: flash1 takes half
+// FlashAttention-2's rate in both passes, where the Triton forward is relatively faster (the
+// long-sequence A100 80GB runs 10-30% too slow), and the 2023 H100 software runs below the H100
+// profile set on 2025 releases (+20% at 2048 tokens on 128-512 GPUs). The runs' FSDP1
 // gathers in place, so FSDP2's copies (charged to torchtitan) overstate their time a little;
 // a regression guard.
 TEST(Validate, LlmFoundryRunsHoldTheFidelityReached) {
-  expect_within({"llmfoundry-published.json", 209, 17.0, 50.0});
+  expect_within({"llmfoundry-published.json", 209, 11.5, 37.0});
 }
 
 // NeMo's published FP8 pretraining throughputs (tests/data/validation/nemo-24.07-published.json,
