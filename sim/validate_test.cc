@@ -157,23 +157,23 @@ TEST(Validate, TorchtitanRunsHoldTheFidelityReached) {
 // Megatron-Bridge's published dense Llama 3 runs in FP8 (tests/data/validation/
 // megatron-bridge-published.json, from its docs/performance-summary-archive.md, releases 25.11
 // and 26.02) on DGX H100, DGX B200 and DGX GB200, 8-1024 GPUs, reducing gradients in bf16 as
-// the performance recipes do. Reached 5.61% and 14.3% (the Blackwell runs at TP 1-4 are 8-14%
-// too fast: B200 / GB200 have no calibration runs and take Hopper's sustained clock); a
-// regression guard.
+// the performance recipes do. Reached 5.97% and 12.9% (the Blackwell runs at TP 1-4 are 8-13%
+// too fast and the GB200 70B FSDP runs 5-11% too slow: B200 / GB200 have no calibration runs
+// and take Hopper's sustained clock); a regression guard.
 TEST(Validate, MegatronBridgeRunsHoldTheFidelityReached) {
-  expect_within({"megatron-bridge-published.json", 10, 6.0, 15.0});
+  expect_within({"megatron-bridge-published.json", 10, 6.5, 13.5});
 }
 
 // Megatron-Bridge's published Qwen3 MoE runs with token drop (tests/data/validation/
 // mbridge-moe-published.json, its 25.09 performance table): Qwen3-30B-A3B and Qwen3-235B-A22B
 // in fp8 on DGX H100, DGX B200 and GB200 NVL72, expert parallel 8-64. Drop-and-pad at capacity
 // factor 1 gives every expert its even share, so these runs test the MoE layer's GEMMs,
-// all-to-alls and permutations without the routing imbalance. Reached 27.60% and 44.7%: the
+// all-to-alls and permutations without the routing imbalance. Reached 27.05% and 43.3%: the
 // H100 runs within 14%, the Blackwell ones 11-45% too fast (the same unmeasured Blackwell
 // efficiencies the dense runs show, larger on the MoE layers' small GEMMs and permutations); a
 // regression guard.
 TEST(Validate, MegatronBridgeMoeRunsHoldTheFidelityReached) {
-  expect_within({"mbridge-moe-published.json", 6, 28.0, 45.0});
+  expect_within({"mbridge-moe-published.json", 6, 27.5, 44.0});
 }
 
 // LLM Foundry's MPT training benchmarks (tests/data/validation/llmfoundry-published.json: MPT
