@@ -1254,6 +1254,29 @@ TEST(Iteration, PipelineMessagesWaitForTheReceivingStagesAllToAllOnItsNics) {
   EXPECT_LE(per_mb, nic_s + 0.5 * a2a_s + 1e-12);
 }
 
+// The same wait for a context-parallel ring across nodes: Llama 3 8B at TP 8 x CP 2 x PP 2 on
+// 32 GPUs, each CP pair on two nodes, so the ring's K / V hops and the pipeline's messages
+// share the NICs; with CP inside a node (TP 4) the messages have them to themselves.
+TEST(Iteration, PipelineMessagesWaitForTheReceivingStagesContextParallelRing) {
+  Scenario s = llama8b("H100-SXM", 32);
+  s.training.global_batch_size = 32;  // 16 micro-batches of 1 per pipeline
+  Plan p;
+  p.tp = 8;
+  p.cp = 2;
+  p.pp = 2;
+  p.dp = 1;
+  p.micro_batch_size = 1;
+  p.sequence_parallel = true;
+  const double per_mb_across = estimate_plan(s, p).time_breakdown_s.pp_comm / 16.0;
+  const double nic_across = p2p_time_s(layer_costs(s, p).pp_message_bytes, true, s.cluster);
+  EXPECT_GT(per_mb_across, nic_across * 1.01);
+  p.tp = 4;
+  p.dp = 2;
+  const double per_mb_inside = estimate_plan(s, p).time_breakdown_s.pp_comm / 16.0;
+  const bool crosses = pp_hop_crosses_nodes(p, s.cluster.gpus_per_node, 0, 1);
+  EXPECT_NEAR(per_mb_inside, p2p_time_s(layer_costs(s, p).pp_message_bytes, crosses, s.cluster), 1e-12);
+}
+
 // Expert capacity (Megatron get_capacity with tokens x top_k) and the all-to-all send buffer:
 // E x capacity x h x bytes, so a capacity factor of 2 doubles it and an uneven split rounds up.
 TEST(Iteration, MixtureOfExpertsAllToAllMovesThePaddedCapacity) {

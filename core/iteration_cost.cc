@@ -117,8 +117,9 @@ Zero3Calls zero3_calls(Framework f, double layers, double params) {
 }
 
 // A pipeline message that leaves the node shares the receiving GPU's NIC with that stage's own
-// inter-node layer collectives (an expert all-to-all over several nodes, a TP or CP group across
-// nodes), which run while the message is in flight: the stages work on different micro-batches.
+// inter-node layer traffic (an expert all-to-all over several nodes, a TP group or a CP ring
+// across nodes), which runs while the message is in flight: the stages work on different
+// micro-batches. The sending stage's has ended: it sends after its chunk's last layer.
 // NCCL's send and the collective's many peer flows share the NIC about equally per flow, so a
 // message that arrives while a collective holds the NIC gets a small share of it and in effect
 // waits for the collective to end. Arriving at a random point of the receiving stage's steady
@@ -139,6 +140,13 @@ std::vector<double> nic_wait_s(const Plan& p, int64_t gpn, const LayerCosts& L, 
     const double count = static_cast<double>(col.forward_count + col.backward_count + col.recompute_count);
     busy_s += count * col.time_s;
     busy_sq_s2 += count * col.time_s * col.time_s;
+  }
+  // Context parallelism's ring attention sends K and V (and their gradients) to the next CP
+  // rank, cp - 1 hops of one length per pass, beside the attention kernel.
+  if (p.cp > 1 && L.cp_total_s > 0 && group_span(GroupKind::kCp, p, gpn).crosses_nodes()) {
+    const double hop_s = L.cp_time_forward_s / static_cast<double>(p.cp - 1);
+    busy_s += L.cp_total_s;
+    busy_sq_s2 += L.cp_total_s * hop_s;
   }
   if (!(busy_s > 0)) return wait;
   std::vector<double> stage_s(wait.size(), 0.0), stage_layers(wait.size(), 0.0);
