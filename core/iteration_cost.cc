@@ -119,7 +119,8 @@ Zero3Calls zero3_calls(Framework f, double layers, double params) {
 // A pipeline message that leaves the node shares the receiving GPU's NIC with that stage's own
 // inter-node layer traffic (an expert all-to-all over several nodes, a TP group or a CP ring
 // across nodes), which runs while the message is in flight: the stages work on different
-// micro-batches. The sending stage's has ended: it sends after its chunk's last layer.
+// micro-batches. The sending stage's own traffic has ended: it sends after its chunk's last
+// layer and waits for the send.
 // NCCL's send and the collective's many peer flows share the NIC about equally per flow, so a
 // message that arrives while a collective holds the NIC gets a small share of it and in effect
 // waits for the collective to end. Arriving at a random point of the receiving stage's steady
@@ -127,9 +128,9 @@ Zero3Calls zero3_calls(Framework f, double layers, double params) {
 // probability f = busy / pace and then waits on average for half of the busy phase it fell in
 // (the residual of a renewal process, weighted by phase length: sum n D^2 / sum n D). So the
 // mean wait per message is sum n D^2 / (2 pace) per stage, n the collectives of length D a
-// micro-batch runs on the stage. SimGrid, which shares the links flow by flow, gives the same
-// on Qwen3-235B on 256 H100 (EP 32 over four nodes, pp 8): 1.03 ms per pipeline message against
-// 0.38 ms alone (docs/simgrid_backend.md).
+// micro-batch runs on the stage. On Qwen3-235B on 256 H100 (EP 32 over four nodes, pp 8) this
+// gives 1.04 ms per pipeline message, 0.38 ms alone; SimGrid, which shares the links flow by
+// flow, 1.03 ms (docs/simgrid_backend.md).
 std::vector<double> nic_wait_s(const Plan& p, int64_t gpn, const LayerCosts& L, const std::vector<int64_t>& chunk_layers,
                                const PipelineShape& sh) {
   std::vector<double> wait(static_cast<size_t>(p.pp), 0.0);
