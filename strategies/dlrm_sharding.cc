@@ -211,6 +211,13 @@ std::vector<BackendResult> DlrmSearchResult::results() const {
 
 namespace {
 
+// Why a plan that does not fit is rejected: its busiest GPU's need against the usable memory.
+std::string busiest_gpu_need(const BackendResult& r) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "busiest GPU needs %.2f GiB of %.2f GiB usable", r.memory.peak_gib, r.memory.capacity_gib);
+  return buf;
+}
+
 // The sharding the scenario gives (parallelism.embedding_sharding, checked when it was read):
 // the one plan, or, when it does not fit, its reason.
 DlrmSearchResult given_sharding(const Scenario& sc, const Plan& dense) {
@@ -224,10 +231,7 @@ DlrmSearchResult given_sharding(const Scenario& sc, const Plan& dense) {
   }
   BackendResult r = estimate_dlrm(sc, *plan);
   if (!r.memory.fits) {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "the given sharding: busiest GPU needs %.2f GiB of %.2f GiB usable", r.memory.peak_gib,
-                  r.memory.capacity_gib);
-    out.no_fit_message = buf;
+    out.no_fit_message = "the given sharding: " + busiest_gpu_need(r);
     out.rejected.push_back({dense, out.no_fit_message});
     return out;
   }
@@ -278,9 +282,7 @@ DlrmSearchResult search_dlrm_sharding(const Scenario& sc) {
     if (!seen.insert(key).second) continue;  // same placement as an earlier policy
     BackendResult r = estimate_dlrm(sc, *plan);
     if (!r.memory.fits) {
-      char buf[160];
-      std::snprintf(buf, sizeof buf, ": busiest GPU needs %.2f GiB of %.2f GiB usable", r.memory.peak_gib, r.memory.capacity_gib);
-      reject(policy + buf);
+      reject(policy + ": " + busiest_gpu_need(r));
       continue;
     }
     out.ranked.push_back({*plan, std::move(r)});
