@@ -92,11 +92,30 @@ std::string plan_problem(const Scenario& sc, const Plan& p, const ModelShape& m)
 // - megatron: Megatron-Core's FSDP shards by TransformerLayer (`fsdp_unit_modules`), one
 //   all-gather and one reduce-scatter per layer and pass, as FSDP2.
 // - deepspeed: ZeRO-3's PartitionedParameterCoordinator gathers each submodule that owns
-//   parameters when its forward (or backward) hook fires: in a Megatron-DeepSpeed GPT layer the
-//   two LayerNorms, the QKV, projection, fc1 and fc2 linears (kDeepspeedZero3SubmodulesPerLayer);
-//   gradients leave in reduce buckets of `reduce_bucket_size` elements
-//   (deepspeed/runtime/zero/stage3.py, the stage-2 bucket default kZeroReduceBucketElements).
-constexpr double kDeepspeedZero3SubmodulesPerLayer = 6.0;
+//   partitioned parameters when its forward (or backward) hook fires; gradients leave in reduce
+//   buckets of `reduce_bucket_size` elements (deepspeed/runtime/zero/stage3.py, the stage-2
+//   bucket default kZeroReduceBucketElements). Parameters of at most
+//   `stage3_param_persistence_threshold` elements are never partitioned ("Do not partition
+//   parameters smaller than this threshold", deepspeed/runtime/zero/config.py, default 1e5;
+//   parameter_offload.py mark_persistent_parameters), so a Megatron-DeepSpeed GPT layer's two
+//   LayerNorms (h elements per tensor) and every bias stay whole on each rank and only its
+//   linear weights are gathered: QKV, projection, fc1 and fc2 where each rank's weight is larger
+//   (`deepspeed_gathered_submodules`).
+constexpr double kDeepspeedParamPersistenceElements = 1.0e5;
+
+// Submodules of one layer whose weights a ZeRO-3 rank gathers under DeepSpeed: the norms and the
+// linears whose per-rank weight is above the persistence threshold.
+double deepspeed_gathered_submodules(const ModelShape& m, const Plan& p) {
+  const double h = static_cast<double>(m.hidden), t = static_cast<double>(p.tp);
+  const double qkv = h * static_cast<double>((m.heads + 2 * m.kv_heads) * m.head_dim) / t;
+  const double proj = static_cast<double>(m.heads * m.head_dim) * h / t;
+  const double fc1 = h * static_cast<double>(m.ffn) * (m.gated_mlp ? 2.0 : 1.0) / t;
+  const double fc2 = static_cast<double>(m.ffn) * h / t;
+  double n = 0;
+  for (double numel : {h, qkv, proj, h, fc1, fc2})
+    if (numel > kDeepspeedParamPersistenceElements) n += 1.0;
+  return n;
+}
 // Megatron-Core DDP's default bucket: max(40,000,000, 1,000,000 x dp) parameters
 // (DistributedDataParallelConfig.bucket_size: "larger DP sizes need larger buckets to ensure
 // collectives do not become latency-bound").
@@ -105,10 +124,10 @@ constexpr double kMegatronBucketParamsPerDpRank = 1.0e6;
 struct Zero3Calls {
   double gathers = 1, reduce_scatters = 1;  // per pass over the stage
 };
-Zero3Calls zero3_calls(Framework f, double layers, double params) {
+Zero3Calls zero3_calls(Framework f, const ModelShape& m, const Plan& p, double layers, double params) {
   Zero3Calls z;
   if (f == Framework::kDeepspeed) {
-    z.gathers = layers * kDeepspeedZero3SubmodulesPerLayer + 1.0;  // + the embedding / output
+    z.gathers = layers * deepspeed_gathered_submodules(m, p) + 1.0;  // + the embedding / output
     z.reduce_scatters = std::max(1.0, std::ceil(params / kZeroReduceBucketElements));
   } else {
     z.gathers = z.reduce_scatters = layers + 1.0;  // + the root module
@@ -400,7 +419,7 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
         // gathers_every_micro_batch), and the gradients reduce-scattered, module by module, the next
         // module's gather prefetched beside the current module's compute. Each module is its
         // own NCCL call and pays its own ring latency (n - 1 steps over hundreds of ranks).
-        const Zero3Calls z = zero3_calls(sc.training.framework, nl_w, params);
+        const Zero3Calls z = zero3_calls(sc.training.framework, m, p, nl_w, params);
         const double ag_one = collective_time_s(CollectiveKind::kAllGather, static_cast<int64_t>(static_cast<double>(w_all) / z.gathers), span, cl);
         const double rs_one = collective_time_s(CollectiveKind::kReduceScatter, static_cast<int64_t>(static_cast<double>(g_bytes) / z.reduce_scatters), span, cl);
         const double ag = z.gathers * ag_one;           // one pass over the stage's modules
