@@ -953,6 +953,17 @@ TEST(Iteration, DeepspeedZeroThreeKeepsParametersUnderThePersistenceThresholdWho
   p.dp = 32;
   p.tp = 2;
   EXPECT_EQ(gathers(p), 2 * 2 * (8 * 2 + 1));  // two micro-batches now
+  // An MoE layer's MLP linears are one expert's: hidden 512 with 128-wide experts leaves
+  // fc1 and fc2 at 65,536 elements, whole on every rank, where the dense FFN (2048) is gathered.
+  s.model.hidden_size = 512;
+  s.model.num_attention_heads = 8;
+  p.dp = 64;
+  p.tp = 1;
+  EXPECT_EQ(gathers(p), 2 * (8 * 4 + 1));
+  s.model.num_experts = 8;
+  s.model.moe_top_k = 2;
+  s.model.moe_ffn_hidden_size = 128;
+  EXPECT_EQ(gathers(p), 2 * (8 * 2 + 1));
 }
 
 // torchtitan's ZeRO-2 (FSDP2, reshard_after_forward=False) keeps a block gathered from its

@@ -104,13 +104,16 @@ std::string plan_problem(const Scenario& sc, const Plan& p, const ModelShape& m)
 constexpr double kDeepspeedParamPersistenceElements = 1.0e5;
 
 // Submodules of one layer whose weights a ZeRO-3 rank gathers under DeepSpeed: the norms and the
-// linears whose per-rank weight is above the persistence threshold.
+// linears whose per-rank weight is above the persistence threshold (an MoE layer's MLP linears
+// are one expert's, split by the expert TP degree).
 double deepspeed_gathered_submodules(const ModelShape& m, const Plan& p) {
   const double h = static_cast<double>(m.hidden), t = static_cast<double>(p.tp);
   const double qkv = h * static_cast<double>((m.heads + 2 * m.kv_heads) * m.head_dim) / t;
   const double proj = static_cast<double>(m.heads * m.head_dim) * h / t;
-  const double fc1 = h * static_cast<double>(m.ffn) * (m.gated_mlp ? 2.0 : 1.0) / t;
-  const double fc2 = static_cast<double>(m.ffn) * h / t;
+  const double ffn = static_cast<double>(m.moe() ? m.expert_ffn : m.ffn);
+  const double mlp_t = static_cast<double>(m.moe() ? p.expert_tp() : p.tp);
+  const double fc1 = h * ffn * (m.gated_mlp ? 2.0 : 1.0) / mlp_t;
+  const double fc2 = ffn * h / mlp_t;
   double n = 0;
   for (double numel : {h, qkv, proj, h, fc1, fc2})
     if (numel > kDeepspeedParamPersistenceElements) n += 1.0;
