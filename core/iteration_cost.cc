@@ -108,7 +108,7 @@ constexpr double kDeepspeedParamPersistenceElements = 1.0e5;
 // are one expert's, split by the expert TP degree).
 double deepspeed_gathered_submodules(const ModelShape& m, const Plan& p) {
   const double h = static_cast<double>(m.hidden), t = static_cast<double>(p.tp);
-  const double qkv = h * static_cast<double>((m.heads + 2 * m.kv_heads) * m.head_dim) / t;
+  const double qkv = h * static_cast<double>(qkv_width(m)) / t;
   const double proj = static_cast<double>(m.heads * m.head_dim) * h / t;
   const double ffn = static_cast<double>(m.moe() ? m.expert_ffn : m.ffn);
   const double mlp_t = static_cast<double>(m.moe() ? p.expert_tp() : p.tp);

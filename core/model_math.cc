@@ -40,11 +40,11 @@ ModelShape model_shape(const ModelConfig& c) {
 
 // ---------------------------------------------------------------- parameters
 
+int64_t qkv_width(const ModelShape& m) { return (m.heads + 2 * m.kv_heads) * m.head_dim; }
+
 namespace {
 
 int64_t norm_params(const ModelShape& m) { return m.layernorm ? 2 * m.hidden : m.hidden; }
-int64_t kv_width(const ModelShape& m) { return m.kv_heads * m.head_dim; }
-int64_t qkv_width(const ModelShape& m) { return m.heads * m.head_dim + 2 * kv_width(m); }
 
 // Weights of the linear layers (no biases), per layer.
 int64_t attention_matrix_params(const ModelShape& m) {

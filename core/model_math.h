@@ -55,6 +55,9 @@ struct ModelShape {
 
 ModelShape model_shape(const ModelConfig& m);
 
+// Columns of the fused QKV projection: query heads plus key and value heads, each head_dim wide.
+int64_t qkv_width(const ModelShape& m);
+
 // Slots per expert for one routing group of `tokens` tokens (one micro-batch on one rank):
 // ceil(capacity_factor * tokens * top_k / experts), at least 1 — Megatron-Core's get_capacity
 // (moe_utils.py) with num_tokens = tokens x top_k, the GShard / Switch Transformer "expert
