@@ -110,10 +110,9 @@ double deepspeed_gathered_submodules(const ModelShape& m, const Plan& p) {
   const double h = static_cast<double>(m.hidden), t = static_cast<double>(p.tp);
   const double qkv = h * static_cast<double>(qkv_width(m)) / t;
   const double proj = static_cast<double>(m.heads * m.head_dim) * h / t;
-  const double ffn = static_cast<double>(m.moe() ? m.expert_ffn : m.ffn);
   const double mlp_t = static_cast<double>(m.moe() ? p.expert_tp() : p.tp);
-  const double fc1 = h * ffn * (m.gated_mlp ? 2.0 : 1.0) / mlp_t;
-  const double fc2 = ffn * h / mlp_t;
+  const double fc1 = static_cast<double>(layer_fc1_params(m)) / mlp_t;
+  const double fc2 = static_cast<double>(layer_ffn(m)) * h / mlp_t;
   double n = 0;
   for (double numel : {h, qkv, proj, h, fc1, fc2})
     if (numel > kDeepspeedParamPersistenceElements) n += 1.0;

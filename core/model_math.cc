@@ -41,6 +41,8 @@ ModelShape model_shape(const ModelConfig& c) {
 // ---------------------------------------------------------------- parameters
 
 int64_t qkv_width(const ModelShape& m) { return (m.heads + 2 * m.kv_heads) * m.head_dim; }
+int64_t layer_ffn(const ModelShape& m) { return m.moe() ? m.expert_ffn : m.ffn; }
+int64_t layer_fc1_params(const ModelShape& m) { return (m.gated_mlp ? 2 : 1) * m.hidden * layer_ffn(m); }
 
 namespace {
 
@@ -62,9 +64,7 @@ int64_t mlp_bias_params(const ModelShape& m, int64_t ffn) {
 // projection, or the MLP's first linear (both halves of a gated MLP, which Megatron-DeepSpeed
 // fuses) or, with experts, one expert's.
 int64_t largest_zero3_module_params(const ModelShape& m, const ParameterCounts& pc) {
-  const int64_t ffn = m.moe() ? m.expert_ffn : m.ffn;
-  const int64_t fc1 = (m.gated_mlp ? 2 : 1) * m.hidden * ffn;
-  return std::max({pc.embedding, pc.output, m.hidden * qkv_width(m), fc1});
+  return std::max({pc.embedding, pc.output, m.hidden * qkv_width(m), layer_fc1_params(m)});
 }
 
 }  // namespace

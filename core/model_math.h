@@ -57,6 +57,10 @@ ModelShape model_shape(const ModelConfig& m);
 
 // Columns of the fused QKV projection: query heads plus key and value heads, each head_dim wide.
 int64_t qkv_width(const ModelShape& m);
+// Width of a layer's MLP: one expert's in an MoE layer, else the dense FFN.
+int64_t layer_ffn(const ModelShape& m);
+// Weights of a layer's first MLP linear (gate and up fused for a gated MLP; one expert's).
+int64_t layer_fc1_params(const ModelShape& m);
 
 // Slots per expert for one routing group of `tokens` tokens (one micro-batch on one rank):
 // ceil(capacity_factor * tokens * top_k / experts), at least 1 — Megatron-Core's get_capacity
