@@ -81,6 +81,8 @@ struct Ctx {
   bool fsdp2_copies = false;
   double grad_reduce_bytes = 0;  // bytes per gradient element of the reduce-scatter
   bool fp8_params = false;       // the linear layers' weights gathered in fp8
+  Framework framework = Framework::kMegatron;
+  Precision training_precision = Precision::kBf16;  // as the scenario states it (prec: as run)
 };
 
 Ctx make_ctx(const Scenario& s);

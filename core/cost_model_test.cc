@@ -484,6 +484,34 @@ TEST(LayerCosts, DeepspeedLossRunsTheUnfusedCrossEntropyOnFp32Logits) {
   EXPECT_DOUBLE_EQ(unfused.forward_s, fused.forward_s);
 }
 
+// DeepSpeed's BF16_Optimizer (bf16 at ZeRO stage 0) adds every micro-batch's gradients into its
+// fp32 buffers after the backward: 18 bytes per parameter (read the bf16 gradient, write its
+// fp32 cast, read it and the accumulator, write the accumulator), the word embedding's 10 more
+// than the fp32 accumulation every plan pays, and again on the tied output layer's copy on the
+// last stage. At ZeRO-1 (DeepSpeed's ZeRO optimizer) and in fp16 (FP16_Optimizer) it does not run.
+TEST(LayerCosts, DeepspeedBf16OptimizerAccumulatesEachMicroBatchsGradientsInFp32) {
+  Scenario s = gpt125m_a100();
+  s.training.framework = Framework::kDeepspeed;
+  Plan p;
+  p.dp = 4;
+  p.pp = 2;
+  p.zero_stage = 1;
+  const LayerCosts zero1 = layer_costs(s, p);
+  p.zero_stage = 0;
+  const LayerCosts bf16_opt = layer_costs(s, p);
+  const ModelShape m = model_shape(s.model);
+  const double layer = layer_parameters(m, p).total(), embedding = static_cast<double>(m.vocab * m.hidden);
+  EXPECT_NEAR(bf16_opt.backward_mem_bytes - zero1.backward_mem_bytes, 18.0 * layer, 1e-6 * layer);
+  EXPECT_NEAR(bf16_opt.embedding_backward_mem_bytes - zero1.embedding_backward_mem_bytes, 10.0 * embedding, 1e-6 * embedding);
+  EXPECT_NEAR(bf16_opt.output_backward_mem_bytes - zero1.output_backward_mem_bytes, 18.0 * embedding, 1e-6 * embedding);
+  EXPECT_GT(bf16_opt.backward_s, zero1.backward_s);
+  EXPECT_DOUBLE_EQ(bf16_opt.forward_s, zero1.forward_s);
+  s.training.precision = Precision::kFp16;
+  const LayerCosts fp16_opt = layer_costs(s, p);
+  p.zero_stage = 1;
+  EXPECT_DOUBLE_EQ(fp16_opt.backward_mem_bytes, layer_costs(s, p).backward_mem_bytes);
+}
+
 // Megatron-LM's fused softmax needs the attention batches (micro-batch x local heads) to be a
 // multiple of 4; GPT 350M-size at TP 8 has 2 local heads, so micro-batch 1 runs the softmax op
 // by op in fp32 (37 bytes per score forward, 41 backward, against 4 and 6 fused). The layer's
@@ -966,6 +994,35 @@ TEST(Iteration, DeepspeedZeroThreeKeepsParametersUnderThePersistenceThresholdWho
   EXPECT_EQ(gathers(p), 2 * (8 * 2 + 1));
 }
 
+// DeepSpeed's sharded optimizers gather the updated weights inside their step: ZeRO-1's gather
+// stays exposed where Megatron's distributed optimizer hides it behind the next forward
+// (overlap_param_gather), and bf16 training without ZeRO (BF16_Optimizer) all-reduces the
+// gradients and then gathers the same weights. GPT 175B cut to 8 layers on 64 A100, DP 64.
+TEST(Iteration, DeepspeedGathersTheUpdatedWeightsInItsStep) {
+  Scenario s = gpt175b(64);
+  s.model.num_layers = 8;
+  Plan p;
+  p.dp = 64;
+  p.zero_stage = 1;
+  p.micro_batch_size = 1;
+  p.overlap_param_gather = true;
+  const BackendResult megatron = estimate_plan(s, p);
+  s.training.framework = Framework::kDeepspeed;
+  const BackendResult ds1 = estimate_plan(s, p);
+  const CommEntry* ag = find_comm(ds1.communication, CollectiveKind::kAllGather, GroupKind::kDp);
+  ASSERT_NE(ag, nullptr);
+  EXPECT_GE(ds1.time_breakdown_s.exposed_comm, ag->time_s);
+  EXPECT_LT(megatron.time_breakdown_s.exposed_comm, 0.5 * ag->time_s);
+  p.zero_stage = 0;
+  const BackendResult ds0 = estimate_plan(s, p);
+  const CommEntry* ag0 = find_comm(ds0.communication, CollectiveKind::kAllGather, GroupKind::kDp);
+  ASSERT_NE(ag0, nullptr);
+  EXPECT_EQ(ag0->bytes, ag->bytes);
+  EXPECT_NE(find_comm(ds0.communication, CollectiveKind::kAllReduce, GroupKind::kDp), nullptr);
+  s.training.precision = Precision::kFp16;  // FP16_Optimizer: every rank keeps every state
+  EXPECT_EQ(find_comm(estimate_plan(s, p).communication, CollectiveKind::kAllGather, GroupKind::kDp), nullptr);
+}
+
 // torchtitan's ZeRO-2 (FSDP2, reshard_after_forward=False) keeps a block gathered from its
 // forward to its backward but reshards it after the backward, and its accumulation loop keeps
 // nothing across micro-batches: one all-gather per block and micro-batch, none in the backward,
@@ -1208,9 +1265,14 @@ TEST(Iteration, MegatronsLastGradientBucketIsExposed) {
                       collective_time_s(CollectiveKind::kAllGather, static_cast<int64_t>(2.0 * embedding), span, s.cluster);
   EXPECT_GT(r.time_breakdown_s.exposed_comm, tail);
   EXPECT_LT(r.time_breakdown_s.exposed_comm, tail + 0.1 * r.time_breakdown_s.dp_comm);
-  // DeepSpeed's engine reduces through its own buckets: no such tail here.
+  // DeepSpeed's engine reduces through its own buckets, with no such tail, but gathers all of
+  // the updated weights inside its optimizer step.
   s.training.framework = Framework::kDeepspeed;
-  EXPECT_LT(estimate_plan(s, p).time_breakdown_s.exposed_comm, tail);
+  const BackendResult ds = estimate_plan(s, p);
+  const CommEntry* ag = find_comm(ds.communication, CollectiveKind::kAllGather, GroupKind::kDp);
+  ASSERT_NE(ag, nullptr);
+  EXPECT_GE(ds.time_breakdown_s.exposed_comm, ag->time_s);
+  EXPECT_LT(ds.time_breakdown_s.exposed_comm - ag->time_s, tail - collective_time_s(CollectiveKind::kAllGather, static_cast<int64_t>(2.0 * embedding), span, s.cluster));
 }
 
 TEST(Iteration, RejectsPlansThatDoNotFitOrCannotRun) {

@@ -56,4 +56,14 @@ bool reduces_gradients_after_backward(Framework framework, int64_t zero_stage, i
   return framework == Framework::kDeepspeed && (zero_stage == 0 || pp > 1);
 }
 
+bool runs_deepspeed_bf16_optimizer(Framework framework, Precision precision, int64_t zero_stage) {
+  return framework == Framework::kDeepspeed && precision == Precision::kBf16 && zero_stage == 0;
+}
+
+bool shards_optimizer_states(Framework framework, Precision precision, int64_t zero_stage) {
+  return zero_stage >= 1 || runs_deepspeed_bf16_optimizer(framework, precision, zero_stage);
+}
+
+bool gathers_parameters_in_step(Framework framework) { return framework == Framework::kDeepspeed; }
+
 }  // namespace monarch

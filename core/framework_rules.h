@@ -67,4 +67,30 @@ int backward_gather_passes(Framework framework, Recompute recompute, int64_t zer
 // micro-batch, deepspeed/runtime/pipe/schedule.py).
 bool reduces_gradients_after_backward(Framework framework, int64_t zero_stage, int64_t pp);
 
+// Whether the optimizer states (fp32 master weights and moments) are sharded over the
+// data-parallel group: from ZeRO stage 1 on everywhere, and under DeepSpeed's bf16 training at
+// stage 0 too. There the engine picks its BF16_Optimizer (deepspeed/runtime/engine.py,
+// _do_optimizer_sanity_check: bf16 weights with fp32 gradient accumulation, the default without
+// ZeRO; BLOOM-176B's "bf16 must use z0! it implements its own zero stage 1 equivalent"), which
+// keeps fp32 gradients for every parameter but the fp32 master weights and moments of its
+// data-parallel partition only (deepspeed/runtime/bf16_optimizer.py, _setup_for_real_optimizer),
+// all-reduces the gradients (the pipeline engine's _bf16_reduce_grads, or allreduce_gradients)
+// and all-gathers the updated bf16 weights at the end of its step (all_gather_dp_groups).
+bool shards_optimizer_states(Framework framework, Precision precision, int64_t zero_stage);
+
+// Whether the plan runs DeepSpeed's BF16_Optimizer (bf16 training at ZeRO stage 0, above), which
+// also adds every micro-batch's bf16 gradients into its fp32 gradient buffers after the backward
+// (_update_hp_grad: hp_grad.add_(lp.grad.to(fp32)), one cast and one add per parameter tensor;
+// the pipeline engine calls update_hp_grads after each backward pass, BF16_Optimizer.backward
+// does otherwise).
+bool runs_deepspeed_bf16_optimizer(Framework framework, Precision precision, int64_t zero_stage);
+
+// Whether the updated 16-bit weights of a sharded optimizer are all-gathered inside the
+// optimizer step, so that overlap_param_gather cannot hide them behind the next forward:
+// DeepSpeed, whose ZeRO-1/2 and BF16 optimizers call all_gather_dp_groups before their step()
+// returns (deepspeed/runtime/zero/stage_1_and_2.py, bf16_optimizer.py). Megatron's distributed
+// optimizer can overlap them with the next forward (--overlap-param-gather); torchtitan has no
+// optimizer-only sharding.
+bool gathers_parameters_in_step(Framework framework);
+
 }  // namespace monarch

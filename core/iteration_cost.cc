@@ -359,6 +359,8 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
   double dp_total = 0, dp_exposed = 0;
   const bool ds_after_backward = reduces_gradients_after_backward(sc.training.framework, p.zero_stage, pp);
   const bool overlap_grads = p.overlap_grad_reduce && !ds_after_backward;
+  const bool sharded_states = shards_optimizer_states(sc.training.framework, sc.training.precision, p.zero_stage);
+  const bool overlap_gathers = p.overlap_param_gather && !gathers_parameters_in_step(sc.training.framework);
   double opt_params = 0, grad_params = 0;
   {
     // The rank with the most parameters (first or last stage) paces the reduction.
@@ -393,6 +395,14 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
         dp_total += ar;
         dp_exposed += overlap_grads ? hidden_but_last(CollectiveKind::kAllReduce, g_bytes, bwd_window) : ar;
         if (detail) add_comm(it.comm, CollectiveKind::kAllReduce, group, span.size, collective_wire_bytes(CollectiveKind::kAllReduce, g_bytes, span.size), 1, ar);
+        if (sharded_states) {
+          // DeepSpeed's BF16_Optimizer (shards_optimizer_states): each rank updates its
+          // partition and the step ends by all-gathering the updated weights.
+          const double ag = collective_time_s(CollectiveKind::kAllGather, w_all, span, cl);
+          dp_total += ag;
+          dp_exposed += ag;
+          if (detail) add_comm(it.comm, CollectiveKind::kAllGather, group, span.size, collective_wire_bytes(CollectiveKind::kAllGather, w_all, span.size), 1, ag);
+        }
       } else if (!gathers_every_micro_batch(sc.training.framework, p.zero_stage)) {
         // ZeRO-1 (Megatron's distributed optimizer): one reduce-scatter per step, after the
         // last micro-batch. ZeRO-2 (DeepSpeed stage 2) keeps only the gradient shard, so it
@@ -409,7 +419,7 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
         // pays its last bucket.
         dp_exposed += (rs_n - 1.0) * (overlap_grads ? overlapped_comm_cost_s(rs, bwd_window, kNcclOverlapSms, sms) : rs);
         dp_exposed += overlap_grads ? hidden_but_last(CollectiveKind::kReduceScatter, g_bytes, bwd_window) : rs;
-        dp_exposed += p.overlap_param_gather ? hidden_but_last(CollectiveKind::kAllGather, w_all, fwd_window) : ag;
+        dp_exposed += overlap_gathers ? hidden_but_last(CollectiveKind::kAllGather, w_all, fwd_window) : ag;
         if (detail) {
           add_comm(it.comm, CollectiveKind::kReduceScatter, group, span.size,
                    rs_n * collective_wire_bytes(CollectiveKind::kReduceScatter, g_bytes, span.size), n_rs, rs_n * rs);
@@ -464,8 +474,8 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
       dp_exposed += ar;
       if (detail) add_comm(it.comm, CollectiveKind::kAllReduce, GroupKind::kEmbedding, 2, collective_wire_bytes(CollectiveKind::kAllReduce, bytes, 2), 1, ar);
     }
-    const double shards_dense = p.zero_stage >= 1 ? static_cast<double>(dense_group) : 1.0;
-    const double shards_expert = p.zero_stage >= 1 ? static_cast<double>(group_size(GroupKind::kExpertDp, p)) : 1.0;
+    const double shards_dense = sharded_states ? static_cast<double>(dense_group) : 1.0;
+    const double shards_expert = sharded_states ? static_cast<double>(group_size(GroupKind::kExpertDp, p)) : 1.0;
     opt_params = most.dense / shards_dense + most.expert / shards_expert;
     grad_params = p.zero_stage >= 2 ? opt_params : most.total();
   }

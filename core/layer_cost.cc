@@ -87,6 +87,12 @@ constexpr double kLossBackwardBytesPerLogit = 10.0;
 // the incoming gradient (read and write 4) and the cast's backward to 16-bit (read 4, write 2).
 constexpr double kUnfusedLossForwardBytesPerLogit = 38.0;
 constexpr double kUnfusedLossBackwardBytesPerLogit = 14.0;
+// HBM bytes per parameter and micro-batch of DeepSpeed's BF16_Optimizer gradient accumulation
+// (runs_deepspeed_bf16_optimizer, core/framework_rules.h): hp_grad.add_(lp.grad.to(fp32)) reads
+// the 2-byte gradient and writes its 4-byte cast, then reads the cast and the 4-byte
+// accumulator and writes the accumulator. Megatron accumulates inside the weight-gradient GEMM
+// (gradient_accumulation_fusion into main_grad), FSDP2 in its reduce-scatter copy-in.
+constexpr double kBf16OptimizerAccumulateBytesPerParam = 2.0 + 4.0 + 4.0 + 4.0 + 4.0;
 // torchtitan's loss, F.cross_entropy on the logits cast to fp32 (torchtitan's
 // components/loss.py cross_entropy_loss: pred.flatten(0, 1).float()): the cast (read 2, write
 // 4 bytes), log-softmax in PyTorch's row kernel (reads for the max, the sum of exponentials and
@@ -242,6 +248,8 @@ Ctx make_ctx(const Scenario& s) {
   c.gpu = &s.cluster.gpu;
   c.prof = &gpu_profile(s.cluster.gpu);
   c.prec = effective_precision(s.cluster.gpu, s.training.precision);
+  c.framework = s.training.framework;
+  c.training_precision = s.training.precision;
   c.prec16 = c.prec == Precision::kFp8 ? Precision::kBf16 : c.prec;
   c.e = bytes_per_element(s.training.precision);
   // The rates the layer's kernels run at: under a power cap the clock is lower.
@@ -366,6 +374,19 @@ void add_fsdp2_copy_kernels(const Ctx& c, const ModelShape& m, const Plan& p, La
   lc.fwd += Op{copy_out / c.hbm + kKernelGap_s, 0, copy_out};
   const double bwd = copy_in + (p.zero_stage >= 3 ? copy_out : 0.0);
   lc.bwd += Op{bwd / c.hbm + (p.zero_stage >= 3 ? 2.0 : 1.0) * kKernelGap_s, 0, bwd};
+}
+
+// DeepSpeed's BF16_Optimizer adds each micro-batch's gradients of the layer's parameters into
+// its fp32 buffers after the backward (kBf16OptimizerAccumulateBytesPerParam). The two launch
+// gaps per parameter tensor (about 24 a GPT layer, under 1% of the pass) are left out.
+bool bf16_optimizer_accumulates(const Ctx& c, const Plan& p) {
+  return runs_deepspeed_bf16_optimizer(c.framework, c.training_precision, p.zero_stage);
+}
+
+void add_bf16_optimizer_accumulation(const Ctx& c, const ModelShape& m, const Plan& p, LayerCompute& lc) {
+  if (!bf16_optimizer_accumulates(c, p)) return;
+  const double bytes = kBf16OptimizerAccumulateBytesPerParam * layer_parameters(m, p).total();
+  lc.bwd += Op{bytes / c.hbm, 0, bytes};
 }
 
 Op add_eager_block_kernels(const Ctx& c, const ModelShape& m, const Plan& p, double T, LayerCompute& lc) {
@@ -658,6 +679,7 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
     lc.recompute += elementwise_fwd;
   }
   add_fsdp2_copy_kernels(c, m, p, lc);  // after the recompute: it gathers nothing again
+  add_bf16_optimizer_accumulation(c, m, p, lc);
   // The floor is PyTorch's: a device measured by monarch-calibrate as a CPU runs the project's
   // own runtime (C++ calling BLAS, no Python dispatch), so none there.
   const bool eager = c.cal == nullptr || c.cal->device_kind == DeviceKind::kGpu;
@@ -868,8 +890,10 @@ LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape&
   const double V = static_cast<double>(m.vocab);
   {
     Op fwd = elementwise(c, 2.0 * e * T * h);  // gather rows, write
-    // Backward: dense embedding gradient (V/t x h, 16-bit) accumulated into fp32 main_grad.
-    Op bwd = elementwise(c, V / t * h * (e + 8.0) + e * T * h);
+    // Backward: dense embedding gradient (V/t x h, 16-bit) accumulated into fp32 main_grad;
+    // DeepSpeed's BF16_Optimizer casts it and adds it to its fp32 buffer instead.
+    const double accumulate = bf16_optimizer_accumulates(c, p) ? kBf16OptimizerAccumulateBytesPerParam : 8.0;
+    Op bwd = elementwise(c, V / t * h * (e + accumulate) + e * T * h);
     out.embedding_forward_s = fwd.s;
     out.embedding_backward_s = bwd.s;
     out.embedding_forward_mem_bytes = fwd.bytes;
@@ -884,11 +908,16 @@ LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape&
     Op loss_f = elementwise(c, c.loss_forward_bytes_per_logit * T_out * V / t);
     Op loss_b = elementwise(c, c.loss_backward_bytes_per_logit * T_out * V / t);
     out.output_forward_s = g.fwd.s + norm.s + loss_f.s;
-    out.output_backward_s = g.bwd.s + kBackwardElementwiseFactor * norm.s + loss_b.s;
+    // A tied output layer on its own stage holds a copy of the word embedding, whose gradient
+    // DeepSpeed's BF16_Optimizer accumulates there too (with pp 1 the embedding's is the same).
+    const Op accumulate = bf16_optimizer_accumulates(c, p) && (p.pp > 1 || !m.tied_embeddings)
+                              ? elementwise(c, kBf16OptimizerAccumulateBytesPerParam * V / t * h)
+                              : Op{};
+    out.output_backward_s = g.bwd.s + kBackwardElementwiseFactor * norm.s + loss_b.s + accumulate.s;
     out.output_forward_flops = g.fwd.flops;
     out.output_backward_flops = g.bwd.flops;
     out.output_forward_mem_bytes = g.fwd.bytes + norm.bytes + loss_f.bytes;
-    out.output_backward_mem_bytes = g.bwd.bytes + kBackwardElementwiseFactor * norm.bytes + loss_b.bytes;
+    out.output_backward_mem_bytes = g.bwd.bytes + kBackwardElementwiseFactor * norm.bytes + loss_b.bytes + accumulate.bytes;
   }
 
   // --- tensor-parallel collectives outside the layers, per micro-batch (see cost_model.h).

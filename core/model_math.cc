@@ -4,6 +4,7 @@
 #include <cassert>
 #include <cmath>
 
+#include "core/framework_rules.h"
 #include "core/pipeline_schedule.h"
 #include "core/units.h"
 
@@ -171,6 +172,11 @@ std::vector<int64_t> fixed_layer_split(const Scenario& sc, const Plan& plan) {
   if (c.account_for_embedding || c.account_for_loss)
     return default_layer_split(sc.model.num_layers, virtual_stages, c.account_for_embedding, c.account_for_loss);
   return {};
+}
+
+int64_t pipeline_split_units(const Scenario& sc) {
+  const ParallelismConstraints& c = sc.parallelism;
+  return sc.model.num_layers + (c.account_for_embedding ? 1 : 0) + (c.account_for_loss ? 1 : 0);
 }
 
 StageParameters layer_parameters(const ModelShape& m, const Plan& plan) {
@@ -409,7 +415,8 @@ MemoryBreakdown stage_memory(const ModelShape& m, const Scenario& sc, const Plan
                                                 : gemm_unsharded;
   if (fp8) mem.weights_bytes -= (sb.weights - kFp8WeightBytes) * gemm_held;
   mem.gradients_bytes = states(sb.gradients, plan.zero_stage >= 2);
-  mem.optimizer_bytes = states(sb.optimizer, plan.zero_stage >= 1);
+  mem.optimizer_bytes =
+      states(sb.optimizer, shards_optimizer_states(sc.training.framework, sc.training.precision, plan.zero_stage));
 
   const double e = bytes_per_element(sc.training.precision);
   const int64_t mbs = plan.micro_batch_size;

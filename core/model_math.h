@@ -143,6 +143,13 @@ int64_t max_chunk_layers(const ModelShape& m, const Plan& plan);
 // when it fixes neither (the partitioner chooses, strategies/partition.h).
 std::vector<int64_t> fixed_layer_split(const Scenario& sc, const Plan& plan);
 
+// What the default split shares out over the virtual stages: the transformer layers, plus the
+// embedding and the loss where the account-for flags count them as a layer each. Every pipeline
+// stage and model chunk needs one of these (DeepSpeed's 'type:transformer|embedding' split ran
+// BLOOM-176B's 70 layers on 72 stages, the first holding only the embedding, the last only the
+// output layer and the loss).
+int64_t pipeline_split_units(const Scenario& sc);
+
 // Parameters held by one rank of a pipeline stage.
 struct StageParameters {
   double dense = 0;   // replicated across data parallel ranks (dp x cp)

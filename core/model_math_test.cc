@@ -300,6 +300,28 @@ TEST(Memory, ModelStatesPerZeroStage) {
   EXPECT_NEAR((b.weights_bytes + b.gradients_bytes + b.optimizer_bytes) / P, 16.0, 1e-9);
 }
 
+// DeepSpeed's bf16 training without ZeRO runs its BF16_Optimizer: fp32 gradients for every
+// parameter, fp32 master weights and Adam moments for the rank's data-parallel partition only
+// (BLOOM-176B's "it implements its own zero stage 1 equivalent"). Its fp16 training without ZeRO
+// (FP16_Optimizer) and Megatron's bf16 DDP keep every state on every rank.
+TEST(Memory, DeepspeedBf16WithoutZeroShardsTheOptimizerStates) {
+  const ModelConfig mc = gpt(8, 1024, 16);
+  const ModelShape m = model_shape(mc);
+  Scenario s = scenario_for(mc, 8, 8);
+  Plan p;
+  p.dp = 8;
+  const double P = stage_parameters(m, p, 0, 8).total();
+  auto per_param = [&]() {
+    const MemoryBreakdown b = stage_memory(m, s, p, 0, 8);
+    return (b.weights_bytes + b.gradients_bytes + b.optimizer_bytes) / P;
+  };
+  EXPECT_NEAR(per_param(), 18.0, 1e-9);  // Megatron bf16: 2 + 4 + 12
+  s.training.framework = Framework::kDeepspeed;
+  EXPECT_NEAR(per_param(), 6.0 + 12.0 / 8, 1e-9);
+  s.training.precision = Precision::kFp16;
+  EXPECT_NEAR(per_param(), 16.0, 1e-9);  // 2 + 2 (fp16 .grad) + 12
+}
+
 // Fp8 with fp8 primary weights: the linear layers' weights take 1 byte (no 16-bit copy) plus
 // 1 byte of cached transpose; the rest of the parameters stay 16-bit. Under ZeRO-3 the fp8
 // buffers follow the gathered (live) parameters, not the unsharded model.

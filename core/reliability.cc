@@ -7,6 +7,7 @@
 #include <random>
 
 #include "core/cost_model.h"
+#include "core/framework_rules.h"
 #include "core/model_math.h"
 #include "core/scenario.h"
 #include "core/units.h"
@@ -304,7 +305,8 @@ GoodputInputs goodput_inputs(const Scenario& sc, const Plan& plan, double iterat
   }
   const StateBytesPerParameter sb = state_bytes_per_parameter(sc.training);
   in.checkpoint_bytes_total = static_cast<double>(parameter_counts(m).total) * (sb.weights + sb.optimizer);
-  in.replica_groups = plan.zero_stage == 0 ? plan.dp : 1;
+  in.replica_groups =
+      shards_optimizer_states(sc.training.framework, sc.training.precision, plan.zero_stage) ? 1 : plan.dp;
   const bool multi_node = sc.cluster.num_nodes() > 1;
   in.peer_GBps = multi_node ? sc.cluster.inter_node.bandwidth_GBps * static_cast<double>(sc.cluster.nics_per_node) /
                                   static_cast<double>(in.gpus_per_node) * kInterNodeEfficiency

@@ -1,6 +1,7 @@
 // The scenario's `parallelism` section (degrees and their aliases, schedule, ZeRO, layer
 // splits) and the checks that span sections once all are read.
 #include "core/scenario_io_detail.h"
+#include "core/model_math.h"
 
 #include <algorithm>
 
@@ -245,14 +246,18 @@ void cross_check(Ctx& ctx, const json* pj, Scenario& s) {
   }
   if (transformer) check_layers_per_stage(ctx, pj, s);
   check_embedding_sharding(ctx, s);
-  if (transformer && ok(p.pp) && m.num_layers > 0 && *p.pp > m.num_layers)
-    ctx.add(path("pipeline_parallel_degree"), "found " + fmt_int(*p.pp) + ", expected at most num_layers (" +
-                                                  fmt_int(m.num_layers) + ") pipeline stages");
+  const int64_t split_units = pipeline_split_units(s);
+  if (transformer && ok(p.pp) && m.num_layers > 0 && *p.pp > split_units)
+    ctx.add(path("pipeline_parallel_degree"),
+            "found " + fmt_int(*p.pp) + ", expected at most num_layers (" + fmt_int(m.num_layers) + ") pipeline stages" +
+                (split_units > m.num_layers ? " plus the embedding and the loss where the account_for flags count them (" +
+                                                  fmt_int(split_units) + ")"
+                                            : std::string()));
   if (ok(p.vpp) && *p.vpp > 1) {
     if (ok(p.pp) && *p.pp < 2)
       ctx.add(path("virtual_pipeline_degree"), "found " + fmt_int(*p.vpp) + ", expected 1 when pipeline_parallel_degree is 1");
     else if (transformer && ok(p.pp) && m.num_layers > 0 && !p.layers_per_stage &&
-             *p.pp * *p.vpp > m.num_layers + (p.account_for_embedding ? 1 : 0) + (p.account_for_loss ? 1 : 0))
+             *p.pp * *p.vpp > split_units)
       ctx.add(path("virtual_pipeline_degree"),
               "found " + fmt_int(*p.vpp) + ", expected pipeline_parallel_degree x virtual_pipeline_degree (" + fmt_int(*p.pp * *p.vpp) +
                   ") to be at most num_layers (" + fmt_int(m.num_layers) +

@@ -74,6 +74,28 @@ TEST(ScenarioIo, AccountForFlagsLetEndChunksHoldOnlyTheEmbeddingOrTheLoss) {
   EXPECT_EQ(s.problems().front().where, "/parallelism/vpp");
 }
 
+// The same for whole pipeline stages: DeepSpeed's 'type:transformer|embedding' split ran
+// BLOOM-176B's 70 layers on 72 stages, the first holding only the embedding and the last only
+// the output layer and the loss. Here 6 layers on 8 stages.
+TEST(ScenarioIo, AccountForFlagsLetEndStagesHoldOnlyTheEmbeddingOrTheLoss) {
+  json j = base_scenario();
+  j["model"]["num_layers"] = 6;
+  j["parallelism"] = {{"tp", 2}, {"pp", 8}, {"dp", 4}, {"account_for_embedding_in_pipeline_split", true},
+                      {"account_for_loss_in_pipeline_split", true}};
+  auto s = scenario_from_json(j);
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  Plan p;
+  p.pp = 8;
+  EXPECT_EQ(fixed_layer_split(*s, p), (std::vector<int64_t>{0, 1, 1, 1, 1, 1, 1, 0}));
+  j["parallelism"].erase("account_for_loss_in_pipeline_split");
+  s = scenario_from_json(j);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.problems().front().where, "/parallelism/pp");
+  EXPECT_NE(s.problems().front().message.find("the embedding and the loss where the account_for flags count them (7)"),
+            std::string::npos)
+      << s.problems().front().message;
+}
+
 class BadScenario : public ::testing::TestWithParam<BadCase> {};
 
 TEST_P(BadScenario, IsRefusedNamingThePath) {

@@ -301,13 +301,19 @@ class RankLowering {
     gather_every_mb_ = gathers_every_micro_batch(in.sc.training.framework, plan_.zero_stage);
     keep_gathered_ = gather_every_mb_ && plan_.zero_stage < 3;
     zero2_ = plan_.zero_stage == 2 && !gather_every_mb_;  // reduce-scatter per micro-batch (DeepSpeed stage 2)
-    zero12_ = (plan_.zero_stage == 1 || plan_.zero_stage == 2) && !gather_every_mb_;
+    // A sharded optimizer (ZeRO-1/2, or DeepSpeed's BF16_Optimizer at stage 0) all-gathers its
+    // updated weights: behind the next forward with overlap_param_gather where the framework
+    // can, else at the end of the optimizer step (gathers_parameters_in_step).
+    step_gathers_ = shards_optimizer_states(in.sc.training.framework, in.sc.training.precision, plan_.zero_stage) &&
+                    !gather_every_mb_;
+    overlap_gathers_ =
+        step_gathers_ && plan_.overlap_param_gather && !gathers_parameters_in_step(in.sc.training.framework);
     // Overlapped data-parallel communication works bucket by bucket (a bucket per layer):
     // the first forward of each chunk runs layer by layer, each layer waiting only for its
     // own parameter all-gather (ZeRO-1/2 with overlap_param_gather), and the last backward of
     // each chunk runs layer by layer, each layer's gradient reduction starting as soon as
     // that layer is done (overlap_grad_reduce). Every other step is one task per chunk.
-    split_first_fwd_ = zero12_ && plan_.overlap_param_gather && !costs_.layer_param_gather.empty();
+    split_first_fwd_ = overlap_gathers_ && !costs_.layer_param_gather.empty();
     overlap_grads_ = plan_.overlap_grad_reduce &&
                      !reduces_gradients_after_backward(in.sc.training.framework, plan_.zero_stage, plan_.pp);
     split_last_bwd_ = !gather_every_mb_ && overlap_grads_ && !costs_.layer_grad_reduce.empty();
@@ -324,7 +330,7 @@ class RankLowering {
 
   void run() {
     alloc_persistent_state();
-    if (zero12_ && plan_.overlap_param_gather) issue_overlapped_gathers();
+    if (overlap_gathers_) issue_overlapped_gathers();
     forward_seen_.assign(static_cast<size_t>(V_), 0);
     for (size_t i = 0; i < order_.size(); ++i) {
       const PipelineStep& ps = order_[i];
@@ -717,7 +723,7 @@ class RankLowering {
     }
   }
 
-  // The optimizer step of this rank's shard, then (ZeRO-1/2 without overlap) the parameter
+  // The optimizer step of this rank's shard, then (a sharded optimizer without overlap) the parameter
   // all-gather of every chunk.
   void optimizer_step() {
     ComputeCost opt;
@@ -728,7 +734,7 @@ class RankLowering {
     append(opt_deps, end_deps_);
     const int32_t opt_task = b_.compute(Phase::kOptimizer, OpKind::kOptimizerStep, opt,
                                         in_.layers[static_cast<size_t>(s_)][0].first_layer, total_layers, 0, -1, opt_deps);
-    if (zero12_ && !plan_.overlap_param_gather)
+    if (step_gathers_ && !overlap_gathers_)
       for (int64_t k = 0; k < V_; ++k) gather_chunk(k, Phase::kOptimizer, {opt_task});
   }
 
@@ -744,7 +750,7 @@ class RankLowering {
   const int64_t s_, P_, V_;  // stage, pipeline stages, chunks per rank
   int32_t prev_rank_ = 0, next_rank_ = 0;
   double prev_hop_s_ = 0, next_hop_s_ = 0;  // one pipeline message to or from that stage
-  bool gather_every_mb_ = false, zero2_ = false, zero12_ = false;
+  bool gather_every_mb_ = false, zero2_ = false, step_gathers_ = false, overlap_gathers_ = false;
   bool keep_gathered_ = false;  // torchtitan's ZeRO-2: the backward uses the forward's gathered layer
   bool overlap_grads_ = false;  // the DP gradient reduction runs beside the last backward
   bool split_first_fwd_ = false, split_last_bwd_ = false, moe_split_ = false;

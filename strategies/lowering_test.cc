@@ -385,6 +385,37 @@ TEST(Lowering, DeepspeedWithoutZeroReducesTheGradientsAfterTheBackward) {
   EXPECT_NEAR(makespan(lower_ok(s, p, c)), compute_s + 4 * kMs, 1e-9);
 }
 
+// A sharded optimizer's updated weights: Megatron's distributed optimizer gathers them layer by
+// layer ahead of the next forward (overlap_param_gather), DeepSpeed inside its optimizer step. DeepSpeed's bf16 training shards the optimizer at ZeRO stage 0
+// too (its BF16_Optimizer): a gradient all-reduce, then the same gathers. Two ranks, 4 layers of
+// 1 + 2 ms, one micro-batch, 1 ms per layer for each reduction and each gather.
+TEST(Lowering, DeepspeedGathersTheUpdatedWeightsInsideItsOptimizerStep) {
+  Scenario s = scenario(2, 4, 2);
+  Plan p;
+  p.dp = 2;
+  p.zero_stage = 1;
+  p.overlap_grad_reduce = true;
+  p.overlap_param_gather = true;
+  LoweringCosts c = pure_compute();
+  c.layer_grad_reduce = {{GroupKind::kDp, CollectiveKind::kReduceScatter, 16 << 20, 1, 1 * kMs}};
+  c.layer_param_gather = {{GroupKind::kDp, CollectiveKind::kAllGather, 8 << 20, 1, 1 * kMs}};
+  const double compute_s = 4 * (1 + 2) * kMs;
+  // Megatron: the first layer's gather before the forward, the last layer's reduction after
+  // the backward; the rest hide.
+  EXPECT_NEAR(makespan(lower_ok(s, p, c)), compute_s + 2 * kMs, 1e-9);
+  // DeepSpeed ZeRO-1: the reductions beside the backward as well (its overlap_comm), but every
+  // layer's gather after the step.
+  s.training.framework = Framework::kDeepspeed;
+  EXPECT_NEAR(makespan(lower_ok(s, p, c)), compute_s + 5 * kMs, 1e-9);
+  // DeepSpeed bf16 at stage 0: all-reduce, then the gathers; fp16 at stage 0 (FP16_Optimizer)
+  // keeps every state and gathers nothing.
+  p.zero_stage = 0;
+  c.layer_grad_reduce = {{GroupKind::kDp, CollectiveKind::kAllReduce, 16 << 20, 1, 2 * kMs}};
+  EXPECT_NEAR(makespan(lower_ok(s, p, c)), compute_s + 12 * kMs, 1e-9);
+  s.training.precision = Precision::kFp16;
+  EXPECT_NEAR(makespan(lower_ok(s, p, c)), compute_s + 8 * kMs, 1e-9);
+}
+
 TEST(Lowering, ExplainsPlansItCannotLower) {
   const Scenario s = scenario(8, 8, 8);
   Plan p = pipeline(Schedule::kOneFOneB, 4, 1);

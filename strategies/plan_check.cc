@@ -2,8 +2,9 @@
 
 #include <array>
 
-#include "core/placement.h"
+#include "core/model_math.h"
 #include "core/pipeline_schedule.h"
+#include "core/placement.h"
 
 namespace monarch {
 namespace {
@@ -76,10 +77,12 @@ std::string pp_gpus(const Scenario& s, const Plan& p) {
   return "PP " + to_string(p.pp) + " does not divide the " + to_string(left) + " GPUs left by TP x CP";
 }
 
+// A stage needs a layer, or (the account-for flags) the embedding or the loss in place of one.
 std::string pp_layers(const Scenario& s, const Plan& p) {
-  const int64_t layers = s.model.num_layers;
-  if (p.pp <= layers) return "";
-  return "PP " + to_string(p.pp) + " exceeds the " + to_string(layers) + " layers";
+  const int64_t layers = s.model.num_layers, units = pipeline_split_units(s);
+  if (p.pp <= units) return "";
+  return "PP " + to_string(p.pp) + " exceeds the " + to_string(layers) + " layers" +
+         (units > layers ? " and the embedding and loss stages" : "");
 }
 
 std::string world_size(const Scenario& s, const Plan& p) { return world_size_problem(p, s.cluster.num_gpus); }
@@ -122,10 +125,8 @@ std::string etp_ffn(const Scenario& s, const Plan& p) {
 // checks it).
 std::string vpp_chunks(const Scenario& s, const Plan& p) {
   if (!p.layers_per_stage.empty()) return "";
-  const ParallelismConstraints& c = s.parallelism;
   const int64_t layers = s.model.num_layers;
-  const int64_t split_units = layers + (c.account_for_embedding ? 1 : 0) + (c.account_for_loss ? 1 : 0);
-  if (p.vpp * p.pp <= split_units) return "";
+  if (p.vpp * p.pp <= pipeline_split_units(s)) return "";
   return "virtual pipeline degree " + to_string(p.vpp) + " leaves model chunks without layers (" + to_string(layers) +
          " layers, PP " + to_string(p.pp) + ")";
 }

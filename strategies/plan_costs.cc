@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/cost_model.h"
+#include "core/framework_rules.h"
 #include "core/goodput.h"
 #include "core/model_math.h"
 #include "core/placement.h"
@@ -119,14 +120,15 @@ LoweringCosts lowering_costs(const Scenario& sc, const Plan& p) {
     return CommOp{g, kind, b, 1, collective_time_s(kind, b, span, cl), kind == CollectiveKind::kAllGather ? dt : grad_dt, true};
   };
   const CollectiveKind reduce = p.zero_stage == 0 ? CollectiveKind::kAllReduce : CollectiveKind::kReduceScatter;
+  const bool sharded_states = shards_optimizer_states(sc.training.framework, sc.training.precision, p.zero_stage);
   auto add_dp = [&](std::vector<CommOp>& grads, std::vector<CommOp>& gathers, double dense, double expert) {
     if (dense_group > 1 && dense > 0) {
       grads.push_back(comm(dense_kind, dense_span, reduce, grad_bytes * dense));
-      if (p.zero_stage >= 1) gathers.push_back(comm(dense_kind, dense_span, CollectiveKind::kAllGather, e * dense));
+      if (sharded_states) gathers.push_back(comm(dense_kind, dense_span, CollectiveKind::kAllGather, e * dense));
     }
     if (expert_group > 1 && expert > 0) {
       grads.push_back(comm(GroupKind::kExpertDp, expert_span, reduce, grad_bytes * expert));
-      if (p.zero_stage >= 1) gathers.push_back(comm(GroupKind::kExpertDp, expert_span, CollectiveKind::kAllGather, e * expert));
+      if (sharded_states) gathers.push_back(comm(GroupKind::kExpertDp, expert_span, CollectiveKind::kAllGather, e * expert));
     }
   };
   // Once per step: sequence-parallel replicated gradients per (stage, chunk), and the tied
@@ -167,7 +169,7 @@ LoweringCosts lowering_costs(const Scenario& sc, const Plan& p) {
                                       : dense + expert);
     };
     return MemoryBytes{sharded(sb.weights, p.zero_stage >= 3), sharded(sb.gradients, p.zero_stage >= 2),
-                       sharded(sb.optimizer, p.zero_stage >= 1)};
+                       sharded(sb.optimizer, sharded_states)};
   };
   c.layer_memory = states(layer_dense, layer_expert);
   c.embedding_memory = states(first_extra, 0);
@@ -191,8 +193,8 @@ LoweringCosts lowering_costs(const Scenario& sc, const Plan& p) {
   c.optimizer_per_stage.resize(static_cast<size_t>(p.pp));
   for (int64_t s = 0; s < p.pp; ++s) {
     const StageParameters sp = stage_parameters(m, p, s, layers[static_cast<size_t>(s)]);
-    const double shards_dense = p.zero_stage >= 1 ? static_cast<double>(dense_group) : 1.0;
-    const double shards_expert = p.zero_stage >= 1 ? static_cast<double>(expert_group) : 1.0;
+    const double shards_dense = sharded_states ? static_cast<double>(dense_group) : 1.0;
+    const double shards_expert = sharded_states ? static_cast<double>(expert_group) : 1.0;
     const double opt_params = sp.dense / shards_dense + sp.expert / shards_expert;
     const double grad_params = p.zero_stage >= 2 ? opt_params : sp.total();
     c.optimizer_per_stage[static_cast<size_t>(s)] = {0, 0, optimizer_step_time_s(sc, opt_params, grad_params)};

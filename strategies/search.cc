@@ -183,7 +183,7 @@ class PlanEnumerator {
   void vpp_level() {
     // Candidates up to one model chunk per layer, or (Megatron's account-for flags) per
     // embedding or loss in place of one; the vpp rule refuses a pinned degree beyond that.
-    const int64_t split_units = m_.num_layers + (c_.account_for_embedding ? 1 : 0) + (c_.account_for_loss ? 1 : 0);
+    const int64_t split_units = pipeline_split_units(sc_);
     std::vector<int64_t> vpps{1};
     if (p_.pp > 1)
       for (int64_t v = 2; v <= split_units / p_.pp; ++v) vpps.push_back(v);
