@@ -434,6 +434,35 @@ TEST(LayerCosts, HostBoundPassesHideTheirTensorParallelCollectives) {
   EXPECT_GT(big.tp_exposed_s, 0);
 }
 
+// With CUDA_LAUNCH_BLOCKING=1 every launch returns when its kernel is done, so the host never
+// runs ahead: each pass adds its whole dispatch time (36 forward ops, 72 backward, at the eager
+// per-op cost) to the GPU's, GPU-bound or not, and the TP collectives no longer hide under it.
+TEST(LayerCosts, LaunchBlockingAddsTheWholeDispatchTimeToEveryPass) {
+  Scenario s = gpt175b(64);
+  Plan p;
+  p.tp = 8;
+  p.dp = 8;
+  const LayerCosts async = layer_costs(s, p);
+  EXPECT_EQ(async.host_forward_s, 0);  // GPU-bound: the host runs ahead
+  s.training.cuda_launch_blocking = true;
+  const LayerCosts blocking = layer_costs(s, p);
+  EXPECT_NEAR(blocking.host_backward_s, 2.0 * blocking.host_forward_s, 1e-12);
+  EXPECT_NEAR(blocking.host_forward_s, 36 * 23.2e-6, 1e-9);
+  EXPECT_DOUBLE_EQ(blocking.forward_s, async.forward_s);
+  EXPECT_GT(estimate_plan(s, p).iteration_time_s, estimate_plan(gpt175b(64), p).iteration_time_s);
+  // Host-bound with TP: the pass is the dispatch time plus the collectives, not the larger of them.
+  Scenario small = gpt125m_a100();
+  small.training.micro_batch_size = 1;
+  small.training.cuda_launch_blocking = true;
+  Plan tp2;
+  tp2.tp = 2;
+  tp2.dp = 4;
+  const LayerCosts two = layer_costs(small, tp2);
+  ASSERT_EQ(two.collectives.size(), 1u);
+  EXPECT_NEAR(two.host_forward_s, 36 * 23.2e-6, 1e-9);
+  EXPECT_GT(two.tp_exposed_s, 0);
+}
+
 TEST(LayerCosts, CudaGraphsReplaceTheEagerHostFloor) {
   Scenario s = gpt125m_a100();
   Plan p;

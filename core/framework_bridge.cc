@@ -1214,6 +1214,10 @@ Expected<ExportedConfig> export_plan(const Scenario& scenario, const Plan& plan,
     case ConfigFormat::kMegatronBridge: export_bridge(scenario, plan, refuse, out); break;
   }
   if (!refuse.empty()) return refuse;
+  // Not a setting of any framework's config but of the launch environment.
+  if (scenario.training.cuda_launch_blocking)
+    out.warnings.push_back("the scenario runs with training.cuda_launch_blocking, an environment variable no config holds: "
+                           "launch with CUDA_LAUNCH_BLOCKING=1 to run what was predicted");
   return out;
 }
 

@@ -29,7 +29,8 @@ namespace {
 // layers show 10-20 us CPU per aten op on A100 hosts). When a layer's kernels run faster than
 // that, the GPU idles between them: a pass takes max(GPU time, host time) (the host runs ahead
 // while long kernels queue, so only the excess shows), its exposed TP collectives included
-// (`hide_comm_under_host`).
+// (`hide_comm_under_host`). With training.cuda_launch_blocking every launch waits for its
+// kernel, so the host never runs ahead: a pass takes GPU time + host time.
 // The value is measured: Megatron-LM's layer (its Python autograd Functions, fused kernels, RNG
 // tracker and checkpointed recompute) dispatched on an H200 node's host on CUDA tensors too small
 // to cost the GPU anything (tools/host_floor_bench.py --cuda, PyTorch 2.11; tests/data/gpu/
@@ -753,9 +754,12 @@ LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape&
   out.forward_s = lc.fwd.s;
   out.backward_s = lc.bwd.s;
   out.recompute_s = lc.recompute.s;
-  out.host_forward_s = std::max(0.0, lc.host_fwd_s - lc.fwd.s);
-  out.host_backward_s = std::max(0.0, lc.host_bwd_s - lc.bwd.s);
-  out.host_recompute_s = std::max(0.0, lc.host_recompute_s - lc.recompute.s);
+  // The host time a pass adds beside its kernels: all of it when each launch waits for its
+  // kernel (training.cuda_launch_blocking), else what exceeds the kernels.
+  const bool blocking = sc.training.cuda_launch_blocking;
+  out.host_forward_s = blocking ? lc.host_fwd_s : std::max(0.0, lc.host_fwd_s - lc.fwd.s);
+  out.host_backward_s = blocking ? lc.host_bwd_s : std::max(0.0, lc.host_bwd_s - lc.bwd.s);
+  out.host_recompute_s = blocking ? lc.host_recompute_s : std::max(0.0, lc.host_recompute_s - lc.recompute.s);
   out.forward_flops = lc.fwd.flops;
   out.backward_flops = lc.bwd.flops;
   out.recompute_flops = lc.recompute.flops;
@@ -827,7 +831,8 @@ LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape&
                                     : overlapped_comm_cost_s(total, hidden_window_s, kTpOverlapCommSms, c.prof->sm_count);
     out.tp_total_s = total;
     out.tp_exposed_s = exposed;
-    if (!p.tp_comm_overlap) hide_comm_under_host(GroupKind::kTp, exposed, out);
+    // A blocking launch of a collective waits for it too, so nothing hides under the host then.
+    if (!p.tp_comm_overlap && !sc.training.cuda_launch_blocking) hide_comm_under_host(GroupKind::kTp, exposed, out);
   }
 
   // --- context parallel: ring exchange of K and V (Megatron/TE P2P ring attention), hidden

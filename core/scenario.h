@@ -163,6 +163,10 @@ struct TrainingConfig {
   // kernel into generated kernels. Off (torchtitan's default), every op of the block runs as its
   // own eager kernel. torchtitan only.
   bool compile = false;
+  // training.cuda_launch_blocking: the run sets CUDA_LAUNCH_BLOCKING=1, so every kernel launch
+  // returns only when the kernel has finished: the host's dispatch time of each op adds to the
+  // GPU time instead of running ahead of it (BLOOM-176B's training did, to avoid a hang).
+  bool cuda_launch_blocking = false;
   // training.grad_reduce_in_fp32: whether the gradients are accumulated and reduced over the
   // data-parallel group in fp32 (true) or in the 16-bit training type (false). Megatron-Core's
   // DDP grad_reduce_in_fp32 (Megatron-LM --grad-reduce-in-bf16 / --accumulate-allreduce-grads-

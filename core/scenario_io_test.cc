@@ -443,6 +443,25 @@ TEST(ScenarioIo, PowerLimitOutsideTheBoardsRangeIsRefusedAtItsKey) {
       << all_messages(scenario_from_json(j).problems());
 }
 
+TEST(ScenarioIo, LaunchBlockingIsReadAndSurvivesTheRoundTrip) {
+  json j = base_scenario();
+  auto s = scenario_from_json(j);
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  EXPECT_FALSE(s->training.cuda_launch_blocking);
+  EXPECT_FALSE(scenario_to_json(*s)["training"].contains("cuda_launch_blocking"));
+  j["training"]["cuda_launch_blocking"] = true;
+  s = scenario_from_json(j);
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  EXPECT_TRUE(s->training.cuda_launch_blocking);
+  auto again = scenario_from_json(scenario_to_json(*s));
+  ASSERT_TRUE(again.ok()) << all_messages(again.problems());
+  EXPECT_TRUE(again->training.cuda_launch_blocking);
+  j["training"]["cuda_launch_blocking"] = 1;
+  s = scenario_from_json(j);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.problems().front().where, "/training/cuda_launch_blocking");
+}
+
 TEST(ScenarioIo, CudaGraphsAreMegatronsAndSurviveTheRoundTrip) {
   auto s = scenario_from_json(base_scenario());
   ASSERT_TRUE(s.ok()) << all_messages(s.problems());

@@ -16,7 +16,7 @@ void read_training(Ctx& ctx, const json* tj, TrainingConfig& t, std::optional<do
   }
   Obj o(ctx, tj, "/training",
         {"global_batch_size", "micro_batch_size", "precision", "optimizer", "steps", "seed", "moe_capacity_factor", "framework",
-         "total_tokens", "cuda_graphs", "compile", "grad_reduce_in_fp32"});
+         "total_tokens", "cuda_graphs", "compile", "cuda_launch_blocking", "grad_reduce_in_fp32"});
   if (auto v = get_int(ctx, o, "global_batch_size", 1, kMaxGlobalBatchSize)) t.global_batch_size = *v;
   else if (!o.has("global_batch_size")) ctx.add(o.at("global_batch_size"), "missing, expected a positive integer (samples per optimizer step)");
   else t.global_batch_size = -1;
@@ -45,6 +45,7 @@ void read_training(Ctx& ctx, const json* tj, TrainingConfig& t, std::optional<do
       ctx.add(o.at("compile"), std::string("torch.compile of the model is torchtitan's ([compile] enable); training.framework \"") +
                                    to_string(t.framework) + "\" has none");
   }
+  if (auto v = get_bool(ctx, o, "cuda_launch_blocking")) t.cuda_launch_blocking = *v;
   if (auto v = get_bool(ctx, o, "grad_reduce_in_fp32")) {
     t.grad_reduce_in_fp32 = *v;
     if (!*v && t.precision == Precision::kFp32)

@@ -92,6 +92,7 @@ nlohmann::json scenario_to_json(const Scenario& s) {
   if (t.total_tokens > 0) tj["total_tokens"] = t.total_tokens;
   if (t.cuda_graphs) tj["cuda_graphs"] = true;
   if (t.compile) tj["compile"] = true;
+  if (t.cuda_launch_blocking) tj["cuda_launch_blocking"] = true;
   if (t.grad_reduce_in_fp32) tj["grad_reduce_in_fp32"] = *t.grad_reduce_in_fp32;
   j["training"] = tj;
 

@@ -203,11 +203,12 @@ TEST(Validate, NemoPerformanceSummaryRunsHoldTheFidelityReached) {
 // production run on 48 and 24 nodes and the reshaping runs on 24 and 36 nodes, TP 1-4 and PP
 // 12-72, from the training logs): Megatron-DeepSpeed's pipeline engine, bf16 at ZeRO stage 0
 // (DeepSpeed's BF16_Optimizer: sharded optimizer states, fp32 gradient accumulation after every
-// micro-batch), full recompute and materialized attention; the 72-stage run puts the embedding
-// and the output layer on stages of their own. Reached 9.27% and 17.1% (the TP 4 runs 10-17% too
-// fast; docs/analytical_model.md, "Fidelity per family"); a regression guard.
+// micro-batch), full recompute, materialized attention and CUDA_LAUNCH_BLOCKING=1; the 72-stage
+// run puts the embedding and the output layer on stages of their own. Reached 6.78% and 14.6%
+// (the TP 4 runs 7-15% too fast; docs/analytical_model.md, "Fidelity per family"); a regression
+// guard.
 TEST(Validate, BloomRunsHoldTheFidelityReached) {
-  expect_within({"bloom-published.json", 7, 9.5, 17.5});
+  expect_within({"bloom-published.json", 7, 7.0, 15.0});
 }
 
 // Predicts every case of `file` (under tests/data), records each error as a test property and

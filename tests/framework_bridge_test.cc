@@ -455,6 +455,23 @@ TEST(FrameworkExport, DeepspeedCarriesTokenDropping) {
   EXPECT_FALSE(export_plan(narrow_experts.scenario, narrow_experts.plan, ConfigFormat::kDeepspeed).ok());
 }
 
+// CUDA_LAUNCH_BLOCKING is the launch environment's, in no framework's config: every export
+// says so, and the config itself is the same.
+TEST(FrameworkExport, LaunchBlockingIsNamedAsTheEnvironmentItNeeds) {
+  Case c = cases()[0];
+  for (ConfigFormat f : {ConfigFormat::kTorchtitan, ConfigFormat::kMegatron, ConfigFormat::kDeepspeed, ConfigFormat::kMegatronBridge}) {
+    c.scenario.training.cuda_launch_blocking = false;
+    auto plain = export_plan(c.scenario, c.plan, f);
+    c.scenario.training.cuda_launch_blocking = true;
+    auto blocking = export_plan(c.scenario, c.plan, f);
+    ASSERT_EQ(plain.ok(), blocking.ok()) << to_string(f);
+    if (!plain.ok()) continue;
+    EXPECT_EQ(plain->text, blocking->text) << to_string(f);
+    ASSERT_EQ(blocking->warnings.size(), plain->warnings.size() + 1) << to_string(f);
+    EXPECT_NE(blocking->warnings.back().find("CUDA_LAUNCH_BLOCKING=1"), std::string::npos) << to_string(f);
+  }
+}
+
 TEST(FrameworkExport, TorchtitanUsesTheFrameworksNamesAndFlavor) {
   auto out = export_plan(cases()[0].scenario, cases()[0].plan, ConfigFormat::kTorchtitan);
   ASSERT_TRUE(out.ok());
