@@ -98,6 +98,7 @@ struct LayerCompute {
   Op fwd, bwd, recompute;
   double host_fwd_s = 0, host_bwd_s = 0, host_recompute_s = 0;  // host dispatch time per pass
   double extra_host_ops_per_pass = 0;  // ops beyond the layer's counted ones, forward and backward each
+  double extra_host_ops_backward = 0;  // and beyond those, in the backward only
   Op attn_fwd;  // attention core forward (for CP overlap and selective recompute)
   Op attn_bwd;  // and its backward
   Op moe_fwd, moe_bwd;  // of fwd / bwd: the MoE block (router, expert GEMMs, activation, permutation)

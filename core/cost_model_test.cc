@@ -535,6 +535,15 @@ TEST(LayerCosts, DeepspeedBf16OptimizerAccumulatesEachMicroBatchsGradientsInFp32
   EXPECT_NEAR(bf16_opt.output_backward_mem_bytes - zero1.output_backward_mem_bytes, 18.0 * embedding, 1e-6 * embedding);
   EXPECT_GT(bf16_opt.backward_s, zero1.backward_s);
   EXPECT_DOUBLE_EQ(bf16_opt.forward_s, zero1.forward_s);
+  // A cast and an add for each of a GPT layer's 12 parameter tensors (4 weights, 4 biases, 2
+  // LayerNorms of weight and bias): 24 more ops for the host in the backward, whole under
+  // CUDA_LAUNCH_BLOCKING.
+  s.training.cuda_launch_blocking = true;
+  p.zero_stage = 1;
+  const double host_zero1 = layer_costs(s, p).host_backward_s;
+  p.zero_stage = 0;
+  EXPECT_NEAR(layer_costs(s, p).host_backward_s - host_zero1, 24 * 23.2e-6, 1e-9);
+  s.training.cuda_launch_blocking = false;
   s.training.precision = Precision::kFp16;
   const LayerCosts fp16_opt = layer_costs(s, p);
   p.zero_stage = 1;

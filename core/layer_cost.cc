@@ -377,17 +377,30 @@ void add_fsdp2_copy_kernels(const Ctx& c, const ModelShape& m, const Plan& p, La
   lc.bwd += Op{bwd / c.hbm + (p.zero_stage >= 3 ? 2.0 : 1.0) * kKernelGap_s, 0, bwd};
 }
 
-// DeepSpeed's BF16_Optimizer adds each micro-batch's gradients of the layer's parameters into
-// its fp32 buffers after the backward (kBf16OptimizerAccumulateBytesPerParam). The two launch
-// gaps per parameter tensor (about 24 a GPT layer, under 1% of the pass) are left out.
 bool bf16_optimizer_accumulates(const Ctx& c, const Plan& p) {
   return runs_deepspeed_bf16_optimizer(c.framework, c.training_precision, p.zero_stage);
 }
 
+// Parameter tensors of one layer on a rank, as Megatron builds it: the QKV, projection, fc1
+// (gate and up fused) and fc2 weights, their biases where the model has them, two norms (weight,
+// and bias for LayerNorm); an MoE layer's MLP is the router and each local expert's fc1 and fc2.
+double layer_parameter_tensors(const ModelShape& m, const Plan& p) {
+  const double linear = m.biases ? 2.0 : 1.0;
+  const double norms = 2.0 * (m.layernorm ? 2.0 : 1.0);
+  const double mlp =
+      m.moe() ? 1.0 + 2.0 * linear * static_cast<double>(m.experts / std::max<int64_t>(p.ep, 1)) : 2.0 * linear;
+  return 2.0 * linear + mlp + norms;
+}
+
+// DeepSpeed's BF16_Optimizer adds each micro-batch's gradients of the layer's parameters into
+// its fp32 buffers after the backward (kBf16OptimizerAccumulateBytesPerParam): two kernels per
+// parameter tensor, each an op for the host.
 void add_bf16_optimizer_accumulation(const Ctx& c, const ModelShape& m, const Plan& p, LayerCompute& lc) {
   if (!bf16_optimizer_accumulates(c, p)) return;
   const double bytes = kBf16OptimizerAccumulateBytesPerParam * layer_parameters(m, p).total();
-  lc.bwd += Op{bytes / c.hbm, 0, bytes};
+  const double kernels = 2.0 * layer_parameter_tensors(m, p);
+  lc.bwd += Op{bytes / c.hbm + kernels * kKernelGap_s, 0, bytes};
+  lc.extra_host_ops_backward += kernels;
 }
 
 Op add_eager_block_kernels(const Ctx& c, const ModelShape& m, const Plan& p, double T, LayerCompute& lc) {
@@ -690,7 +703,7 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
   const double bwd_ops = c.graphed_layers ? kGraphedLayerBackwardHostOps : kLayerBackwardHostOps;
   const double extra_ops = c.graphed_layers ? 0.0 : lc.extra_host_ops_per_pass;
   lc.host_fwd_s = eager ? (fwd_ops + extra_ops) * kEagerHostPerOp_s : 0.0;
-  lc.host_bwd_s = eager ? (bwd_ops + extra_ops) * kEagerHostPerOp_s : 0.0;
+  lc.host_bwd_s = eager ? (bwd_ops + extra_ops + lc.extra_host_ops_backward) * kEagerHostPerOp_s : 0.0;
   // Full recompute runs the layer's forward again inside the backward (a checkpointed block:
   // the same ops from Python again; never with CUDA graphs, see cuda_graph_problem); selective
   // recompute only the attention core's few ops.
