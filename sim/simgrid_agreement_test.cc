@@ -186,6 +186,22 @@ TEST(SimgridAgreement, EmptyEndChunksOfTheAccountForSplit) {
   EXPECT_NEAR(t.simgrid_s, t.analytical_s, 0.03 * t.analytical_s);
 }
 
+// DeepSpeed's bf16 training at ZeRO stage 0 (its BF16_Optimizer) under CUDA_LAUNCH_BLOCKING=1:
+// the fp32 gradient accumulation after every backward, the whole host time beside every pass,
+// the gradient all-reduce after the last backward and the updated weights gathered in the
+// optimizer step, the same in both models.
+TEST(SimgridAgreement, DeepspeedBf16OptimizerUnderLaunchBlocking) {
+  Scenario s = scenario(R"({"tp": 2, "pp": 2, "dp": 2, "zero_stage": 0})", 8, 4, 4, 16);
+  s.training.framework = Framework::kDeepspeed;
+  s.training.cuda_launch_blocking = true;
+  const auto t = run_all(s);
+  EXPECT_NEAR(t.simgrid_s, t.graph_s, 0.03 * t.graph_s);
+  EXPECT_NEAR(t.simgrid_s, t.analytical_s, 0.03 * t.analytical_s);
+  EXPECT_GT(find_comm(t.simgrid, "all-gather", "dp").time_s, 0);
+  EXPECT_GT(find_comm(t.analytical, "all-gather", "dp").time_s, 0);
+  EXPECT_GT(t.analytical.time_breakdown_s.host, 0);
+}
+
 // Mixture of experts: the EP dispatch and combine all-to-alls (and their gradients) run as
 // blocking collectives between the attention and the expert GEMMs in both models.
 // Measured 2026-11-29 (SimGrid / lowered graph / closed form): EP 8 0.1700 / 0.1731 /
