@@ -377,11 +377,17 @@ bool grad_reduce_in_fp32(const TrainingConfig& t) {
   return true;
 }
 
-StateBytesPerParameter state_bytes_per_parameter(const TrainingConfig& t) {
+StateBytesPerParameter state_bytes_per_parameter(const TrainingConfig& t, int64_t zero_stage) {
   StateBytesPerParameter b = state_bytes_per_parameter(t.precision, t.optimizer);
   if (t.precision == Precision::kFp32) return b;
   if (t.framework == Framework::kMegatron) b.gradients = grad_reduce_in_fp32(t) ? 4 : 2;
-  if (t.framework == Framework::kDeepspeed && t.precision == Precision::kFp16) b.gradients = 2;
+  if (t.framework == Framework::kDeepspeed) {
+    const bool sixteen_bit = t.precision == Precision::kFp16 || t.precision == Precision::kBf16;
+    if (runs_deepspeed_bf16_optimizer(t.framework, t.precision, zero_stage))
+      b.gradients = 4 + 2;  // fp32 accumulators and the bf16 .grad
+    else if (sixteen_bit)
+      b.gradients = 2;  // the 16-bit .grad
+  }
   return b;
 }
 
@@ -395,7 +401,7 @@ MemoryBreakdown stage_memory(const ModelShape& m, const Scenario& sc, const Plan
                              int64_t layers) {
   MemoryBreakdown mem;
   const StageParameters params = stage_parameters(m, plan, stage, layers);
-  const StateBytesPerParameter sb = state_bytes_per_parameter(sc.training);
+  const StateBytesPerParameter sb = state_bytes_per_parameter(sc.training, plan.zero_stage);
   const double dense_shards = static_cast<double>(plan.dp * plan.cp);
   // Expert states are sharded over the expert-DP group: tp x cp x dp / (etp x ep) ranks.
   const double expert_shards = static_cast<double>(plan.tp) * dense_shards /

@@ -234,12 +234,21 @@ struct StateBytesPerParameter {
 // accumulation buffer, Megatron main_grad) + 12 (fp32 master weights, Adam m and v) = 18.
 // fp32 with Adam: 4 + 4 + 8. SGD with momentum: optimizer 4 (momentum) + 4 master if mixed.
 StateBytesPerParameter state_bytes_per_parameter(Precision p, Optimizer o);
-// The same for a dense model's training settings, with the gradient buffer each framework keeps:
-// Megatron-LM's main_grad buffer has the reduction's type (param_and_grad_buffer: fp32 if
-// grad_reduce_in_fp32, else the parameter dtype), 4 or 2 bytes; DeepSpeed keeps fp16 .grad
-// under fp16 (FP16_Optimizer, ZeRO-1/2: 2 bytes) and fp32 accumulators under bf16
-// (BF16_Optimizer: 4); torchtitan keeps FSDP2's fp32 sharded gradients (4).
-StateBytesPerParameter state_bytes_per_parameter(const TrainingConfig& training);
+// The same for a dense model's training settings at a ZeRO stage, with the gradients each
+// framework keeps through the backward:
+// - Megatron-LM's main_grad buffer has the reduction's type (param_and_grad_buffer: fp32 if
+//   grad_reduce_in_fp32, else the parameter dtype), 4 or 2 bytes.
+// - DeepSpeed's FP16_Optimizer and ZeRO-1/2 optimizer (fp16 or bf16) accumulate in the 16-bit
+//   .grad, 2 bytes; their fp32 copy of the rank's partition exists only inside step(), once the
+//   activations are gone (deepspeed/runtime/zero/stage_1_and_2.py, step:
+//   flatten(averaged_gradients).to(fp32)). ZeRO-2 keeps only the partition
+//   (grads_in_partition, contiguous_gradients).
+// - DeepSpeed's BF16_Optimizer (bf16 at stage 0) keeps fp32 gradients for every parameter (4)
+//   and the bf16 .grad of the last backward beside them until the next backward clears it
+//   (bf16_optimizer.py: clear_lp_grads before each backward, update_hp_grads with
+//   clear_lp_grads=False after it; the pipeline engine does the same): 6.
+// - torchtitan keeps FSDP2's fp32 sharded gradients (4).
+StateBytesPerParameter state_bytes_per_parameter(const TrainingConfig& training, int64_t zero_stage);
 
 // Whether the gradients are reduced in fp32: training.grad_reduce_in_fp32 where the scenario
 // states it, else each framework's default:

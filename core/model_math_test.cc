@@ -301,7 +301,7 @@ TEST(Memory, ModelStatesPerZeroStage) {
 }
 
 // DeepSpeed's bf16 training without ZeRO runs its BF16_Optimizer: fp32 gradients for every
-// parameter, fp32 master weights and Adam moments for the rank's data-parallel partition only
+// parameter beside the last backward's bf16 .grad, fp32 master weights and Adam moments for the rank's data-parallel partition only
 // (BLOOM-176B's "it implements its own zero stage 1 equivalent"). Its fp16 training without ZeRO
 // (FP16_Optimizer) and Megatron's bf16 DDP keep every state on every rank.
 TEST(Memory, DeepspeedBf16WithoutZeroShardsTheOptimizerStates) {
@@ -317,7 +317,10 @@ TEST(Memory, DeepspeedBf16WithoutZeroShardsTheOptimizerStates) {
   };
   EXPECT_NEAR(per_param(), 18.0, 1e-9);  // Megatron bf16: 2 + 4 + 12
   s.training.framework = Framework::kDeepspeed;
-  EXPECT_NEAR(per_param(), 6.0 + 12.0 / 8, 1e-9);
+  EXPECT_NEAR(per_param(), 2.0 + 6.0 + 12.0 / 8, 1e-9);  // fp32 accumulators beside the bf16 .grad
+  p.zero_stage = 1;  // DeepSpeed's ZeRO optimizer: the bf16 .grad, states sharded
+  EXPECT_NEAR(per_param(), 2.0 + 2.0 + 12.0 / 8, 1e-9);
+  p.zero_stage = 0;
   s.training.precision = Precision::kFp16;
   EXPECT_NEAR(per_param(), 16.0, 1e-9);  // 2 + 2 (fp16 .grad) + 12
 }
@@ -445,24 +448,35 @@ TEST(Memory, FitsAgainstUsableMemoryWithTheReserve) {
 }
 
 // The gradient buffer follows each framework's default: 16-bit for fp16 under Megatron-LM and
-// DeepSpeed, fp32 otherwise; weights and optimizer states do not depend on the framework.
+// for DeepSpeed's 16-bit .grad (FP16_Optimizer, ZeRO-1/2 in fp16 or bf16); DeepSpeed's
+// BF16_Optimizer (bf16, ZeRO 0) holds fp32 accumulators and the bf16 .grad; fp32 otherwise.
+// Weights and optimizer states do not depend on the framework.
 TEST(Memory, GradientBufferBytesFollowTheFramework) {
   TrainingConfig t;
   t.optimizer = Optimizer::kAdam;
   t.precision = Precision::kFp16;
-  t.framework = Framework::kMegatron;
-  EXPECT_EQ(state_bytes_per_parameter(t).gradients, 2);
+  for (int64_t zero : {0, 1, 2}) {
+    t.framework = Framework::kMegatron;
+    EXPECT_EQ(state_bytes_per_parameter(t, zero).gradients, 2);
+    t.framework = Framework::kDeepspeed;
+    EXPECT_EQ(state_bytes_per_parameter(t, zero).gradients, 2);
+    t.framework = Framework::kTorchtitan;
+    EXPECT_EQ(state_bytes_per_parameter(t, zero).gradients, 4);
+  }
   t.framework = Framework::kDeepspeed;
-  EXPECT_EQ(state_bytes_per_parameter(t).gradients, 2);
-  t.framework = Framework::kTorchtitan;
-  EXPECT_EQ(state_bytes_per_parameter(t).gradients, 4);
+  t.precision = Precision::kBf16;
+  EXPECT_EQ(state_bytes_per_parameter(t, 0).gradients, 6);
+  EXPECT_EQ(state_bytes_per_parameter(t, 1).gradients, 2);
+  EXPECT_EQ(state_bytes_per_parameter(t, 2).gradients, 2);
   for (Framework f : {Framework::kMegatron, Framework::kDeepspeed, Framework::kTorchtitan}) {
     t.framework = f;
     for (Precision p : {Precision::kBf16, Precision::kFp8, Precision::kFp32}) {
       t.precision = p;
-      EXPECT_EQ(state_bytes_per_parameter(t).gradients, 4);
-      EXPECT_EQ(state_bytes_per_parameter(t).weights, state_bytes_per_parameter(p, t.optimizer).weights);
-      EXPECT_EQ(state_bytes_per_parameter(t).optimizer, state_bytes_per_parameter(p, t.optimizer).optimizer);
+      const int64_t zero = 1;
+      const bool deepspeed_bf16 = f == Framework::kDeepspeed && p == Precision::kBf16;
+      EXPECT_EQ(state_bytes_per_parameter(t, zero).gradients, deepspeed_bf16 ? 2 : 4);
+      EXPECT_EQ(state_bytes_per_parameter(t, zero).weights, state_bytes_per_parameter(p, t.optimizer).weights);
+      EXPECT_EQ(state_bytes_per_parameter(t, zero).optimizer, state_bytes_per_parameter(p, t.optimizer).optimizer);
     }
   }
 }

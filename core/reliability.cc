@@ -303,7 +303,7 @@ GoodputInputs goodput_inputs(const Scenario& sc, const Plan& plan, double iterat
     const MemoryBreakdown mem = stage_memory(m, sc, plan, st, layers[static_cast<size_t>(st)]);
     in.checkpoint_bytes_per_rank = std::max(in.checkpoint_bytes_per_rank, mem.weights_bytes + mem.optimizer_bytes);
   }
-  const StateBytesPerParameter sb = state_bytes_per_parameter(sc.training);
+  const StateBytesPerParameter sb = state_bytes_per_parameter(sc.training, plan.zero_stage);
   in.checkpoint_bytes_total = static_cast<double>(parameter_counts(m).total) * (sb.weights + sb.optimizer);
   in.replica_groups =
       shards_optimizer_states(sc.training.framework, sc.training.precision, plan.zero_stage) ? 1 : plan.dp;

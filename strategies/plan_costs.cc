@@ -162,7 +162,7 @@ LoweringCosts lowering_costs(const Scenario& sc, const Plan& p) {
   add_dp(c.output_grad_reduce, c.output_param_gather, last_extra, 0);
 
   // Model states per rank after ZeRO sharding (the cost model's stage_memory rules).
-  const StateBytesPerParameter sb = state_bytes_per_parameter(sc.training);
+  const StateBytesPerParameter sb = state_bytes_per_parameter(sc.training, p.zero_stage);
   auto states = [&](double dense, double expert) {
     auto sharded = [&](double bytes_per_param, bool shard) {
       return bytes_per_param * (shard ? dense / static_cast<double>(dense_group) + expert / static_cast<double>(expert_group)
