@@ -915,6 +915,34 @@ TEST(LayerCosts, OverlappedTpCollectivesHideOnlyBehindTheirOwnGemms) {
   EXPECT_NEAR(fast.tp_exposed_s, fast.tp_total_s * 4.5 / 132.0, 1e-3 * fast.tp_total_s);
 }
 
+// torch's async TP fuses a reduce-scatter only with the matmul that produces its input, and
+// torchtitan's block input gradient sums the input gradients of its separate wq, wk, wv (w1,
+// w3) linears, so those two backward reduce-scatters per layer stay exposed in full. On a link
+// fast enough for every collective to fit beside its GEMM, Megatron (userbuffers) pays only the
+// SM share of all of them; torchtitan pays the two reduce-scatters on top of the share of the
+// rest.
+TEST(LayerCosts, TorchtitanAsyncTpLeavesTheInputGradientReduceScattersExposed) {
+  Scenario s = tp4_llama8b();
+  s.cluster.intra_node.bandwidth_GBps = 100000;
+  Plan p = tp4_sp_plan();
+  p.tp_comm_overlap = true;
+  const LayerCosts megatron = layer_costs(s, p);
+  EXPECT_NEAR(megatron.tp_exposed_s, megatron.tp_total_s * 4.5 / 132.0, 1e-3 * megatron.tp_total_s);
+  s.training.framework = Framework::kTorchtitan;
+  s.training.compile = true;
+  const LayerCosts tt = layer_costs(s, p);
+  double rs_s = 0;
+  int32_t rs_backward = 0;
+  for (const LayerCosts::Collective& col : tt.collectives)
+    if (col.group == GroupKind::kTp && col.kind == CollectiveKind::kReduceScatter) {
+      rs_s = col.time_s;
+      rs_backward = col.backward_count;
+    }
+  ASSERT_EQ(rs_backward, 2);
+  const double exposed_rs_s = 2.0 * rs_s;
+  EXPECT_NEAR(tt.tp_exposed_s, exposed_rs_s + (tt.tp_total_s - exposed_rs_s) * 4.5 / 132.0, 1e-3 * tt.tp_total_s);
+}
+
 // Megatron-LM's own layers (the materialized-attention stack) add the QKV bias in its own
 // kernel, reduce each bias gradient separately and concatenate the q, k, v gradients. Bytes
 // per micro-batch follow the shapes exactly; a model without biases (Llama) keeps only the

@@ -43,6 +43,8 @@ std::string cuda_graph_problem(const ModelConfig& m, Recompute r) {
   return {};
 }
 
+bool hides_tp_input_gradient_reduce_scatter(Framework framework) { return framework != Framework::kTorchtitan; }
+
 bool gathers_every_micro_batch(Framework framework, int64_t zero_stage) {
   return zero_stage >= 3 || (zero_stage == 2 && framework == Framework::kTorchtitan);
 }

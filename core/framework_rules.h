@@ -41,6 +41,17 @@ bool cuda_graphs_capture_whole_layer(const ModelConfig& model);
 // TP is an Inductor pass). Other frameworks: empty.
 std::string async_tp_problem(Framework framework, bool compile, bool tp_comm_overlap);
 
+// Whether TP communication overlap hides the backward reduce-scatter of a block's input
+// gradient (the gradient of its sequence-parallel all-gather). Transformer Engine's userbuffers
+// run it beside the block's weight-gradient GEMM (the bulk qkv_wgrad / fc1_wgrad overlaps,
+// tp_overlap_configs/userbuffers.py). torch's async TP fuses a reduce-scatter only with the one
+// matmul whose output it scatters (torch/_inductor/fx_passes/micro_pipeline_tp.py,
+// _find_producer_matmul: mm, _scaled_mm, or one between two reshapes), and torchtitan's block
+// input gradient is a sum of matmul outputs, the input gradients of its separate wq, wk, wv
+// (w1, w3) linears (torchtitan/models/llama3/model.py), so under torchtitan that reduce-scatter
+// stays a plain NCCL one on the backward's critical path.
+bool hides_tp_input_gradient_reduce_scatter(Framework framework);
+
 // Whether the data-parallel sharding all-gathers each block's parameters on every micro-batch
 // (the ZeRO-3 / FSDP path of both backends). ZeRO-3 everywhere. ZeRO-2 under torchtitan too:
 // FSDP2 with reshard_after_forward=False keeps a block gathered from its forward to its backward

@@ -722,8 +722,10 @@ namespace {
 // Backward: the output gradient's all-gather beside the projection's and fc2's input-gradient
 // GEMM, the saved input's all-gather beside QKV's and fc1's input-gradient GEMM, the input
 // gradient's reduce-scatter beside their weight-gradient GEMM (a GEMM's two backward products
-// have its forward's FLOPs each, so half its backward time each).
-double tp_overlap_cost_s(const LayerCompute& lc, double ag_s, double rs_s, bool full, int64_t sm_count) {
+// have its forward's FLOPs each, so half its backward time each), or in full where the stack
+// cannot overlap it (hides_tp_input_gradient_reduce_scatter).
+double tp_overlap_cost_s(const LayerCompute& lc, double ag_s, double rs_s, bool full, bool input_grad_rs_hidden,
+                         int64_t sm_count) {
   auto beside = [sm_count](double comm_s, double gemm_s) {
     return overlapped_comm_cost_s(comm_s, gemm_s, kTpOverlapCommSms, sm_count);
   };
@@ -733,7 +735,7 @@ double tp_overlap_cost_s(const LayerCompute& lc, double ag_s, double rs_s, bool 
     if (lc.tp_gemm_fwd_s[in] <= 0) continue;  // an MoE layer's MLP
     fwd += beside(ag_s, lc.tp_gemm_fwd_s[in]) + beside(rs_s, lc.tp_gemm_fwd_s[out]);
     bwd += beside(ag_s, 0.5 * lc.tp_gemm_bwd_s[out]) + beside(ag_s, 0.5 * lc.tp_gemm_bwd_s[in]) +
-           beside(rs_s, 0.5 * lc.tp_gemm_bwd_s[in]);
+           (input_grad_rs_hidden ? beside(rs_s, 0.5 * lc.tp_gemm_bwd_s[in]) : rs_s);
   }
   return fwd * (full ? 2.0 : 1.0) + bwd;
 }
@@ -840,7 +842,9 @@ LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape&
     // While hidden, the communication kernels hold kTpOverlapCommSms of the SMs the GEMMs
     // would use.
     if (p.tp_comm_overlap)
-      exposed = p.sequence_parallel ? tp_overlap_cost_s(lc, ag_s, rs_s, full, c.prof->sm_count)
+      exposed = p.sequence_parallel ? tp_overlap_cost_s(lc, ag_s, rs_s, full,
+                                                        hides_tp_input_gradient_reduce_scatter(sc.training.framework),
+                                                        c.prof->sm_count)
                                     : overlapped_comm_cost_s(total, hidden_window_s, kTpOverlapCommSms, c.prof->sm_count);
     out.tp_total_s = total;
     out.tp_exposed_s = exposed;

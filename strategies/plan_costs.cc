@@ -45,19 +45,27 @@ LoweringCosts lowering_costs(const Scenario& sc, const Plan& p) {
   // except what overlaps by construction: with sequence parallelism the backward all-gathers
   // the saved input again for the weight gradient while the input gradient GEMM runs
   // (Megatron LinearWithGradAccumulationAndAsyncCommunication), and with tp_comm_overlap
-  // every TP collective is pipelined with its GEMM.
+  // every TP collective is pipelined with its GEMM, except the backward reduce-scatters of the
+  // blocks' input gradients where the stack cannot overlap them
+  // (hides_tp_input_gradient_reduce_scatter).
+  const bool input_grad_rs_hidden = hides_tp_input_gradient_reduce_scatter(sc.training.framework);
   for (const LayerCosts::Collective& col : L.collectives) {
     const bool overlap_all = p.tp_comm_overlap && col.group == GroupKind::kTp;
     auto op = [&](int32_t count, bool blocking) {
       return CommOp{col.group, col.kind, col.bytes, count, col.time_s, dt, blocking && !overlap_all};
     };
+    const bool exposed_input_grad_rs = overlap_all && p.sequence_parallel && !input_grad_rs_hidden &&
+                                       col.kind == CollectiveKind::kReduceScatter;
     if (col.forward_count > 0) c.layer_fwd_comm.push_back(op(col.forward_count, true));
     if (col.recompute_count > 0) c.layer_recompute_comm.push_back(op(col.recompute_count, true));
     if (col.backward_count > 0) {
       int32_t hidden = 0;
       if (p.sequence_parallel && col.group == GroupKind::kTp && col.kind == CollectiveKind::kAllGather)
         hidden = std::max(0, col.backward_count - col.forward_count);
-      if (col.backward_count > hidden) c.layer_bwd_comm.push_back(op(col.backward_count - hidden, true));
+      if (exposed_input_grad_rs)
+        c.layer_bwd_comm.push_back(CommOp{col.group, col.kind, col.bytes, col.backward_count, col.time_s, dt, true});
+      else if (col.backward_count > hidden)
+        c.layer_bwd_comm.push_back(op(col.backward_count - hidden, true));
       if (hidden > 0) c.layer_bwd_comm.push_back(op(hidden, false));
     }
   }

@@ -62,6 +62,34 @@ Plan plan(int64_t tp, int64_t pp, int64_t dp, Schedule sched = Schedule::kOneFOn
 
 double ratio(const Times& t) { return t.graph_s / t.closed_form_s; }
 
+// Under torchtitan's async TP the task graph runs every TP collective beside its compute task
+// except the two backward reduce-scatters of the blocks' input gradients, which the next layer
+// waits for (hides_tp_input_gradient_reduce_scatter); under Megatron all of them overlap.
+TEST(PlanCosts, TorchtitanAsyncTpBlocksOnTheInputGradientReduceScatters) {
+  Scenario s = on_h100("llama3-8b", 8, 8);
+  Plan p = plan(4, 1, 2);
+  p.sequence_parallel = true;
+  p.tp_comm_overlap = true;
+  auto count = [&](bool blocking) {
+    int32_t n = 0;
+    for (const CommOp& op : lowering_costs(s, p).layer_bwd_comm)
+      if (op.group == GroupKind::kTp && op.blocking == blocking) n += op.count;
+    return n;
+  };
+  EXPECT_EQ(count(true), 0);
+  EXPECT_EQ(count(false), 6);
+  s.training.framework = Framework::kTorchtitan;
+  s.training.compile = true;
+  int32_t blocking_rs = 0;
+  for (const CommOp& op : lowering_costs(s, p).layer_bwd_comm)
+    if (op.group == GroupKind::kTp && op.blocking) {
+      EXPECT_EQ(op.kind, CollectiveKind::kReduceScatter);
+      blocking_rs += op.count;
+    }
+  EXPECT_EQ(blocking_rs, 2);
+  EXPECT_EQ(count(false), 4);  // the output gradients' and the saved inputs' all-gathers
+}
+
 // Uncontended cases where both models describe the same schedule: the critical path of the
 // lowered graph equals the cost model's closed form within 1%.
 TEST(GraphVsClosedForm, AgreeWithinOnePercentWithoutDataParallelOverlap) {
