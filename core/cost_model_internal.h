@@ -107,6 +107,9 @@ struct LayerCompute {
   // projection, fc1, fc2 (fc1 and fc2 are 0 in an MoE layer, whose MLP has no TP pair): the
   // forward and the backward (input and weight gradients) time of each.
   double tp_gemm_fwd_s[4] = {}, tp_gemm_bwd_s[4] = {};
+  // Under torchtitan's op-level recompute, the recomputed matmul that each TP block's gathered
+  // input feeds (wk; w3 with a gate, else none): what async TP can hide that gather behind.
+  double tp_regather_gemm_s[2] = {};
 };
 
 LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p);

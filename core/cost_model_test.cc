@@ -943,6 +943,45 @@ TEST(LayerCosts, TorchtitanAsyncTpLeavesTheInputGradientReduceScattersExposed) {
   EXPECT_NEAR(tt.tp_exposed_s, exposed_rs_s + (tt.tp_total_s - exposed_rs_s) * 4.5 / 132.0, 1e-3 * tt.tp_total_s);
 }
 
+// Where the backward gets the gathered block inputs its weight gradients need
+// (tp_gathered_input): Megatron gathers its saved shard again in every backward; torchtitan's
+// autograd keeps the gathered tensor (without recompute, and under full recompute the
+// recomputed forward's), except under its op-level selective recompute, which does not save
+// the all-gather's output and gathers again in the recomputation, exposed without async TP.
+// Without recompute torchtitan's saved QKV and fc1 inputs are then whole, not 1/tp.
+TEST(LayerCosts, TorchtitanGathersTheBlockInputsAgainOnlyInItsOpLevelRecompute) {
+  Scenario s = tp4_llama8b();
+  Plan p = tp4_sp_plan();
+  auto gathers = [&](Recompute r) {
+    p.recompute = r;
+    for (const LayerCosts::Collective& col : layer_costs(s, p).collectives)
+      if (col.group == GroupKind::kTp && col.kind == CollectiveKind::kAllGather)
+        return std::vector<int32_t>{col.forward_count, col.backward_count, col.recompute_count};
+    return std::vector<int32_t>{};
+  };
+  EXPECT_EQ(gathers(Recompute::kNone), (std::vector<int32_t>{2, 4, 0}));
+  EXPECT_EQ(gathers(Recompute::kSelective), (std::vector<int32_t>{2, 4, 0}));
+  EXPECT_EQ(gathers(Recompute::kFull), (std::vector<int32_t>{2, 4, 2}));
+  s.training.framework = Framework::kTorchtitan;
+  EXPECT_EQ(gathers(Recompute::kNone), (std::vector<int32_t>{2, 2, 0}));
+  EXPECT_EQ(gathers(Recompute::kFull), (std::vector<int32_t>{2, 2, 2}));
+  EXPECT_EQ(gathers(Recompute::kSelective), (std::vector<int32_t>{2, 2, 2}));
+
+  const LayerCosts sel = layer_costs(s, p);  // selective, no overlap
+  double ag_s = 0, rs_s = 0;
+  for (const LayerCosts::Collective& col : sel.collectives)
+    (col.kind == CollectiveKind::kAllGather ? ag_s : rs_s) = col.time_s;
+  EXPECT_NEAR(sel.tp_exposed_s, 4 * (ag_s + rs_s) + 2 * ag_s, 1e-9);
+
+  const ModelShape m = model_shape(s.model);
+  const double T = 4096, h = 4096, e = 2;
+  const double megatron_none = layer_activation_bytes(m, 1, 4, 1, true, Recompute::kNone, e);
+  const double torchtitan_none = layer_activation_bytes(m, 1, 4, 1, true, Recompute::kNone, e, 0, 0, true);
+  EXPECT_NEAR(torchtitan_none - megatron_none, 2 * e * T * h * (1 - 1.0 / 4), 1e-6 * megatron_none);
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 1, 4, 1, true, Recompute::kFull, e, 0, 0, true),
+                   layer_activation_bytes(m, 1, 4, 1, true, Recompute::kFull, e));
+}
+
 // Megatron-LM's own layers (the materialized-attention stack) add the QKV bias in its own
 // kernel, reduce each bias gradient separately and concatenate the q, k, v gradients. Bytes
 // per micro-batch follow the shapes exactly; a model without biases (Llama) keeps only the

@@ -45,6 +45,11 @@ std::string cuda_graph_problem(const ModelConfig& m, Recompute r) {
 
 bool hides_tp_input_gradient_reduce_scatter(Framework framework) { return framework != Framework::kTorchtitan; }
 
+TpGatheredInput tp_gathered_input(Framework framework, Recompute recompute) {
+  if (framework != Framework::kTorchtitan) return TpGatheredInput::kGatheredInBackward;
+  return recompute == Recompute::kSelective ? TpGatheredInput::kGatheredInRecompute : TpGatheredInput::kKept;
+}
+
 bool gathers_every_micro_batch(Framework framework, int64_t zero_stage) {
   return zero_stage >= 3 || (zero_stage == 2 && framework == Framework::kTorchtitan);
 }

@@ -52,6 +52,26 @@ std::string async_tp_problem(Framework framework, bool compile, bool tp_comm_ove
 // stays a plain NCCL one on the backward's critical path.
 bool hides_tp_input_gradient_reduce_scatter(Framework framework);
 
+// Where a block's backward gets the sequence-parallel input that its weight gradients (and,
+// under torchtitan's op-level recompute, its recomputed matmuls) multiply, once TP has gathered
+// it in the forward.
+enum class TpGatheredInput {
+  // Megatron-LM / Transformer Engine keep only the rank's shard and gather it again in the
+  // backward beside the input-gradient GEMM (LinearWithGradAccumulationAndAsyncCommunication;
+  // userbuffers' bulk qkv_dgrad / fc1_dgrad overlaps), with or without recompute.
+  kGatheredInBackward,
+  // torchtitan (DTensor under autograd) keeps the gathered tensor its matmuls took: the
+  // forward's without activation checkpointing, the recomputed forward's under full
+  // checkpointing (checkpoint_wrapper runs the block, all-gathers included, again).
+  kKept,
+  // torchtitan's op-level selective checkpointing saves matmul, attention, reduce-scatter and
+  // max outputs only (_save_list in its parallelize / activation_checkpoint code), so the
+  // recomputation gathers the input again before the matmuls it recomputes (wk, and w3 with a
+  // gate): a plain collective there, or fused with that matmul under async TP.
+  kGatheredInRecompute,
+};
+TpGatheredInput tp_gathered_input(Framework framework, Recompute recompute);
+
 // Whether the data-parallel sharding all-gathers each block's parameters on every micro-batch
 // (the ZeRO-3 / FSDP path of both backends). ZeRO-3 everywhere. ZeRO-2 under torchtitan too:
 // FSDP2 with reshard_after_forward=False keeps a block gathered from its forward to its backward

@@ -680,6 +680,10 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
 
   if (p.recompute == Recompute::kFull) lc.recompute = lc.fwd;
   if (p.recompute == Recompute::kSelective) lc.recompute = attn_fwd;
+  if (p.recompute == Recompute::kSelective && c.separate_projections) {
+    lc.tp_regather_gemm_s[0] = linear(c, T, kv / t, h, true).fwd.s;  // wk
+    if (!m.moe() && m.gated_mlp) lc.tp_regather_gemm_s[1] = linear(c, T, static_cast<double>(m.ffn) / t, h, true).fwd.s;  // w3
+  }
   if (p.recompute == Recompute::kSelective && c.separate_projections && !m.moe()) {
     // torchtitan's selective recompute is its op-level policy (activation_checkpoint.mode
     // "selective", selective_ac_option "op"; torchtitan/distributed/activation_checkpoint.py
@@ -720,12 +724,13 @@ namespace {
 // it: fused_all_gather_matmul, fused_matmul_reduce_scatter). Forward, and a full recompute
 // again: the all-gather beside QKV and fc1, the reduce-scatter beside the projection and fc2.
 // Backward: the output gradient's all-gather beside the projection's and fc2's input-gradient
-// GEMM, the saved input's all-gather beside QKV's and fc1's input-gradient GEMM, the input
-// gradient's reduce-scatter beside their weight-gradient GEMM (a GEMM's two backward products
-// have its forward's FLOPs each, so half its backward time each), or in full where the stack
-// cannot overlap it (hides_tp_input_gradient_reduce_scatter).
+// GEMM, the input gradient's reduce-scatter beside QKV's and fc1's weight-gradient GEMM (a
+// GEMM's two backward products have its forward's FLOPs each, so half its backward time each),
+// or in full where the stack cannot overlap it (hides_tp_input_gradient_reduce_scatter), and the
+// saved input's gather again where the stack gathers it (tp_gathered_input): beside QKV's and
+// fc1's input-gradient GEMM, or beside the recomputed matmul it feeds.
 double tp_overlap_cost_s(const LayerCompute& lc, double ag_s, double rs_s, bool full, bool input_grad_rs_hidden,
-                         int64_t sm_count) {
+                         TpGatheredInput gathered, int64_t sm_count) {
   auto beside = [sm_count](double comm_s, double gemm_s) {
     return overlapped_comm_cost_s(comm_s, gemm_s, kTpOverlapCommSms, sm_count);
   };
@@ -734,8 +739,10 @@ double tp_overlap_cost_s(const LayerCompute& lc, double ag_s, double rs_s, bool 
     const int out = in + 1;
     if (lc.tp_gemm_fwd_s[in] <= 0) continue;  // an MoE layer's MLP
     fwd += beside(ag_s, lc.tp_gemm_fwd_s[in]) + beside(rs_s, lc.tp_gemm_fwd_s[out]);
-    bwd += beside(ag_s, 0.5 * lc.tp_gemm_bwd_s[out]) + beside(ag_s, 0.5 * lc.tp_gemm_bwd_s[in]) +
+    bwd += beside(ag_s, 0.5 * lc.tp_gemm_bwd_s[out]) +
            (input_grad_rs_hidden ? beside(rs_s, 0.5 * lc.tp_gemm_bwd_s[in]) : rs_s);
+    if (gathered == TpGatheredInput::kGatheredInBackward) bwd += beside(ag_s, 0.5 * lc.tp_gemm_bwd_s[in]);
+    if (gathered == TpGatheredInput::kGatheredInRecompute) bwd += beside(ag_s, lc.tp_regather_gemm_s[in / 2]);
   }
   return fwd * (full ? 2.0 : 1.0) + bwd;
 }
@@ -802,6 +809,7 @@ LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape&
     const int64_t S = static_cast<int64_t>(e * T * h);
     double hidden_window_s = 0;  // collectives hidden behind GEMMs
     double total = 0, exposed = 0, ag_s = 0, rs_s = 0;
+    TpGatheredInput gathered = TpGatheredInput::kGatheredInBackward;
     if (p.sequence_parallel) {
       // In fp8 every sequence-parallel all-gather moves fp8 elements: Transformer Engine casts
       // the LayerNorm output to fp8 before gathering it for the QKV and fc1 GEMMs (and again for
@@ -819,17 +827,22 @@ LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape&
       const int32_t blocks = m.moe() ? 1 : 2;
       const int32_t fwd_n = blocks, bwd_n = blocks + (full ? blocks : 0);
       // Backward: reduce-scatter of the input gradients (1 per block), all-gather of the output
-      // gradients (1 per block), and the all-gather of the saved (sharded) inputs again for the
-      // weight gradients, which Megatron overlaps with the dgrad GEMM (1 per block).
+      // gradients (1 per block), and the block inputs gathered again for the weight gradients
+      // where the stack does (tp_gathered_input): in the backward, which Megatron overlaps with
+      // the dgrad GEMM, or in torchtitan's op-level recomputation, before its first matmul.
+      gathered = tp_gathered_input(sc.training.framework, p.recompute);
+      const int32_t regather_bwd = gathered == TpGatheredInput::kGatheredInBackward ? blocks : 0;
+      const int32_t regather_rec = gathered == TpGatheredInput::kGatheredInRecompute ? blocks : 0;
       const int32_t rec_n = full ? blocks : 0;
-      out.collectives.push_back({CollectiveKind::kAllGather, GroupKind::kTp, S_ag, fwd_n, 2 * blocks, rec_n, ag});
+      out.collectives.push_back(
+          {CollectiveKind::kAllGather, GroupKind::kTp, S_ag, fwd_n, blocks + regather_bwd, rec_n + regather_rec, ag});
       out.collectives.push_back({CollectiveKind::kReduceScatter, GroupKind::kTp, S, fwd_n, blocks, rec_n, rs});
       ag_s = ag;
       rs_s = rs;
-      total = (fwd_n + bwd_n + blocks) * ag + (fwd_n + bwd_n) * rs;
-      const double redo = static_cast<double>(blocks) * ag;
+      total = (fwd_n + bwd_n + regather_bwd + regather_rec) * ag + (fwd_n + bwd_n) * rs;
+      const double redo = static_cast<double>(regather_bwd) * ag;
       const double redo_exposed = std::max(0.0, redo - kOverlapEfficiency * 0.5 * lc.gemm_bwd_s);
-      exposed = (fwd_n + bwd_n) * (ag + rs) + redo_exposed;
+      exposed = (fwd_n + bwd_n) * (ag + rs) + redo_exposed + regather_rec * ag;
       hidden_window_s = lc.gemm_fwd_s * (full ? 2.0 : 1.0) + lc.gemm_bwd_s;
     } else {
       const double ar = collective_time_s(CollectiveKind::kAllReduce, S, span, cl);
@@ -844,7 +857,7 @@ LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape&
     if (p.tp_comm_overlap)
       exposed = p.sequence_parallel ? tp_overlap_cost_s(lc, ag_s, rs_s, full,
                                                         hides_tp_input_gradient_reduce_scatter(sc.training.framework),
-                                                        c.prof->sm_count)
+                                                        gathered, c.prof->sm_count)
                                     : overlapped_comm_cost_s(total, hidden_window_s, kTpOverlapCommSms, c.prof->sm_count);
     out.tp_total_s = total;
     out.tp_exposed_s = exposed;

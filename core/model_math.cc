@@ -279,7 +279,7 @@ double saved_gemm_input_bytes(Precision precision) {
 }
 
 double layer_activation_bytes(const ModelShape& m, int64_t micro_batch, int64_t tp, int64_t cp, bool sp,
-                              Recompute r, double e, int64_t etp, double gemm_input_bytes, bool op_level_selective) {
+                              Recompute r, double e, int64_t etp, double gemm_input_bytes, bool torchtitan_block) {
   const double g = gemm_input_bytes > 0 ? gemm_input_bytes : e;  // saved GEMM inputs
   const double t = static_cast<double>(tp);
   const double s_local = static_cast<double>(m.seq) / static_cast<double>(cp);
@@ -287,7 +287,7 @@ double layer_activation_bytes(const ModelShape& m, int64_t micro_batch, int64_t 
   const double h = static_cast<double>(m.hidden);
   const double sp_div = sp ? t : 1.0;  // sequence parallel shards the replicated part
   if (r == Recompute::kFull) return e * T * h / sp_div;  // the layer input only
-  if (r == Recompute::kSelective && op_level_selective && !m.moe()) {
+  if (r == Recompute::kSelective && torchtitan_block && !m.moe()) {
     // torchtitan's op-level policy (torchtitan/distributed/activation_checkpoint.py
     // _custom_policy) keeps the block input, the attention kernel's output and fp32 log-sum-exp,
     // and every other matmul output in the order wq, wk, wv, wo, w1, w3, w2: wq, wv, w1 and, with
@@ -303,6 +303,13 @@ double layer_activation_bytes(const ModelShape& m, int64_t micro_batch, int64_t 
   // Replicated across TP ranks unless sequence parallel: the two norm inputs, the inputs of
   // QKV and of the first MLP projection (the norm outputs), the two hidden dropout masks.
   double replicated = 2.0 * e * T * h + 2.0 * g * T * h + (m.dropout ? 2.0 * mask * T * h : 0.0);
+  // torchtitan without recompute keeps the gathered QKV and fc1 inputs whole (one for an MoE
+  // layer, whose MLP takes the sequence shard).
+  double gathered = 0;
+  if (torchtitan_block && r == Recompute::kNone && sp && tp > 1) {
+    gathered = (m.moe() ? 1.0 : 2.0) * g * T * h;
+    replicated -= gathered;
+  }
   // Split across TP ranks: Q, K, V; the attention projection input; the MLP internals.
   const double kv = static_cast<double>(m.kv_heads * m.head_dim);
   const double q = static_cast<double>(m.heads * m.head_dim);
@@ -341,7 +348,7 @@ double layer_activation_bytes(const ModelShape& m, int64_t micro_batch, int64_t 
     core = 4.0 * a * T;  // fp32 log-sum-exp per row
   }
   if (r == Recompute::kSelective) core = 0;
-  return replicated / sp_div + (split + core) / t + experts_local;
+  return replicated / sp_div + gathered + (split + core) / t + experts_local;
 }
 
 double micro_batches_in_flight(const Plan& plan, int64_t stage, int64_t m, Framework framework) {

@@ -202,11 +202,13 @@ double korthikanti_table2_bytes(int64_t s, int64_t b, int64_t h, int64_t a, int6
 // `gemm_input_bytes` (0 = element_bytes) is the element size of the tensors kept only as the
 // input of a linear layer's weight-gradient GEMM: the QKV and fc1 inputs (norm outputs), the
 // attention projection input and the fc2 input (saved_gemm_input_bytes).
-// `op_level_selective`: selective recompute is torchtitan's op-level policy (what it keeps is
-// below), not Megatron's recompute of the attention core.
+// `torchtitan_block`: the layer is torchtitan's DTensor block. Its selective recompute is the
+// op-level policy (what it keeps is below), not Megatron's recompute of the attention core; and
+// without recompute, autograd keeps the QKV and fc1 inputs as the matmuls took them, gathered
+// over the TP group under sequence parallelism (tp_gathered_input, core/framework_rules.h).
 double layer_activation_bytes(const ModelShape& m, int64_t micro_batch, int64_t tp, int64_t cp,
                               bool sequence_parallel, Recompute r, double element_bytes, int64_t etp = 0,
-                              double gemm_input_bytes = 0, bool op_level_selective = false);
+                              double gemm_input_bytes = 0, bool torchtitan_block = false);
 
 // Bytes per element of a saved linear-layer input. Fp8 training (Transformer Engine Linear,
 // LayerNormLinear, LayerNormMLP) casts each GEMM input to fp8 in the forward and saves that fp8
