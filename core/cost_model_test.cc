@@ -982,6 +982,42 @@ TEST(LayerCosts, TorchtitanGathersTheBlockInputsAgainOnlyInItsOpLevelRecompute) 
                    layer_activation_bytes(m, 1, 4, 1, true, Recompute::kFull, e));
 }
 
+// torchtitan's sequence-parallel collectives work on the sequence dim of [batch, seq, hidden]:
+// each plain gather or scatter concatenates the whole T x h tensor once more (a read and a
+// write), async TP's fused gathers copy the rank's shard twice and its fused scatters reduce the
+// tp partial products (a read of T x h, a write of the shard). Everything else equal (the same
+// context with Megatron's framework), the layer's passes move exactly those bytes more.
+TEST(LayerCosts, TorchtitanSequenceParallelCollectivesCopyTheSequenceDim) {
+  Scenario s = tp4_llama8b();
+  s.training.framework = Framework::kTorchtitan;
+  s.training.compile = true;
+  Plan p = tp4_sp_plan();
+  const ModelShape m = model_shape(s.model);
+  const double e = 2, t = 4, Th = 4096.0 * 4096.0;  // micro-batch 1 of 4096 tokens, hidden 4096
+  auto extra = [&](const Plan& plan) {
+    const cost_detail::Ctx tt = cost_detail::make_ctx(s);
+    cost_detail::Ctx megatron = tt;
+    megatron.framework = Framework::kMegatron;
+    const cost_detail::LayerCompute a = cost_detail::layer_compute(tt, m, plan);
+    const cost_detail::LayerCompute b = cost_detail::layer_compute(megatron, m, plan);
+    return std::vector<double>{a.fwd.bytes - b.fwd.bytes, a.bwd.bytes - b.bwd.bytes, a.recompute.bytes - b.recompute.bytes};
+  };
+  std::vector<double> plain = extra(p);
+  EXPECT_NEAR(plain[0], 2 * (2 * e * Th + 2 * e * Th), 1.0);
+  EXPECT_NEAR(plain[1], 2 * (2 * e * Th + 2 * e * Th), 1.0);
+  EXPECT_NEAR(plain[2], 0, 1.0);
+  p.recompute = Recompute::kSelective;
+  EXPECT_NEAR(extra(p)[2], 2 * (2 * e * Th), 1.0);  // the block inputs gathered again
+  p.recompute = Recompute::kNone;
+  p.tp_comm_overlap = true;
+  std::vector<double> fused = extra(p);
+  EXPECT_NEAR(fused[0], 2 * (4 * e * Th / t + e * Th * (1 + 1 / t)), 1.0);
+  EXPECT_NEAR(fused[1], 2 * (4 * e * Th / t + 2 * e * Th), 1.0);
+  p.sequence_parallel = false;
+  p.tp_comm_overlap = false;
+  EXPECT_NEAR(extra(p)[0], 0, 1.0);
+}
+
 // Megatron-LM's own layers (the materialized-attention stack) add the QKV bias in its own
 // kernel, reduce each bias gradient separately and concatenate the q, k, v gradients. Bytes
 // per micro-batch follow the shapes exactly; a model without biases (Llama) keeps only the

@@ -377,6 +377,43 @@ void add_fsdp2_copy_kernels(const Ctx& c, const ModelShape& m, const Plan& p, La
   lc.bwd += Op{bwd / c.hbm + (p.zero_stage >= 3 ? 2.0 : 1.0) * kKernelGap_s, 0, bwd};
 }
 
+// torchtitan's sequence-parallel collectives run on DTensor's Shard(1), the sequence dim of its
+// [batch, seq, hidden] activations, and each one moves the T x h tensor through HBM once more on
+// the compute stream (Megatron's [seq, batch, hidden] layout gathers along dim 0 and needs none
+// of it):
+// - a plain all-gather or reduce-scatter: the functional collectives reach NCCL along dim 0
+//   only, so all_gather_tensor concatenates the gathered chunks along the sequence after the
+//   gather, torch.cat(torch.chunk(res, group_size, dim=0), dim=gather_dim), and
+//   reduce_scatter_tensor concatenates the input's chunks before it: a read and a write of
+//   T x h (torch/distributed/_functional_collectives.py);
+// - async TP's fused all-gather and matmul copies the rank's shard into the symmetric-memory
+//   buffer and into the gathered output (_pipelined_all_gather_and_consume): two reads and
+//   writes of T / tp x h;
+// - its fused matmul and reduce-scatter reduces the tp partial products it pulled from its peers
+//   in one more kernel (reduce_partials / torch.sum over them): a read of T x h and a write of
+//   T / tp x h (torch/distributed/_symmetric_memory/__init__.py).
+// Async TP leaves the backward reduce-scatters of the input gradients plain
+// (hides_tp_input_gradient_reduce_scatter).
+void add_sequence_dim_copies(const Ctx& c, const ModelShape& m, const Plan& p, double T, LayerCompute& lc) {
+  if (c.framework != Framework::kTorchtitan || p.tp <= 1 || !p.sequence_parallel) return;
+  const double t = static_cast<double>(p.tp);
+  const double Th = T * static_cast<double>(m.hidden);
+  const double e_ag = c.prec == Precision::kFp8 ? kFp8BytesPerElement : c.e;
+  const bool fused = p.tp_comm_overlap;
+  const double ag_bytes = fused ? 4.0 * e_ag * Th / t : 2.0 * e_ag * Th;
+  const double rs_bytes = fused ? c.e * Th * (1.0 + 1.0 / t) : 2.0 * c.e * Th;
+  const double plain_rs_bytes = 2.0 * c.e * Th;
+  const double blocks = m.moe() ? 1.0 : 2.0;
+  auto pass = [&](double ag, double rs) {
+    const double bytes = blocks * (ag + rs);
+    return Op{bytes / c.hbm + 2.0 * blocks * kKernelGap_s, 0, bytes};
+  };
+  lc.fwd += pass(ag_bytes, rs_bytes);
+  lc.bwd += pass(ag_bytes, plain_rs_bytes);  // output gradients' gathers, input gradients' scatters
+  if (p.recompute == Recompute::kFull) lc.recompute += pass(ag_bytes, rs_bytes);
+  if (p.recompute == Recompute::kSelective) lc.recompute += pass(ag_bytes, 0.0);  // the inputs gathered again
+}
+
 bool bf16_optimizer_accumulates(const Ctx& c, const Plan& p) {
   return runs_deepspeed_bf16_optimizer(c.framework, c.training_precision, p.zero_stage);
 }
@@ -696,6 +733,7 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
     lc.recompute += m.gated_mlp ? linear(c, T, f, h, true).fwd : gemms[3].fwd;
     lc.recompute += elementwise_fwd;
   }
+  add_sequence_dim_copies(c, m, p, T, lc);
   add_fsdp2_copy_kernels(c, m, p, lc);  // after the recompute: it gathers nothing again
   add_bf16_optimizer_accumulation(c, m, p, lc);
   // The floor is PyTorch's: a device measured by monarch-calibrate as a CPU runs the project's
