@@ -1018,6 +1018,36 @@ TEST(LayerCosts, TorchtitanSequenceParallelCollectivesCopyTheSequenceDim) {
   EXPECT_NEAR(extra(p)[0], 0, 1.0);
 }
 
+// torchtitan's separate wq, wk, wv (w1, w3) read their common input once each, but cast it to
+// fp8 once: torch.compile merges the identical casts of the Float8Linears, and torchao's float8
+// TP casts the rank's shard before the sequence-parallel gather. Eager without TP each linear
+// casts its own (2 + 1 + 1 bytes per element: read, write, transposed copy). Against the same
+// layer with fused QKV and fc1, the forward moves the two extra reads of the QKV input and the
+// extra read of the fc1 input, plus only the casts that are not shared.
+TEST(LayerCosts, TorchtitanFloat8CastsEachBlockInputOnce) {
+  Scenario s = tp4_llama8b();
+  s.training.framework = Framework::kTorchtitan;
+  s.training.precision = Precision::kFp8;
+  s.training.compile = true;
+  const ModelShape m = model_shape(s.model);
+  const double Th = 4096.0 * 4096.0;  // micro-batch 1 of 4096 tokens, hidden 4096
+  auto separate_minus_fused = [&](const Plan& plan, bool eager) {
+    cost_detail::Ctx separate = cost_detail::make_ctx(s);
+    separate.eager_block = eager;
+    cost_detail::Ctx fused = separate;
+    fused.separate_projections = false;
+    return cost_detail::layer_compute(separate, m, plan).fwd.bytes - cost_detail::layer_compute(fused, m, plan).fwd.bytes;
+  };
+  Plan one;
+  one.dp = 8;
+  const double extra_reads = 3.0 * Th;  // fp8 elements, 1 byte
+  EXPECT_NEAR(separate_minus_fused(one, false), extra_reads, 1.0);
+  EXPECT_NEAR(separate_minus_fused(one, true), extra_reads + 3.0 * 4.0 * Th, 1.0);
+  Plan tp = tp4_sp_plan();  // float8 TP: the shard is cast, its gathered copy transposed
+  EXPECT_NEAR(separate_minus_fused(tp, false), extra_reads - 2.0 * 3.0 * (Th - Th / 4.0), 1.0);
+  EXPECT_NEAR(separate_minus_fused(tp, true), extra_reads - 2.0 * 3.0 * (Th - Th / 4.0), 1.0);
+}
+
 // Megatron-LM's own layers (the materialized-attention stack) add the QKV bias in its own
 // kernel, reduce each bias gradient separately and concatenate the q, k, v gradients. Bytes
 // per micro-batch follow the shapes exactly; a model without biases (Llama) keeps only the

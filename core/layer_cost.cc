@@ -164,6 +164,8 @@ constexpr double kFlash1RateOfFlash2 = 0.5;
 // Fp8 (Transformer Engine): each fp8 GEMM operand is cast (read 16-bit, write fp8) and, for
 // the wgrad/dgrad GEMMs on Hopper, transposed (write fp8 again): 2 + 1 + 1 bytes per element.
 constexpr double kFp8CastBytesPerElement = 4.0;
+// Of those, the transposed copy (the wgrad GEMM's column-major operand).
+constexpr double kFp8TransposeBytesPerElement = 1.0;
 // An fp8 element (E4M3 forward, E5M2 gradients): 1 byte.
 constexpr double kFp8BytesPerElement = 1.0;
 // Vocabulary-parallel cross-entropy reduces in fp32: Megatron-LM's _VocabParallelCrossEntropy
@@ -329,7 +331,16 @@ Op linear_dgrad(const Ctx& c, double m, double n, double k, bool fp8_ok, double 
   return gemm(c, p, m, k, n, batch, p == Precision::kFp8 ? 1.0 : c.e, c.e);
 }
 
-GemmCost linear(const Ctx& c, double m, double n, double k, bool fp8_ok, double batch = 1.0) {
+// Rows of a linear layer's input that its own fp8 cast reads and writes, and rows of the
+// transposed copy it makes for the wgrad GEMM (fp8 only): both m unless the input is cast once
+// for several layers (InputCast::shared) or before a gather (InputCast::before_gather).
+struct InputCast {
+  double cast_rows = -1, transpose_rows = -1;  // < 0: all m rows
+  static InputCast shared() { return {0, 0}; }
+  static InputCast before_gather(double shard_rows) { return {shard_rows, -1}; }
+};
+
+GemmCost linear(const Ctx& c, double m, double n, double k, bool fp8_ok, double batch = 1.0, InputCast cast = {}) {
   const Precision p = fp8_ok ? c.prec : c.prec16;
   const double ein = p == Precision::kFp8 ? 1.0 : c.e;
   GemmCost g;
@@ -337,7 +348,11 @@ GemmCost linear(const Ctx& c, double m, double n, double k, bool fp8_ok, double 
   g.bwd = linear_dgrad(c, m, n, k, fp8_ok, batch);
   g.bwd += gemm(c, p, k, n, m, batch, ein, 4.0, batch * 4.0 * k * n);  // wgrad into fp32 main_grad
   if (p == Precision::kFp8) {
-    g.fwd += elementwise(c, kFp8CastBytesPerElement * m * k * batch);
+    const double cast_rows = cast.cast_rows < 0 ? m : cast.cast_rows;
+    const double transpose_rows = cast.transpose_rows < 0 ? m : cast.transpose_rows;
+    const double input_bytes = (kFp8CastBytesPerElement - kFp8TransposeBytesPerElement) * cast_rows +
+                               kFp8TransposeBytesPerElement * transpose_rows;
+    if (input_bytes > 0) g.fwd += elementwise(c, input_bytes * k * batch);
     g.bwd += elementwise(c, kFp8CastBytesPerElement * m * n * batch);
   }
   return g;
@@ -530,10 +545,19 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
   GemmCost gemms[5];
   int n_gemms = 0;
   int first_moe_gemm = 5;  // gemms from here on belong to the MoE block
+  // torchtitan's separate projections share one fp8 cast of their common input where torchao's
+  // float8 TP casts it once before the sequence-parallel gather (PrepareFloat8ModuleInput: the
+  // gathered float8 tensor feeds wq, wk and wv, or w1 and w3), or where torch.compile merges the
+  // identical casts each Float8Linear makes (AOTAutograd's common-subexpression elimination,
+  // functorch config cse). Eager without TP, each casts its own.
+  const bool float8_tp = c.separate_projections && p.tp > 1 && p.sequence_parallel;
+  const InputCast first_cast = float8_tp ? InputCast::before_gather(T / t) : InputCast{};
+  const InputCast other_cast = c.separate_projections && (float8_tp || !c.eager_block) ? InputCast::shared() : InputCast{};
   // QKV: one fused GEMM (Megatron's linear_qkv), or torchtitan's wq, wk and wv.
-  gemms[n_gemms++] = c.separate_projections ? sum_of(linear(c, T, q / t, h, true), linear(c, T, kv / t, h, true),
-                                                     linear(c, T, kv / t, h, true))
-                                            : linear(c, T, (q + 2.0 * kv) / t, h, true);
+  gemms[n_gemms++] = c.separate_projections
+                         ? sum_of(linear(c, T, q / t, h, true, 1.0, first_cast), linear(c, T, kv / t, h, true, 1.0, other_cast),
+                                  linear(c, T, kv / t, h, true, 1.0, other_cast))
+                         : linear(c, T, (q + 2.0 * kv) / t, h, true);
   gemms[n_gemms++] = linear(c, T, h, q / t, true);               // attention projection
   if (m.moe()) {
     // Token flow (model_math.h MoeTokenFlow): the router sees the T / tp tokens of this rank's
@@ -550,8 +574,8 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
     const double f = static_cast<double>(m.ffn);
     // fc1: gate and up in one GEMM (Megatron's linear_fc1), or torchtitan's w1 and w3.
     gemms[n_gemms++] = c.separate_projections && m.gated_mlp
-                           ? sum_of(linear(c, T, f / t, h, true), linear(c, T, f / t, h, true))
-                           : linear(c, T, (m.gated_mlp ? 2.0 : 1.0) * f / t, h, true);
+                           ? sum_of(linear(c, T, f / t, h, true, 1.0, first_cast), linear(c, T, f / t, h, true, 1.0, other_cast))
+                           : linear(c, T, (m.gated_mlp ? 2.0 : 1.0) * f / t, h, true, 1.0, first_cast);
     gemms[n_gemms++] = linear(c, T, h, f / t, true);                               // fc2
   }
   // TP communication overlap with sequence parallelism splits each forward GEMM that an
@@ -569,7 +593,13 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
                                {(m.gated_mlp ? 2.0 : 1.0) * static_cast<double>(m.ffn) / t, h},
                                {h, static_cast<double>(m.ffn) / t}};
     auto chunked = [t](const Op& one) { return Op{t * one.s, t * one.flops, t * one.bytes}; };
-    for (int i = 0; i < 4; ++i) gemms[i].fwd = chunked(linear(c, T / t, dims[i][0], dims[i][1], true).fwd);
+    // Each chunk casts its share of what the whole GEMM casts (float8 TP: the shard, before the
+    // gather).
+    for (int i = 0; i < 4; ++i) {
+      const InputCast whole_cast = i % 2 == 0 ? first_cast : InputCast{};
+      const InputCast chunk_cast{whole_cast.cast_rows < 0 ? -1 : whole_cast.cast_rows / t, -1};
+      gemms[i].fwd = chunked(linear(c, T / t, dims[i][0], dims[i][1], true, 1.0, chunk_cast).fwd);
+    }
     for (int i : {1, 3}) {
       const Op whole = linear_dgrad(c, T, dims[i][0], dims[i][1], true);
       const Op parts = chunked(linear_dgrad(c, T / t, dims[i][0], dims[i][1], true));
