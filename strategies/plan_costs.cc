@@ -51,22 +51,20 @@ LoweringCosts lowering_costs(const Scenario& sc, const Plan& p) {
   const bool input_grad_rs_hidden = hides_tp_input_gradient_reduce_scatter(sc.training.framework);
   for (const LayerCosts::Collective& col : L.collectives) {
     const bool overlap_all = p.tp_comm_overlap && col.group == GroupKind::kTp;
-    auto op = [&](int32_t count, bool blocking) {
-      return CommOp{col.group, col.kind, col.bytes, count, col.time_s, dt, blocking && !overlap_all};
+    // The backward's reduce-scatters are the input gradients'.
+    const bool overlap_bwd = overlap_all && (input_grad_rs_hidden || !p.sequence_parallel ||
+                                             col.kind != CollectiveKind::kReduceScatter);
+    auto op = [&](int32_t count, bool blocking, bool overlap) {
+      return CommOp{col.group, col.kind, col.bytes, count, col.time_s, dt, blocking && !overlap};
     };
-    const bool exposed_input_grad_rs = overlap_all && p.sequence_parallel && !input_grad_rs_hidden &&
-                                       col.kind == CollectiveKind::kReduceScatter;
-    if (col.forward_count > 0) c.layer_fwd_comm.push_back(op(col.forward_count, true));
-    if (col.recompute_count > 0) c.layer_recompute_comm.push_back(op(col.recompute_count, true));
+    if (col.forward_count > 0) c.layer_fwd_comm.push_back(op(col.forward_count, true, overlap_all));
+    if (col.recompute_count > 0) c.layer_recompute_comm.push_back(op(col.recompute_count, true, overlap_all));
     if (col.backward_count > 0) {
       int32_t hidden = 0;
       if (p.sequence_parallel && col.group == GroupKind::kTp && col.kind == CollectiveKind::kAllGather)
         hidden = std::max(0, col.backward_count - col.forward_count);
-      if (exposed_input_grad_rs)
-        c.layer_bwd_comm.push_back(CommOp{col.group, col.kind, col.bytes, col.backward_count, col.time_s, dt, true});
-      else if (col.backward_count > hidden)
-        c.layer_bwd_comm.push_back(op(col.backward_count - hidden, true));
-      if (hidden > 0) c.layer_bwd_comm.push_back(op(hidden, false));
+      if (col.backward_count > hidden) c.layer_bwd_comm.push_back(op(col.backward_count - hidden, true, overlap_bwd));
+      if (hidden > 0) c.layer_bwd_comm.push_back(op(hidden, false, overlap_all));
     }
   }
   // Context parallelism: the ring exchange of K and V runs beside the attention steps; in the
