@@ -73,6 +73,12 @@ inline constexpr FusedAttentionKernel kFlash2Attention{256.0, 1.14, {{0.888, 0.7
 // cuDNN's attention on Hopper, which Transformer Engine's fused attention calls (the H100 / H200
 // profiles; falloff and dropout measured on an H200, core/cost_model.cc).
 inline constexpr FusedAttentionKernel kCudnnHopperAttention{800.0, 1.38, {{0.796, 0.687, 0.797, 0.876, 1.0, 0.623, 0.691, 0.802}}};
+// Tri Dao's flash-attn package (FlashAttention-2) on Hopper as Transformer Engine calls it when
+// cuDNN's attention is switched off (model.attention_kernel "flash2"): its rate is the Hopper
+// profile's cuDNN rate divided by kCudnnOverFlashAttnHopper at every sequence length, so it
+// keeps cuDNN's falloff; dropout and head dims as FlashAttention-2's kernels (core/layer_cost.cc).
+inline constexpr FusedAttentionKernel kFlashAttnPackageHopper{kCudnnHopperAttention.seq_half_tokens,
+                                                              kFlash2Attention.dropout_factor, kFlash2Attention.head_dims};
 // cuDNN's attention on Blackwell, not measured away from its ceiling: FlashAttention-2's
 // falloff and dropout cost, one rate for every head dim.
 inline constexpr FusedAttentionKernel kBlackwellAttention{256.0, 1.14, {{1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0}}};

@@ -714,6 +714,37 @@ TEST(LayerCosts, Flash1AttentionRunsAtHalfFlashAttention2sRate) {
   }
 }
 
+// model.attention_kernel "flash2" (the flash-attn package Transformer Engine calls when cuDNN's
+// attention is off): on Hopper the attention core takes 1.59x the cuDNN kernels' time in both
+// passes at every sequence length; on Ampere, whose profile is FlashAttention-2 already,
+// nothing changes; flash's memory either way.
+TEST(LayerCosts, Flash2AttentionOnHopperRunsCudnnsRateOverTheMeasuredRatio) {
+  for (const char* gpu : {"H100-SXM", "A100-80GB"}) {
+    for (double seq : {2048.0, 32768.0}) {
+      Scenario s = llama8b(gpu, 8);
+      s.model.seq_length = static_cast<int64_t>(seq);
+      Plan p;
+      p.dp = 8;
+      p.zero_stage = 1;
+      const LayerCosts cudnn = layer_costs(s, p);
+      s.model.attention_kernel = AttentionKernel::kFlash2;
+      const LayerCosts fa2 = layer_costs(s, p);
+      const GpuProfile& prof = gpu_profile(s.cluster.gpu);
+      const double peak = s.cluster.gpu.peak_tflops.bf16 * 1e12 * prof.sustained_clock_fraction;
+      const double shape = seq / (seq + prof.attention_kernel->seq_half_tokens);  // head dim 128
+      const double work = 4.0 * seq * seq * 0.5 * 4096;                           // causal half, forward
+      const double cudnn_fwd_s = work / (peak * prof.flash_forward_efficiency * shape);
+      const double cudnn_bwd_s = 2.5 * work / (peak * prof.flash_backward_efficiency * shape);
+      const double extra = std::string(gpu) == "H100-SXM" ? (1.5877 + 1.5968) / 2.0 - 1.0 : 0.0;
+      EXPECT_NEAR(fa2.forward_s - cudnn.forward_s, extra * cudnn_fwd_s, 1e-3 * cudnn_fwd_s) << gpu << " " << seq;
+      EXPECT_NEAR(fa2.backward_s - cudnn.backward_s, extra * cudnn_bwd_s, 1e-3 * cudnn_bwd_s) << gpu << " " << seq;
+      const double flash2_gib = estimate_plan(s, p).memory.peak_gib;
+      s.model.attention_kernel = AttentionKernel::kFlash;
+      EXPECT_EQ(estimate_plan(s, p).memory.peak_gib, flash2_gib) << gpu << " " << seq;
+    }
+  }
+}
+
 // torchtitan's selective recompute is its op-level policy: wk, wo and w3 and every elementwise
 // op run again in the backward, and only the block input, wq, wv, w1, w2 and the attention
 // output stay saved.

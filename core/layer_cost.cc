@@ -154,6 +154,15 @@ constexpr double kUnfusedSoftmaxForwardBytesPerScore = 37.0;
 constexpr double kUnfusedSoftmaxBackwardBytesPerScore = 41.0;
 constexpr double kUnfusedSoftmaxExtraHostOps = 4.0;
 constexpr double kSdpaFlash2HopperBackwardEfficiency = 0.333 * 0.53 / 0.64;
+// Tri Dao's flash-attn package on Hopper (model.attention_kernel "flash2", Transformer Engine's
+// FlashAttention backend): cuDNN's fused attention runs forward + backward 1.5877x as fast at 8192
+// tokens (batch 2, 32 query and 4 KV heads, head dim 128, causal) and 1.5968x at 2048 (batch 2, 16
+// heads, head dim 128, causal) on an H100 SXM (Transformer Engine docs/examples/attention/
+// attention.ipynb at commit 88c0c9143, August 2024: flash-attn 2.4.2 against cuDNN 9.x). The same
+// ratio at both lengths: the package takes the profile's cuDNN rates divided by it, both passes
+// (no split is published). PyTorch SDPA's own FlashAttention-2 build runs slower on Hopper
+// (kSdpaFlash2Hopper*, 1.7-1.8x below cuDNN on the H200 here, h200-microbench.json).
+constexpr double kCudnnOverFlashAttnHopper = (1.5877 + 1.5968) / 2.0;
 // FlashAttention-1 generation kernels (model.attention_kernel "flash1") against
 // FlashAttention-2 on the same GPU, forward and backward: FlashAttention-2 "yields around 2x
 // speedup compared to FlashAttention" on A100 (Dao 2023, abstract), and the Triton port that
@@ -244,6 +253,18 @@ void use_flash2_rates(Ctx& c) {
   }
 }
 
+// Tri Dao's flash-attn package, Transformer Engine's FlashAttention backend: on Hopper the
+// profile's cuDNN rates over kCudnnOverFlashAttnHopper; elsewhere the profile's (FlashAttention-2
+// on Ampere; Blackwell's not measured).
+void use_flash_attn_package_rates(Ctx& c) {
+  const std::string_view kind = c.prof->kind;
+  if (kind == "H100" || kind == "H200") {
+    c.flash_forward_efficiency = c.prof->flash_forward_efficiency / kCudnnOverFlashAttnHopper;
+    c.flash_backward_efficiency = c.prof->flash_backward_efficiency / kCudnnOverFlashAttnHopper;
+    c.attention_kernel = &kFlashAttnPackageHopper;
+  }
+}
+
 }  // namespace
 
 Ctx make_ctx(const Scenario& s) {
@@ -289,6 +310,7 @@ Ctx make_ctx(const Scenario& s) {
       break;
     }
   }
+  if (s.model.attention_kernel == AttentionKernel::kFlash2) use_flash_attn_package_rates(c);
   if (s.model.attention_kernel == AttentionKernel::kFlash1) {
     use_flash2_rates(c);
     c.flash_forward_efficiency *= kFlash1RateOfFlash2;

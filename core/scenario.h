@@ -37,6 +37,11 @@ enum class AttentionKernel {
   // port that llm-foundry's attn_impl "triton" runs (flash_attn_triton.py, Nov 2022). Same
   // memory as kFlash, about half FlashAttention-2's rate (core/layer_cost.cc).
   kFlash1,
+  // Tri Dao's FlashAttention-2 (the flash-attn package) where the GPU's default fused kernel is
+  // another: Transformer Engine runs it on Hopper when cuDNN's fused attention is switched off
+  // (NVTE_FUSED_ATTN=0, as NeMo's launcher did through its 24.07 release). Same memory as
+  // kFlash, FlashAttention-2's rate on that GPU (core/layer_cost.cc).
+  kFlash2,
 };
 // The training stack that carries out the plan (training.framework).
 enum class Framework { kMegatron, kDeepspeed, kTorchtitan };

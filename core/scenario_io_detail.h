@@ -125,7 +125,7 @@ inline const std::vector<RecoveryMode> kRecoveryModes = {RecoveryMode::kFullRest
 inline const std::vector<Backend> kBackends = {Backend::kAnalytical, Backend::kSimgrid, Backend::kRealCpu, Backend::kRealGpu};
 inline const std::vector<Activation> kActivations = {Activation::kGelu, Activation::kSwiglu, Activation::kSquaredRelu};
 inline const std::vector<AttentionKernel> kAttentionKernels = {AttentionKernel::kFlash, AttentionKernel::kMaterialized,
-                                                               AttentionKernel::kFlash1};
+                                                               AttentionKernel::kFlash1, AttentionKernel::kFlash2};
 inline const std::vector<Framework> kFrameworks = {Framework::kMegatron, Framework::kDeepspeed, Framework::kTorchtitan};
 
 // A file named by the scenario (or the scenario itself), read with a size bound.

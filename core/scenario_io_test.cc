@@ -518,6 +518,11 @@ TEST(ScenarioIo, Format11ModelKeysAndTheirDefaults) {
   ASSERT_TRUE(first.ok()) << all_messages(first.problems());
   EXPECT_EQ(first->model.attention_kernel, AttentionKernel::kFlash1);
   EXPECT_EQ(scenario_to_json(*first)["model"]["attention_kernel"], "flash1");
+  j["model"]["attention_kernel"] = "flash2";  // the project's extension: the flash-attn package
+  auto package = scenario_from_json(j);
+  ASSERT_TRUE(package.ok()) << all_messages(package.problems());
+  EXPECT_EQ(package->model.attention_kernel, AttentionKernel::kFlash2);
+  EXPECT_EQ(scenario_to_json(*package)["model"]["attention_kernel"], "flash2");
   // A gpt block with SwiGLU has the gate; a llama with GeLU has not.
   j["model"]["activation"] = "swiglu";
   EXPECT_TRUE(model_shape(scenario_from_json(j)->model).gated_mlp);
