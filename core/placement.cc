@@ -181,6 +181,10 @@ GroupSpan group_span(GroupKind kind, const Plan& p, int64_t gpus_per_node) {
   return worst;
 }
 
+bool tp_group_in_nvlink_domain(const Plan& plan, int64_t gpus_per_node) {
+  return plan.tp <= 1 || !group_span(GroupKind::kTp, plan, gpus_per_node).crosses_nodes();
+}
+
 std::vector<int64_t> gpus_on_each_node(const ClusterConfig& c) {
   std::vector<int64_t> out;
   if (c.gpus_per_node <= 0) return out;

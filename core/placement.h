@@ -80,6 +80,12 @@ struct GroupSpan {
 };
 
 GroupSpan group_span(GroupKind kind, const Plan& plan, int64_t gpus_per_node);
+// Whether every TP group sits inside one NVLink domain (gpus_per_node GPUs), which TP
+// communication overlap needs: its kernels write into the peers' buffers through memory handles
+// that only an NVLink domain shares (Transformer Engine's userbuffers map CUDA IPC or multicast
+// handles per "TP domain", initialize_ub in transformer_engine/pytorch/module/base.py;
+// torchtitan's async TP rendezvous its symmetric memory among CUDA peer-accessible GPUs).
+bool tp_group_in_nvlink_domain(const Plan& plan, int64_t gpus_per_node);
 // Span of an arbitrary strided group (first rank `base`, `size` members `stride` apart).
 GroupSpan strided_span(int64_t base, int64_t size, int64_t stride, int64_t gpus_per_node);
 

@@ -33,6 +33,10 @@ std::vector<std::string> plan_warnings(const Scenario& sc, const Plan& p) {
   if (p.tp_comm_overlap && p.tp > 1 && !gpu_runs_tp_comm_overlap(sc.cluster.gpu))
     out.push_back("TP communication overlap on " + (sc.cluster.gpu.name.empty() ? std::string("this GPU") : sc.cluster.gpu.name) +
                   ": Transformer Engine's userbuffers need CUDA multicast (Hopper and later); predicted as if it ran");
+  if (p.tp_comm_overlap && !tp_group_in_nvlink_domain(p, gpn))
+    out.push_back("TP communication overlap with TP " + std::to_string(p.tp) + " over " +
+                  std::to_string(group_span(GroupKind::kTp, p, gpn).nodes) + domain +
+                  ": its kernels write into the peers' memory, which only one NVLink domain shares; predicted as if it ran");
   return out;
 }
 

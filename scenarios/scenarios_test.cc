@@ -7,6 +7,8 @@
 #include "core/cost_model.h"
 #include "core/goodput.h"
 #include "core/scenario_io.h"
+#include "strategies/plan_costs.h"
+#include "strategies/search.h"
 
 namespace monarch {
 namespace {
@@ -52,6 +54,23 @@ TEST(Scenarios, Gpt3On1024A100FollowsMegatronTable1) {
   EXPECT_EQ(s.cluster.num_gpus, 1024);
   EXPECT_EQ(*s.parallelism.tp * *s.parallelism.pp * *s.parallelism.dp, 1024);
   EXPECT_EQ(s.training.global_batch_size, 1536);
+}
+
+// A million-token sequence on 1024 GPUs with a batch of 4: the search splits the sequence over
+// context parallelism, with TP inside the node, as NeMo's long-sequence run did (TP 8 x CP 32 x
+// DP 4).
+TEST(Scenarios, Llama2_7bOnAMillionTokensFindsNemosContextParallelPlan) {
+  Scenario s = load("llama2-7b-1m-tokens-1024-h100.json");
+  EXPECT_EQ(s.model.seq_length, 1048576);
+  EXPECT_FALSE(s.parallelism.cp.has_value());  // left to the search
+  SearchOptions o;
+  o.evaluate = analytical_evaluator();
+  const SearchResult r = search_plans(s, o);
+  ASSERT_TRUE(r.any_fits());
+  const Plan& best = r.ranked.front().plan;
+  EXPECT_EQ(best.cp, 32);
+  EXPECT_EQ(best.tp, 8);
+  EXPECT_EQ(best.dp, 4);
 }
 
 TEST(Scenarios, Llama3_70bOn256H100) {

@@ -10,6 +10,7 @@
 
 #include "core/cost_model.h"
 #include "core/framework_rules.h"
+#include "core/placement.h"
 #include "core/model_math.h"
 #include "strategies/partition.h"
 #include "strategies/plan_check.h"
@@ -243,12 +244,13 @@ class PlanEnumerator {
   // on and off where it changes the plan's cost, that is a dense model with TP and sequence
   // parallelism (core/layer_cost.cc), on a framework that has it (Megatron-LM / NeMo
   // --tp-comm-overlap, torchtitan enable_async_tensor_parallel with training.compile, which it
-  // needs (async_tp_problem); DeepSpeed has none) and a GPU it runs on
-  // (gpu_runs_tp_comm_overlap: Hopper and later).
+  // needs (async_tp_problem); DeepSpeed has none), a GPU it runs on (gpu_runs_tp_comm_overlap:
+  // Hopper and later) and a TP group inside one NVLink domain (tp_group_in_nvlink_domain).
   std::vector<bool> tp_overlap_options() const {
     if (c_.tp_comm_overlap) return {*c_.tp_comm_overlap};
     const bool applies = p_.tp > 1 && p_.sequence_parallel && !m_.is_moe() &&
                          sc_.training.framework != Framework::kDeepspeed && gpu_runs_tp_comm_overlap(sc_.cluster.gpu) &&
+                         tp_group_in_nvlink_domain(p_, sc_.cluster.gpus_per_node) &&
                          async_tp_problem(sc_.training.framework, sc_.training.compile, true).empty();
     return applies ? std::vector<bool>{false, true} : std::vector<bool>{false};
   }

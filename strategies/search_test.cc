@@ -290,6 +290,22 @@ TEST(Search, TriesTpCommOverlapOnlyWhereTheFrameworkHasItAndTheScenarioLeavesItO
   const std::vector<std::string> w = plan_warnings(s, pinned_a100.ranked.front().plan);
   ASSERT_EQ(w.size(), 1u);
   EXPECT_NE(w.front().find("TP communication overlap on A100-80GB"), std::string::npos) << w.front();
+  // TP 8 over two 4-GPU nodes: the overlap's kernels write into the peers' memory, which only
+  // one NVLink domain shares, so the search leaves it off; pinned, it is predicted with a warning.
+  s.cluster.gpu = find_gpu_preset("H100-SXM")->spec;
+  s.cluster.gpus_per_node = 4;
+  s.parallelism.tp_comm_overlap.reset();
+  const SearchResult across = search_plans(s, o);
+  EXPECT_EQ(across.plans_in_space, 1);
+  ASSERT_TRUE(across.any_fits());
+  EXPECT_FALSE(across.ranked.front().plan.tp_comm_overlap);
+  s.parallelism.tp_comm_overlap = true;
+  const SearchResult pinned_across = search_plans(s, o);
+  ASSERT_TRUE(pinned_across.any_fits());
+  bool warned = false;
+  for (const std::string& text : plan_warnings(s, pinned_across.ranked.front().plan))
+    warned = warned || text.find("TP communication overlap with TP 8 over 2 nodes of 4 GPUs") != std::string::npos;
+  EXPECT_TRUE(warned);
 }
 
 // Several search threads give exactly the one-thread result: the same ranking, estimates,
