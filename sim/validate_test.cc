@@ -201,15 +201,17 @@ TEST(Validate, NemoPerformanceSummaryRunsHoldTheFidelityReached) {
   expect_within({"nemo-24.07-published.json", 12, 4.5, 13.5});
 }
 
-// NeMo's long-sequence table (tests/data/validation/nemo-long-sequence-published.json, from
-// docs/source/performance/performance_long_sequence.md, container 24.03.01): Llama 2 7B in fp8
-// on 4-1024 DGX H100 at 4K-1M tokens, context parallel 1-32 with TP 1-8, the batch shrinking
-// as the sequence grows, attention 17-94% of the step. The launcher ran the flash-attn package
-// (attention_kernel "flash2"); with cuDNN's rates the runs came out 11-51% too fast. Reached
-// 2.08% and 5.3%: the ring attention's hops across up to 32 nodes stay hidden behind the
-// attention steps, as the runs show; a regression guard.
+// NeMo's long-sequence tables (tests/data/validation/nemo-long-sequence-published.json, from
+// docs/source/performance/performance_long_sequence.md): Llama 2 7B in fp8 on 4-1024 DGX H100
+// (container 24.03.01) and Llama 3 8B in fp8 on 2-256 DGX B200 (25.04.rc2), 4K-1M tokens,
+// context parallel 1-32 with TP 1-8, the batch shrinking as the sequence grows, attention
+// 17-99% of the step. The H100 runs' launcher ran the flash-attn package (attention_kernel
+// "flash2"); with cuDNN's rates they came out 11-51% too fast. Reached 4.12% and 11.4%: H100
+// 2.08% (within -5.3..+2.3%), B200 6.43% (+11% at 8K, where the GEMMs carry the step and
+// Blackwell's are the unmeasured ones the dense runs show, +3% at 1M, where cuDNN's attention
+// does); a regression guard.
 TEST(Validate, NemoLongSequenceRunsHoldTheFidelityReached) {
-  expect_within({"nemo-long-sequence-published.json", 9, 2.5, 6.0});
+  expect_within({"nemo-long-sequence-published.json", 17, 4.5, 12.0});
 }
 
 // BigScience's BLOOM-176B on Jean Zay (tests/data/validation/bloom-published.json: the
