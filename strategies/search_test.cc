@@ -275,37 +275,34 @@ TEST(Search, TriesTpCommOverlapOnlyWhereTheFrameworkHasItAndTheScenarioLeavesItO
   s.parallelism.tp_comm_overlap.reset();
   s.training.framework = Framework::kDeepspeed;
   EXPECT_EQ(search_plans(s, o).plans_in_space, 1);
+  // Where the overlap cannot run, the search leaves it off; pinned there, the plan is predicted
+  // as asked, with a warning that says why.
+  auto left_off_and_warned_when_pinned = [&](Scenario sc, const std::string& warning) {
+    sc.parallelism.tp_comm_overlap.reset();
+    const SearchResult left_open = search_plans(sc, o);
+    EXPECT_EQ(left_open.plans_in_space, 1);
+    ASSERT_TRUE(left_open.any_fits());
+    EXPECT_FALSE(left_open.ranked.front().plan.tp_comm_overlap);
+    for (const std::string& text : plan_warnings(sc, left_open.ranked.front().plan))
+      EXPECT_EQ(text.find("TP communication overlap"), std::string::npos) << text;
+    sc.parallelism.tp_comm_overlap = true;
+    const SearchResult pinned_there = search_plans(sc, o);
+    ASSERT_TRUE(pinned_there.any_fits());
+    bool warned = false;
+    for (const std::string& text : plan_warnings(sc, pinned_there.ranked.front().plan))
+      warned = warned || text.find(warning) != std::string::npos;
+    EXPECT_TRUE(warned) << warning;
+  };
   // A100: no CUDA multicast for Transformer Engine's userbuffers.
   s.training.framework = Framework::kMegatron;
-  s.cluster.gpu = find_gpu_preset("A100-80GB")->spec;
-  const SearchResult a100 = search_plans(s, o);
-  EXPECT_EQ(a100.plans_in_space, 1);
-  ASSERT_TRUE(a100.any_fits());
-  EXPECT_FALSE(a100.ranked.front().plan.tp_comm_overlap);
-  EXPECT_TRUE(plan_warnings(s, a100.ranked.front().plan).empty());
-  // Pinned there, it is predicted as asked, with a warning.
-  s.parallelism.tp_comm_overlap = true;
-  const SearchResult pinned_a100 = search_plans(s, o);
-  ASSERT_TRUE(pinned_a100.any_fits());
-  const std::vector<std::string> w = plan_warnings(s, pinned_a100.ranked.front().plan);
-  ASSERT_EQ(w.size(), 1u);
-  EXPECT_NE(w.front().find("TP communication overlap on A100-80GB"), std::string::npos) << w.front();
+  Scenario a100 = s;
+  a100.cluster.gpu = find_gpu_preset("A100-80GB")->spec;
+  left_off_and_warned_when_pinned(a100, "TP communication overlap on A100-80GB");
   // TP 8 over two 4-GPU nodes: the overlap's kernels write into the peers' memory, which only
-  // one NVLink domain shares, so the search leaves it off; pinned, it is predicted with a warning.
-  s.cluster.gpu = find_gpu_preset("H100-SXM")->spec;
-  s.cluster.gpus_per_node = 4;
-  s.parallelism.tp_comm_overlap.reset();
-  const SearchResult across = search_plans(s, o);
-  EXPECT_EQ(across.plans_in_space, 1);
-  ASSERT_TRUE(across.any_fits());
-  EXPECT_FALSE(across.ranked.front().plan.tp_comm_overlap);
-  s.parallelism.tp_comm_overlap = true;
-  const SearchResult pinned_across = search_plans(s, o);
-  ASSERT_TRUE(pinned_across.any_fits());
-  bool warned = false;
-  for (const std::string& text : plan_warnings(s, pinned_across.ranked.front().plan))
-    warned = warned || text.find("TP communication overlap with TP 8 over 2 nodes of 4 GPUs") != std::string::npos;
-  EXPECT_TRUE(warned);
+  // one NVLink domain shares.
+  Scenario across = s;
+  across.cluster.gpus_per_node = 4;
+  left_off_and_warned_when_pinned(across, "TP communication overlap with TP 8 over 2 nodes of 4 GPUs");
 }
 
 // Several search threads give exactly the one-thread result: the same ranking, estimates,
