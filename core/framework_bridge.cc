@@ -286,6 +286,10 @@ void megatron_model_flags(const ModelConfig& m, Flags& f) {
   if (!m.tie_embeddings) f.add("--untie-embeddings-and-output-weights");
   if (m.hidden_dropout) f.add("--hidden-dropout", num(*m.hidden_dropout));
   if (m.attention_dropout) f.add("--attention-dropout", num(*m.attention_dropout));
+  // The default kernel is Transformer Engine's own choice (--attention-backend auto).
+  const AttentionKernel kernel = m.attention_kernel.value_or(AttentionKernel::kFlash);
+  if (kernel == AttentionKernel::kFlash2) f.add("--attention-backend", "flash");
+  if (kernel == AttentionKernel::kMaterialized) f.add("--attention-backend", "local");
   if (m.is_moe()) {
     f.add("--num-experts", str(m.num_experts));
     f.add("--moe-router-topk", str(m.moe_top_k));
@@ -320,6 +324,9 @@ void export_megatron(const Scenario& s, const Plan& p, Problems& refuse, Exporte
   if (p.sequence_parallel) f.add("--sequence-parallel");
   if (p.pp > 1 && p.schedule == Schedule::kGpipe)
     refuse.push_back({where, "Megatron-LM has no GPipe schedule (its pipelines run 1F1B or interleaved 1F1B)"});
+  if (s.model.attention_kernel == AttentionKernel::kFlash1)
+    refuse.push_back({where, "Megatron-LM has no first-generation FlashAttention backend (--attention-backend "
+                             "flash, fused, unfused, local or auto); model.attention_kernel is flash1"});
   if (p.vpp > 1) f.add("--num-virtual-stages-per-pipeline-rank", str(p.vpp));
   if (p.pp > 1) {
     const std::vector<int64_t> chunks = chunk_layers(s, p);
@@ -466,6 +473,10 @@ void export_deepspeed(const Scenario& s, const Plan& p, Problems& refuse, Export
     f.add("--disable-bias-linear");
   }
   if (!m.tie_embeddings) f.add("--untie-embeddings-and-output-weights");
+  // Megatron-DeepSpeed's attention: --use-flash-attn-v2 the flash-attn package, --use-flash-attn-v1
+  // the first generation (import_attention_kernel).
+  if (m.attention_kernel == AttentionKernel::kFlash2) f.add("--use-flash-attn-v2");
+  if (m.attention_kernel == AttentionKernel::kFlash1) f.add("--use-flash-attn-v1");
   if (m.is_moe()) {
     f.add("--num-experts", str(m.num_experts));
     f.add("--topk", str(m.moe_top_k));
@@ -693,6 +704,32 @@ class Importer {
 
 // CUDA graphs: an implementation other than none (local, transformer_engine), or the deprecated
 // enable switch (local). Both capture per layer; a scope narrower than the whole layer is noted.
+// The attention kernel (model.attention_kernel). Megatron-Core's --attention-backend picks
+// Transformer Engine's backend through its NVTE_FLASH_ATTN / NVTE_FUSED_ATTN / NVTE_UNFUSED_ATTN
+// switches (LanguageModule._set_attention_backend): flash is the flash-attn package, fused
+// cuDNN's attention, unfused TE's and local Megatron's own attention, both storing the scores;
+// auto leaves TE's own choice (cuDNN on Hopper), the scenario's default; the older
+// --use-flash-attn calls the flash-attn package too. Megatron-DeepSpeed (megatron/arguments.py):
+// --use-flash-attn-v2 the flash-attn package, --use-flash-attn(-v1) its first generation and
+// --use-flash-attn-triton the Triton port.
+void import_attention_kernel(Importer& in, bool deepspeed_flags) {
+  if (deepspeed_flags) {
+    const bool v1 = in.boolean("--use-flash-attn-v1").value_or(false) || in.boolean("--use-flash-attn").value_or(false);
+    const bool triton = in.boolean("--use-flash-attn-triton").value_or(false);
+    if (in.boolean("--use-flash-attn-v2").value_or(false)) in.assign("model.attention_kernel", "\"flash2\"");
+    else if (v1 || triton) in.assign("model.attention_kernel", "\"flash1\"");
+    return;
+  }
+  const Setting* given = in.setting("--attention-backend");
+  const auto backend = in.text("--attention-backend");
+  if (!backend && in.boolean("--use-flash-attn").value_or(false)) in.assign("model.attention_kernel", "\"flash2\"");
+  if (!backend || *backend == "auto") return;
+  if (*backend == "flash") in.assign("model.attention_kernel", "\"flash2\"");
+  else if (*backend == "fused") in.assign("model.attention_kernel", "\"flash\"");
+  else if (*backend == "unfused" || *backend == "local") in.assign("model.attention_kernel", "\"materialized\"");
+  else in.problem(given, "found \"" + *backend + "\", expected flash, fused, unfused, local or auto");
+}
+
 void import_cuda_graphs(Importer& in, const std::string& impl_key, const std::string& enable_key,
                         const std::string& scope_key) {
   const auto impl = in.text(impl_key);
@@ -874,6 +911,7 @@ void import_megatron_like(Importer& in, bool deepspeed_flags) {
   in.assign("model.tie_embeddings", in.boolean("--untie-embeddings-and-output-weights").value_or(false) ? "false" : "true");
   if (auto v = in.number("--hidden-dropout")) in.assign("model.hidden_dropout", num(*v));
   if (auto v = in.number("--attention-dropout")) in.assign("model.attention_dropout", num(*v));
+  import_attention_kernel(in, deepspeed_flags);
   in.assign_int("model.num_experts", in.integer("--num-experts"));
   in.assign_int("model.moe_top_k", in.integer(deepspeed_flags ? "--topk" : "--moe-router-topk"));
   in.assign_int("model.moe_ffn_hidden_size", in.integer("--moe-ffn-hidden-size"));

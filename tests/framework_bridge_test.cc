@@ -353,6 +353,52 @@ TEST(FrameworkBridge, CudaGraphsTravelToMegatronAndBack) {
   }
 }
 
+// The attention kernel travels in each framework's words: Megatron-LM's --attention-backend
+// (flash = the flash-attn package, local = Megatron's own attention storing the scores; the
+// default is TE's own choice, so no flag) and Megatron-DeepSpeed's --use-flash-attn-v2 / -v1.
+TEST(FrameworkBridge, AttentionKernelTravelsToMegatronAndDeepspeedAndBack) {
+  auto round_trip = [](Case c, AttentionKernel kernel, ConfigFormat f, const std::string& flag) {
+    c.scenario.model.attention_kernel = kernel;
+    auto out = export_plan(c.scenario, c.plan, f);
+    EXPECT_TRUE(out.ok()) << to_string(f) << ": " << (out.ok() ? "" : out.problems().front().to_string());
+    if (!out.ok()) return;
+    EXPECT_NE(out->text.find(flag), std::string::npos) << out->text;
+    ImportOptions o;
+    o.format = f;
+    o.num_gpus = c.scenario.cluster.num_gpus;
+    o.gpus_per_node = c.scenario.cluster.gpus_per_node;
+    auto imported = import_framework_config(write_temp("attention_" + flag.substr(2, 14) + extension(f), out->text), o);
+    ASSERT_TRUE(imported.ok()) << imported.problems().front().to_string();
+    auto again = scenario_from_json(imported->scenario);
+    ASSERT_TRUE(again.ok()) << again.problems().front().to_string();
+    EXPECT_EQ(again->model.attention_kernel, kernel) << flag;
+  };
+  round_trip(cases()[0], AttentionKernel::kFlash2, ConfigFormat::kMegatron, "--attention-backend flash");
+  round_trip(cases()[0], AttentionKernel::kMaterialized, ConfigFormat::kMegatron, "--attention-backend local");
+  round_trip(cases()[3], AttentionKernel::kFlash2, ConfigFormat::kDeepspeed, "--use-flash-attn-v2");
+  round_trip(cases()[3], AttentionKernel::kFlash1, ConfigFormat::kDeepspeed, "--use-flash-attn-v1");
+  EXPECT_EQ(export_plan(cases()[0].scenario, cases()[0].plan, ConfigFormat::kMegatron)->text.find("--attention-backend"),
+            std::string::npos);
+  Case fa1 = cases()[0];
+  fa1.scenario.model.attention_kernel = AttentionKernel::kFlash1;
+  EXPECT_FALSE(export_plan(fa1.scenario, fa1.plan, ConfigFormat::kMegatron).ok());
+  // fused is cuDNN's attention, the default kernel; a backend Megatron does not have is named.
+  const std::string args = "MONARCH_ARGS=(\n  --tensor-model-parallel-size 2\n"
+      "  --num-layers 32 --hidden-size 4096 --num-attention-heads 32 --seq-length 4096 --vocab-size 32000\n"
+      "  --micro-batch-size 1 --global-batch-size 64 --bf16\n  --attention-backend ";
+  ImportOptions o;
+  o.format = ConfigFormat::kMegatron;
+  o.num_gpus = 16;
+  auto fused = import_framework_config(write_temp("attention_fused.sh", args + "fused\n)\n"), o);
+  ASSERT_TRUE(fused.ok()) << fused.problems().front().to_string();
+  EXPECT_EQ(scenario_from_json(fused->scenario)->model.attention_kernel, AttentionKernel::kFlash);
+  const std::string bad_path = write_temp("attention_bad.sh", args + "sdpa\n)\n");
+  auto bad = import_framework_config(bad_path, o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.problems().front().where, bad_path + ":5");
+  EXPECT_NE(bad.problems().front().message.find("--attention-backend"), std::string::npos) << bad.problems().front().message;
+}
+
 // The gradients' reduction type travels in each framework's own words and comes back.
 TEST(FrameworkBridge, GradReduceTypeTravelsBothWays) {
   struct Want {
