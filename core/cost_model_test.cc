@@ -742,6 +742,23 @@ TEST(LayerCosts, Flash2AttentionOnHopperRunsCudnnsRateOverTheMeasuredRatio) {
   }
 }
 
+// Megatron-DeepSpeed has no Transformer Engine attention: its flash path is the flash-attn
+// package, so under training.framework "deepspeed" the default kernel costs what "flash2" does
+// (on Hopper slower than Megatron's cuDNN attention, the same on Ampere).
+TEST(LayerCosts, DeepspeedFlashAttentionIsTheFlashAttnPackage) {
+  for (const char* gpu : {"H100-SXM", "A100-80GB"}) {
+    Scenario s = llama8b(gpu, 8);
+    s.training.framework = Framework::kDeepspeed;
+    const auto [flash, package] = costs_with_kernel(s, 1, AttentionKernel::kFlash2);
+    EXPECT_DOUBLE_EQ(flash.forward_s, package.forward_s) << gpu;
+    EXPECT_DOUBLE_EQ(flash.backward_s, package.backward_s) << gpu;
+    s.training.framework = Framework::kMegatron;
+    const auto [cudnn, megatron_package] = costs_with_kernel(s, 1, AttentionKernel::kFlash2);
+    if (std::string(gpu) == "H100-SXM") EXPECT_GT(megatron_package.forward_s, cudnn.forward_s);
+    else EXPECT_DOUBLE_EQ(megatron_package.forward_s, cudnn.forward_s);
+  }
+}
+
 // torchtitan's selective recompute is its op-level policy: wk, wo and w3 and every elementwise
 // op run again in the backward, and only the block input, wq, wv, w1, w2 and the attention
 // output stay saved.

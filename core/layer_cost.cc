@@ -295,6 +295,11 @@ Ctx make_ctx(const Scenario& s) {
     case Framework::kDeepspeed:
       c.loss_forward_bytes_per_logit = kUnfusedLossForwardBytesPerLogit;
       c.loss_backward_bytes_per_logit = kUnfusedLossBackwardBytesPerLogit;
+      // Megatron-DeepSpeed has no Transformer Engine attention: its fused attention is the
+      // flash-attn package (--use-flash-attn-v2: ParallelAttention's flash path calls
+      // flash_attn_varlen_func, megatron/model/transformer.py), so on Hopper "flash" runs the
+      // package, not cuDNN's kernels.
+      use_flash_attn_package_rates(c);
       break;
     case Framework::kTorchtitan: {
       c.fsdp2_copies = true;
