@@ -194,8 +194,8 @@ TEST(Validate, LlmFoundryRunsHoldTheFidelityReached) {
 // NeMo's published FP8 pretraining throughputs (tests/data/validation/nemo-24.07-published.json,
 // from docs/source/performance/performance_summary.md, container 24.07) on 8-512 DGX H100:
 // GPT-3, Llama 2 / 3 and Nemotron. The 24.07 launcher switched cuDNN's attention off, so the
-// cases say attention_kernel "flash2". Reached 4.28% and 12.9% (Nemotron 8B's squared-ReLU
-// blocks +12.9%; Nemotron-340B fits without recompute only with the bf16 gradients its launcher
+// cases say attention_kernel "flash2". Reached 4.28% and 12.9% (Nemotron-8B +12.9%, no
+// mechanism found; Nemotron-340B fits without recompute only with the bf16 gradients its launcher
 // config states, at 73.9 of 74 GiB); a regression guard.
 TEST(Validate, NemoPerformanceSummaryRunsHoldTheFidelityReached) {
   expect_within({"nemo-24.07-published.json", 12, 4.5, 13.5});
