@@ -242,11 +242,16 @@ namespace cost_detail {
 
 namespace {
 
+// Hopper's profiles hold cuDNN's fused attention, which FlashAttention-2's kernels do not reach.
+bool profile_holds_cudnn_hopper_attention(const Ctx& c) {
+  const std::string_view kind = c.prof->kind;
+  return kind == "H100" || kind == "H200";
+}
+
 // FlashAttention-2's rates on this GPU: the profile's on Ampere (what the A100 profile measures),
 // PyTorch SDPA's FlashAttention-2 on Hopper (whose profiles hold cuDNN's faster kernels).
 void use_flash2_rates(Ctx& c) {
-  const std::string_view kind = c.prof->kind;
-  if (kind == "H100" || kind == "H200") {
+  if (profile_holds_cudnn_hopper_attention(c)) {
     c.flash_forward_efficiency = kSdpaFlash2HopperForwardEfficiency;
     c.flash_backward_efficiency = kSdpaFlash2HopperBackwardEfficiency;
     c.attention_kernel = &kFlash2Attention;
@@ -257,8 +262,7 @@ void use_flash2_rates(Ctx& c) {
 // profile's cuDNN rates over kCudnnOverFlashAttnHopper; elsewhere the profile's (FlashAttention-2
 // on Ampere; Blackwell's not measured).
 void use_flash_attn_package_rates(Ctx& c) {
-  const std::string_view kind = c.prof->kind;
-  if (kind == "H100" || kind == "H200") {
+  if (profile_holds_cudnn_hopper_attention(c)) {
     c.flash_forward_efficiency = c.prof->flash_forward_efficiency / kCudnnOverFlashAttnHopper;
     c.flash_backward_efficiency = c.prof->flash_backward_efficiency / kCudnnOverFlashAttnHopper;
     c.attention_kernel = &kFlashAttnPackageHopper;
