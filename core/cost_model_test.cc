@@ -513,6 +513,26 @@ TEST(LayerCosts, DeepspeedLossRunsTheUnfusedCrossEntropyOnFp32Logits) {
   EXPECT_DOUBLE_EQ(unfused.forward_s, fused.forward_s);
 }
 
+// Megatron-Core without --cross-entropy-loss-fusion (Megatron-LM's default) runs the same
+// unfused steps on an fp32 copy of the logits as Megatron-DeepSpeed.
+TEST(LayerCosts, MegatronWithoutLossFusionRunsTheUnfusedCrossEntropy) {
+  Scenario s = gpt125m_a100();
+  Plan p;
+  p.dp = 8;
+  const LayerCosts fused = layer_costs(s, p);
+  s.training.cross_entropy_loss_fusion = true;
+  EXPECT_DOUBLE_EQ(layer_costs(s, p).output_forward_mem_bytes, fused.output_forward_mem_bytes);
+  s.training.cross_entropy_loss_fusion = false;
+  const LayerCosts unfused = layer_costs(s, p);
+  s.training.framework = Framework::kDeepspeed;
+  s.training.cross_entropy_loss_fusion.reset();
+  const LayerCosts deepspeed = layer_costs(s, p);
+  EXPECT_DOUBLE_EQ(unfused.output_forward_mem_bytes, deepspeed.output_forward_mem_bytes);
+  EXPECT_DOUBLE_EQ(unfused.output_backward_mem_bytes, deepspeed.output_backward_mem_bytes);
+  EXPECT_GT(unfused.output_forward_s + unfused.output_backward_s, fused.output_forward_s + fused.output_backward_s);
+  EXPECT_DOUBLE_EQ(unfused.forward_s, fused.forward_s);
+}
+
 // DeepSpeed's BF16_Optimizer (bf16 at ZeRO stage 0) adds every micro-batch's gradients into its
 // fp32 buffers after the backward: 18 bytes per parameter (read the bf16 gradient, write its
 // fp32 cast, read it and the accumulator, write the accumulator), the word embedding's 10 more

@@ -382,6 +382,7 @@ void export_megatron(const Scenario& s, const Plan& p, Problems& refuse, Exporte
   if (s.training.precision == Precision::kFp16 && fp32_grads) f.add("--accumulate-allreduce-grads-in-fp32");
   if ((s.training.precision == Precision::kBf16 || s.training.precision == Precision::kFp8) && !fp32_grads)
     f.add("--grad-reduce-in-bf16");
+  if (s.training.cross_entropy_loss_fusion.value_or(true)) f.add("--cross-entropy-loss-fusion");
   megatron_model_flags(s.model, f);
   const int64_t nodes = s.cluster.num_nodes();
   out.text = "#!/bin/bash\n# Megatron-LM (core_v0.19) pretrain_gpt.py arguments written by monarch-sim for \"" + s.name +
@@ -564,6 +565,7 @@ void export_bridge(const Scenario& s, const Plan& p, Problems& refuse, ExportedC
   set("ddp.overlap_grad_reduce", flag(p.overlap_grad_reduce));
   set("ddp.overlap_param_gather", flag(p.zero_stage >= 1 && p.overlap_param_gather));
   set("comm_overlap.tp_comm_overlap", flag(p.tp_comm_overlap));
+  set("model.cross_entropy_loss_fusion", flag(s.training.cross_entropy_loss_fusion.value_or(true)));
   if (s.training.cuda_graphs) {
     set("model.cuda_graph_impl", "transformer_engine");
     if (!cuda_graphs_capture_whole_layer(m)) set("model.cuda_graph_scope", "attn");
@@ -878,6 +880,11 @@ void import_megatron_like(Importer& in, bool deepspeed_flags) {
   if (!deepspeed_flags) {
     if (in.boolean("--grad-reduce-in-bf16").value_or(false)) in.assign("training.grad_reduce_in_fp32", "false");
     else if (in.boolean("--accumulate-allreduce-grads-in-fp32").value_or(false)) in.assign("training.grad_reduce_in_fp32", "true");
+    // Megatron-LM runs the unfused cross entropy unless told (model_parallel_config.py,
+    // cross_entropy_loss_fusion = False); both --cross-entropy-fusion-impl kernels are fused.
+    in.assign("training.cross_entropy_loss_fusion",
+              in.boolean("--cross-entropy-loss-fusion").value_or(false) ? "true" : "false");
+    (void)in.text("--cross-entropy-fusion-impl");
   }
 
   // Model shape.
@@ -1196,6 +1203,8 @@ void import_bridge(Importer& in) {
   for (const char* k : {"overlap_grad_reduce", "overlap_param_gather"})
     if (auto v = in.boolean(std::string("ddp.") + k)) in.assign(std::string("parallelism.") + k, *v ? "true" : "false");
   if (auto v = in.boolean("comm_overlap.tp_comm_overlap")) in.assign("parallelism.tp_comm_overlap", *v ? "true" : "false");
+  if (auto v = in.boolean("model.cross_entropy_loss_fusion")) in.assign("training.cross_entropy_loss_fusion", *v ? "true" : "false");
+  (void)in.text("model.cross_entropy_fusion_impl");
   import_cuda_graphs(in, "model.cuda_graph_impl", "model.enable_cuda_graph", "model.cuda_graph_scope");
   // The gradients' type: a mixed_precision recipe's setup() writes its own grad_reduce_in_fp32
   // over ddp's, so ddp's counts only without one.

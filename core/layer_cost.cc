@@ -77,11 +77,14 @@ constexpr double kCausalWorkFraction = 0.5;
 constexpr double kBackwardElementwiseFactor = 2.0;
 // Fused vocab-parallel cross entropy per logit element: forward reads the 16-bit logits and
 // makes fp32 max/exp/sum passes (2 + 3 x 4 bytes); backward reads fp32 softmax and writes the
-// gradient (4 + 2 + 4 bytes). Megatron-LM cross_entropy.py.
+// gradient (4 + 2 + 4 bytes). Megatron-Core's fused_vocab_parallel_cross_entropy
+// (megatron/core/fusions/fused_cross_entropy.py, --cross-entropy-loss-fusion).
 constexpr double kLossForwardBytesPerLogit = 14.0;
 constexpr double kLossBackwardBytesPerLogit = 10.0;
-// Megatron-DeepSpeed's loss (GPTModelPipe's CrossEntropy, megatron/model/gpt_model.py) casts
-// the logits to fp32 and runs the unfused vocab_parallel_cross_entropy on the copy, one kernel
+// The unfused vocab-parallel cross entropy on an fp32 copy of the logits: Megatron-DeepSpeed's
+// loss (GPTModelPipe's CrossEntropy, megatron/model/gpt_model.py) and Megatron-Core's without
+// --cross-entropy-loss-fusion (Megatron-LM's default; megatron/core/tensor_parallel/
+// cross_entropy.py, whose calculate_logits_max casts to float) run the same steps, one kernel
 // per step, most of them in place: forward, the cast (read 2, write 4 bytes), the max (read 4),
 // subtracting it (read and write 4), exp (read and write 4), the sum (read 4) and the division
 // that leaves the softmax for the backward (read and write 4); backward, scaling the softmax by
@@ -295,6 +298,10 @@ Ctx make_ctx(const Scenario& s) {
   switch (s.training.framework) {
     case Framework::kMegatron:
       c.te_userbuffers = true;
+      if (!s.training.cross_entropy_loss_fusion.value_or(true)) {
+        c.loss_forward_bytes_per_logit = kUnfusedLossForwardBytesPerLogit;
+        c.loss_backward_bytes_per_logit = kUnfusedLossBackwardBytesPerLogit;
+      }
       break;
     case Framework::kDeepspeed:
       c.loss_forward_bytes_per_logit = kUnfusedLossForwardBytesPerLogit;

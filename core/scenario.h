@@ -179,6 +179,12 @@ struct TrainingConfig {
   // mixed_precision_reduce. Absent = the framework's default (grad_reduce_in_fp32() in
   // core/model_math.h). Meaningless for fp32 training, which reduces in fp32.
   std::optional<bool> grad_reduce_in_fp32;
+  // training.cross_entropy_loss_fusion: Megatron-Core's fused vocab-parallel cross entropy
+  // (--cross-entropy-loss-fusion; NeMo 2 and Megatron-Bridge model configs) against the unfused
+  // one, op by op on an fp32 copy of the logits (Megatron-LM's default). Absent = fused, as
+  // NVIDIA's recipes run it. Megatron only: Megatron-DeepSpeed's loss is always the unfused one,
+  // torchtitan's is fused by training.compile.
+  std::optional<bool> cross_entropy_loss_fusion;
   // Tokens the whole training run processes (training.total_tokens); 0 = not given. With a
   // reliability block it turns goodput into an expected time to train.
   double total_tokens = 0;

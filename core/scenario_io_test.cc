@@ -402,6 +402,32 @@ TEST(ScenarioIo, GradReduceInFp32IsTheFrameworksDefaultUntilStated) {
   EXPECT_FALSE(*again->training.grad_reduce_in_fp32);
 }
 
+// The cross entropy's fusion: absent it is fused; stated it is kept and written back; only
+// Megatron has the choice.
+TEST(ScenarioIo, CrossEntropyLossFusionIsMegatronsChoiceAndSurvivesTheRoundTrip) {
+  json j = base_scenario();
+  auto s = scenario_from_json(j);
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  EXPECT_FALSE(s->training.cross_entropy_loss_fusion.has_value());
+  EXPECT_FALSE(scenario_to_json(*s)["training"].contains("cross_entropy_loss_fusion"));
+  j["training"]["cross_entropy_loss_fusion"] = false;
+  s = scenario_from_json(j);
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  auto again = scenario_from_json(scenario_to_json(*s));
+  ASSERT_TRUE(again.ok()) << all_messages(again.problems());
+  ASSERT_TRUE(again->training.cross_entropy_loss_fusion.has_value());
+  EXPECT_FALSE(*again->training.cross_entropy_loss_fusion);
+  j["training"]["framework"] = "deepspeed";
+  s = scenario_from_json(j);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(all_messages(s.problems()).find("/training/cross_entropy_loss_fusion"), std::string::npos) << all_messages(s.problems());
+  j["training"]["framework"] = "megatron";
+  j["training"]["cross_entropy_loss_fusion"] = "no";
+  s = scenario_from_json(j);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(all_messages(s.problems()).find("/training/cross_entropy_loss_fusion"), std::string::npos);
+}
+
 // A power cap: a preset brings its TDP, a custom GPU states it; both survive the round trip.
 TEST(ScenarioIo, PowerLimitTakesThePresetsTdpAndSurvivesTheRoundTrip) {
   json j = base_scenario();

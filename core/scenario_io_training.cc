@@ -16,7 +16,8 @@ void read_training(Ctx& ctx, const json* tj, TrainingConfig& t, std::optional<do
   }
   Obj o(ctx, tj, "/training",
         {"global_batch_size", "micro_batch_size", "precision", "optimizer", "steps", "seed", "moe_capacity_factor", "framework",
-         "total_tokens", "cuda_graphs", "compile", "cuda_launch_blocking", "grad_reduce_in_fp32"});
+         "total_tokens", "cuda_graphs", "compile", "cuda_launch_blocking", "grad_reduce_in_fp32",
+         "cross_entropy_loss_fusion"});
   if (auto v = get_int(ctx, o, "global_batch_size", 1, kMaxGlobalBatchSize)) t.global_batch_size = *v;
   else if (!o.has("global_batch_size")) ctx.add(o.at("global_batch_size"), "missing, expected a positive integer (samples per optimizer step)");
   else t.global_batch_size = -1;
@@ -50,6 +51,13 @@ void read_training(Ctx& ctx, const json* tj, TrainingConfig& t, std::optional<do
     t.grad_reduce_in_fp32 = *v;
     if (!*v && t.precision == Precision::kFp32)
       ctx.add(o.at("grad_reduce_in_fp32"), "found false with training.precision \"fp32\", whose gradients are fp32; expected true or no value");
+  }
+  if (auto v = get_bool(ctx, o, "cross_entropy_loss_fusion")) {
+    t.cross_entropy_loss_fusion = *v;
+    if (t.framework != Framework::kMegatron)
+      ctx.add(o.at("cross_entropy_loss_fusion"),
+              std::string("the choice of a fused cross entropy is Megatron-Core's (--cross-entropy-loss-fusion); "
+                          "training.framework \"") + to_string(t.framework) + "\" has no such option");
   }
   o.finish();
   if (t.micro_batch_size && *t.micro_batch_size > 0 && t.global_batch_size > 0 && *t.micro_batch_size > t.global_batch_size)

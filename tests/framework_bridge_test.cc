@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -456,6 +457,34 @@ TEST(FrameworkBridge, GradReduceTypeTravelsBothWays) {
   EXPECT_FALSE(*recipe_scenario->training.grad_reduce_in_fp32);
   // The defaults write nothing new.
   EXPECT_EQ(export_plan(cases()[0].scenario, cases()[0].plan, ConfigFormat::kMegatron)->text.find("--grad-reduce-in-bf16"), std::string::npos);
+}
+
+// The cross entropy's fusion travels as Megatron-LM's flag and Megatron-Bridge's model key. An
+// argument list without the flag is Megatron-LM's unfused default; the scenario's default (fused,
+// as NVIDIA's recipes run it) is written out.
+TEST(FrameworkBridge, CrossEntropyFusionTravelsBothWaysAndItsAbsenceIsMegatronsUnfusedDefault) {
+  for (const ConfigFormat format : {ConfigFormat::kMegatron, ConfigFormat::kMegatronBridge}) {
+    for (const std::optional<bool> fused : {std::optional<bool>{}, std::optional<bool>{false}}) {
+      Case c = cases()[0];
+      c.scenario.training.cross_entropy_loss_fusion = fused;
+      auto out = export_plan(c.scenario, c.plan, format);
+      ASSERT_TRUE(out.ok()) << to_string(format) << ": " << out.problems().front().to_string();
+      const bool written_fused = format == ConfigFormat::kMegatron
+                                     ? out->text.find("--cross-entropy-loss-fusion") != std::string::npos
+                                     : out->text.find("model.cross_entropy_loss_fusion=true") != std::string::npos;
+      EXPECT_EQ(written_fused, fused.value_or(true)) << out->text;
+      ImportOptions o;
+      o.format = format;
+      o.num_gpus = c.scenario.cluster.num_gpus;
+      o.gpus_per_node = c.scenario.cluster.gpus_per_node;
+      auto imported = import_framework_config(write_temp("xent_" + std::string(to_string(format)) + extension(format), out->text), o);
+      ASSERT_TRUE(imported.ok()) << to_string(format) << ": " << imported.problems().front().to_string();
+      auto again = scenario_from_json(imported->scenario);
+      ASSERT_TRUE(again.ok()) << again.problems().front().to_string();
+      ASSERT_TRUE(again->training.cross_entropy_loss_fusion.has_value()) << to_string(format);
+      EXPECT_EQ(*again->training.cross_entropy_loss_fusion, fused.value_or(true)) << to_string(format);
+    }
+  }
 }
 
 TEST(FrameworkExport, RefusesWhatTheTargetCannotExpress) {

@@ -14,6 +14,7 @@ MONARCH_ARGS=(
   --micro-batch-size 2
   --global-batch-size 256
   --bf16
+  --cross-entropy-loss-fusion
   --num-layers 32
   --hidden-size 4096
   --num-attention-heads 32

@@ -24,4 +24,5 @@ ddp.use_distributed_optimizer=true
 ddp.overlap_grad_reduce=true
 ddp.overlap_param_gather=true
 comm_overlap.tp_comm_overlap=false
+model.cross_entropy_loss_fusion=true
 mixed_precision=bf16_mixed

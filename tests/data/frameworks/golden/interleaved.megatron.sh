@@ -13,6 +13,7 @@ MONARCH_ARGS=(
   --micro-batch-size 1
   --global-batch-size 64
   --bf16
+  --cross-entropy-loss-fusion
   --num-layers 80
   --hidden-size 8192
   --num-attention-heads 64

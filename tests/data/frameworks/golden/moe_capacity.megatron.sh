@@ -12,6 +12,7 @@ MONARCH_ARGS=(
   --micro-batch-size 1
   --global-batch-size 256
   --bf16
+  --cross-entropy-loss-fusion
   --num-layers 32
   --hidden-size 4096
   --num-attention-heads 32
