@@ -474,10 +474,12 @@ void export_deepspeed(const Scenario& s, const Plan& p, Problems& refuse, Export
     f.add("--disable-bias-linear");
   }
   if (!m.tie_embeddings) f.add("--untie-embeddings-and-output-weights");
-  // Megatron-DeepSpeed's attention: --use-flash-attn-v2 the flash-attn package, --use-flash-attn-v1
-  // the first generation (import_attention_kernel).
-  if (m.attention_kernel == AttentionKernel::kFlash2) f.add("--use-flash-attn-v2");
-  if (m.attention_kernel == AttentionKernel::kFlash1) f.add("--use-flash-attn-v1");
+  // Megatron-DeepSpeed's attention: --use-flash-attn-v2 the flash-attn package (which the cost
+  // model runs for flash under deepspeed), --use-flash-attn-v1 the first generation, no flag its
+  // materialized CoreAttention (import_attention_kernel).
+  const AttentionKernel kernel = m.attention_kernel.value_or(AttentionKernel::kFlash);
+  if (kernel == AttentionKernel::kFlash || kernel == AttentionKernel::kFlash2) f.add("--use-flash-attn-v2");
+  if (kernel == AttentionKernel::kFlash1) f.add("--use-flash-attn-v1");
   if (m.is_moe()) {
     f.add("--num-experts", str(m.num_experts));
     f.add("--topk", str(m.moe_top_k));
@@ -713,13 +715,15 @@ class Importer {
 // auto leaves TE's own choice (cuDNN on Hopper), the scenario's default; the older
 // --use-flash-attn calls the flash-attn package too. Megatron-DeepSpeed (megatron/arguments.py):
 // --use-flash-attn-v2 the flash-attn package, --use-flash-attn(-v1) its first generation and
-// --use-flash-attn-triton the Triton port.
+// --use-flash-attn-triton the Triton port; without any of them ParallelAttention runs its
+// CoreAttention, which stores the scores (megatron/model/transformer.py).
 void import_attention_kernel(Importer& in, bool deepspeed_flags) {
   if (deepspeed_flags) {
     const bool v1 = in.boolean("--use-flash-attn-v1").value_or(false) || in.boolean("--use-flash-attn").value_or(false);
     const bool triton = in.boolean("--use-flash-attn-triton").value_or(false);
     if (in.boolean("--use-flash-attn-v2").value_or(false)) in.assign("model.attention_kernel", "\"flash2\"");
     else if (v1 || triton) in.assign("model.attention_kernel", "\"flash1\"");
+    else in.assign("model.attention_kernel", "\"materialized\"");
     return;
   }
   const Setting* given = in.setting("--attention-backend");

@@ -378,6 +378,21 @@ TEST(FrameworkBridge, AttentionKernelTravelsToMegatronAndDeepspeedAndBack) {
   round_trip(cases()[0], AttentionKernel::kMaterialized, ConfigFormat::kMegatron, "--attention-backend local");
   round_trip(cases()[3], AttentionKernel::kFlash2, ConfigFormat::kDeepspeed, "--use-flash-attn-v2");
   round_trip(cases()[3], AttentionKernel::kFlash1, ConfigFormat::kDeepspeed, "--use-flash-attn-v1");
+  // Megatron-DeepSpeed without a flash flag runs its CoreAttention, which stores the scores; the
+  // default kernel is the flash-attn package there.
+  Case ds = cases()[3];
+  EXPECT_NE(export_plan(ds.scenario, ds.plan, ConfigFormat::kDeepspeed)->text.find("--use-flash-attn-v2"), std::string::npos);
+  ds.scenario.model.attention_kernel = AttentionKernel::kMaterialized;
+  auto plain = export_plan(ds.scenario, ds.plan, ConfigFormat::kDeepspeed);
+  ASSERT_TRUE(plain.ok()) << plain.problems().front().to_string();
+  EXPECT_EQ(plain->text.find("--use-flash-attn"), std::string::npos) << plain->text;
+  ImportOptions ds_options;
+  ds_options.format = ConfigFormat::kDeepspeed;
+  ds_options.num_gpus = ds.scenario.cluster.num_gpus;
+  ds_options.gpus_per_node = ds.scenario.cluster.gpus_per_node;
+  auto core_attention = import_framework_config(write_temp("attention_core.sh", plain->text), ds_options);
+  ASSERT_TRUE(core_attention.ok()) << core_attention.problems().front().to_string();
+  EXPECT_EQ(scenario_from_json(core_attention->scenario)->model.attention_kernel, AttentionKernel::kMaterialized);
   EXPECT_EQ(export_plan(cases()[0].scenario, cases()[0].plan, ConfigFormat::kMegatron)->text.find("--attention-backend"),
             std::string::npos);
   Case fa1 = cases()[0];

@@ -45,5 +45,6 @@ MONARCH_ARGS=(
   --no-position-embedding
   --disable-bias-linear
   --untie-embeddings-and-output-weights
+  --use-flash-attn-v2
 )
 deepspeed pretrain_gpt.py "${MONARCH_ARGS[@]}" "$@"

@@ -42,6 +42,7 @@ MONARCH_ARGS=(
   --no-position-embedding
   --disable-bias-linear
   --untie-embeddings-and-output-weights
+  --use-flash-attn-v2
   --num-experts 8
   --topk 2
   --moe-expert-parallel-size 8
