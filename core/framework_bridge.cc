@@ -263,6 +263,17 @@ class Flags {
 };
 
 // Megatron-Core's model shape flags (megatron/training/arguments.py, core_v0.19.0).
+// Megatron-Core's attention backend (--attention-backend, Megatron-Bridge model.attention_backend)
+// for the kernel, or nullptr for the default, which is Transformer Engine's own choice (auto):
+// flash is the flash-attn package, local Megatron's own attention storing the scores.
+const char* megatron_attention_backend(const ModelConfig& m) {
+  switch (m.attention_kernel.value_or(AttentionKernel::kFlash)) {
+    case AttentionKernel::kFlash2: return "flash";
+    case AttentionKernel::kMaterialized: return "local";
+    default: return nullptr;
+  }
+}
+
 void megatron_model_flags(const ModelConfig& m, Flags& f) {
   f.add("--num-layers", str(m.num_layers));
   f.add("--hidden-size", str(m.hidden_size));
@@ -286,10 +297,7 @@ void megatron_model_flags(const ModelConfig& m, Flags& f) {
   if (!m.tie_embeddings) f.add("--untie-embeddings-and-output-weights");
   if (m.hidden_dropout) f.add("--hidden-dropout", num(*m.hidden_dropout));
   if (m.attention_dropout) f.add("--attention-dropout", num(*m.attention_dropout));
-  // The default kernel is Transformer Engine's own choice (--attention-backend auto).
-  const AttentionKernel kernel = m.attention_kernel.value_or(AttentionKernel::kFlash);
-  if (kernel == AttentionKernel::kFlash2) f.add("--attention-backend", "flash");
-  if (kernel == AttentionKernel::kMaterialized) f.add("--attention-backend", "local");
+  if (const char* backend = megatron_attention_backend(m)) f.add("--attention-backend", backend);
   if (m.is_moe()) {
     f.add("--num-experts", str(m.num_experts));
     f.add("--moe-router-topk", str(m.moe_top_k));
@@ -551,6 +559,10 @@ void export_bridge(const Scenario& s, const Plan& p, Problems& refuse, ExportedC
   set("model.add_bias_linear", flag(!llama));
   if (m.hidden_dropout) set("model.hidden_dropout", num(*m.hidden_dropout));
   if (m.attention_dropout) set("model.attention_dropout", num(*m.attention_dropout));
+  if (const char* backend = megatron_attention_backend(m)) set("model.attention_backend", backend);
+  if (m.attention_kernel == AttentionKernel::kFlash1)
+    refuse.push_back({where, "Megatron-Core has no first-generation FlashAttention backend (model.attention_backend "
+                             "flash, fused, unfused, local or auto); model.attention_kernel is flash1"});
   if (m.is_moe()) {
     set("model.num_moe_experts", str(m.num_experts));
     set("model.moe_router_topk", str(m.moe_top_k));
@@ -717,6 +729,18 @@ class Importer {
 // --use-flash-attn-v2 the flash-attn package, --use-flash-attn(-v1) its first generation and
 // --use-flash-attn-triton the Triton port; without any of them ParallelAttention runs its
 // CoreAttention, which stores the scores (megatron/model/transformer.py).
+// Megatron-Core's attention backend under `key` (Megatron-LM --attention-backend, Megatron-Bridge
+// model.attention_backend; megatron_attention_backend writes it).
+void import_attention_backend(Importer& in, const std::string& key) {
+  const Setting* given = in.setting(key);
+  const auto backend = in.text(key);
+  if (!backend || *backend == "auto") return;
+  if (*backend == "flash") in.assign("model.attention_kernel", "\"flash2\"");
+  else if (*backend == "fused") in.assign("model.attention_kernel", "\"flash\"");
+  else if (*backend == "unfused" || *backend == "local") in.assign("model.attention_kernel", "\"materialized\"");
+  else in.problem(given, "found \"" + *backend + "\", expected flash, fused, unfused, local or auto");
+}
+
 void import_attention_kernel(Importer& in, bool deepspeed_flags) {
   if (deepspeed_flags) {
     const bool v1 = in.boolean("--use-flash-attn-v1").value_or(false) || in.boolean("--use-flash-attn").value_or(false);
@@ -726,14 +750,9 @@ void import_attention_kernel(Importer& in, bool deepspeed_flags) {
     else in.assign("model.attention_kernel", "\"materialized\"");
     return;
   }
-  const Setting* given = in.setting("--attention-backend");
-  const auto backend = in.text("--attention-backend");
-  if (!backend && in.boolean("--use-flash-attn").value_or(false)) in.assign("model.attention_kernel", "\"flash2\"");
-  if (!backend || *backend == "auto") return;
-  if (*backend == "flash") in.assign("model.attention_kernel", "\"flash2\"");
-  else if (*backend == "fused") in.assign("model.attention_kernel", "\"flash\"");
-  else if (*backend == "unfused" || *backend == "local") in.assign("model.attention_kernel", "\"materialized\"");
-  else in.problem(given, "found \"" + *backend + "\", expected flash, fused, unfused, local or auto");
+  if (!in.setting("--attention-backend") && in.boolean("--use-flash-attn").value_or(false))
+    in.assign("model.attention_kernel", "\"flash2\"");
+  import_attention_backend(in, "--attention-backend");
 }
 
 void import_cuda_graphs(Importer& in, const std::string& impl_key, const std::string& enable_key,
@@ -1190,6 +1209,7 @@ void import_bridge(Importer& in) {
   if (auto v = in.boolean("model.share_embeddings_and_output_weights")) in.assign("model.tie_embeddings", *v ? "true" : "false");
   if (auto v = in.number("model.hidden_dropout")) in.assign("model.hidden_dropout", num(*v));
   if (auto v = in.number("model.attention_dropout")) in.assign("model.attention_dropout", num(*v));
+  import_attention_backend(in, "model.attention_backend");
   in.assign_int("model.num_experts", in.integer("model.num_moe_experts"));
   in.assign_int("model.moe_top_k", in.integer("model.moe_router_topk"));
   in.assign_int("model.moe_ffn_hidden_size", in.integer("model.moe_ffn_hidden_size"));

@@ -354,9 +354,10 @@ TEST(FrameworkBridge, CudaGraphsTravelToMegatronAndBack) {
   }
 }
 
-// The attention kernel travels in each framework's words: Megatron-LM's --attention-backend
-// (flash = the flash-attn package, local = Megatron's own attention storing the scores; the
-// default is TE's own choice, so no flag) and Megatron-DeepSpeed's --use-flash-attn-v2 / -v1.
+// The attention kernel travels in each framework's words: Megatron-LM's --attention-backend and
+// Megatron-Bridge's model.attention_backend (flash = the flash-attn package, local = Megatron's
+// own attention storing the scores; the default is TE's own choice, so nothing is written) and
+// Megatron-DeepSpeed's --use-flash-attn-v2 / -v1.
 TEST(FrameworkBridge, AttentionKernelTravelsToMegatronAndDeepspeedAndBack) {
   auto round_trip = [](Case c, AttentionKernel kernel, ConfigFormat f, const std::string& flag) {
     c.scenario.model.attention_kernel = kernel;
@@ -378,6 +379,10 @@ TEST(FrameworkBridge, AttentionKernelTravelsToMegatronAndDeepspeedAndBack) {
   round_trip(cases()[0], AttentionKernel::kMaterialized, ConfigFormat::kMegatron, "--attention-backend local");
   round_trip(cases()[3], AttentionKernel::kFlash2, ConfigFormat::kDeepspeed, "--use-flash-attn-v2");
   round_trip(cases()[3], AttentionKernel::kFlash1, ConfigFormat::kDeepspeed, "--use-flash-attn-v1");
+  round_trip(cases()[0], AttentionKernel::kFlash2, ConfigFormat::kMegatronBridge, "model.attention_backend=flash");
+  round_trip(cases()[0], AttentionKernel::kMaterialized, ConfigFormat::kMegatronBridge, "model.attention_backend=local");
+  EXPECT_EQ(export_plan(cases()[0].scenario, cases()[0].plan, ConfigFormat::kMegatronBridge)->text.find("attention_backend"),
+            std::string::npos);
   // Megatron-DeepSpeed without a flash flag runs its CoreAttention, which stores the scores; the
   // default kernel is the flash-attn package there.
   Case ds = cases()[3];
@@ -398,6 +403,7 @@ TEST(FrameworkBridge, AttentionKernelTravelsToMegatronAndDeepspeedAndBack) {
   Case fa1 = cases()[0];
   fa1.scenario.model.attention_kernel = AttentionKernel::kFlash1;
   EXPECT_FALSE(export_plan(fa1.scenario, fa1.plan, ConfigFormat::kMegatron).ok());
+  EXPECT_FALSE(export_plan(fa1.scenario, fa1.plan, ConfigFormat::kMegatronBridge).ok());
   // fused is cuDNN's attention, the default kernel; a backend Megatron does not have is named.
   const std::string args = "MONARCH_ARGS=(\n  --tensor-model-parallel-size 2\n"
       "  --num-layers 32 --hidden-size 4096 --num-attention-heads 32 --seq-length 4096 --vocab-size 32000\n"
