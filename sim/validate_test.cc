@@ -148,12 +148,13 @@ TEST(Validate, SharedSetsHoldTheFidelityReached) {
 
 // torchtitan's published runs (tests/data/validation/torchtitan-published.json, from its
 // docs/performance.md and its benchmarks/ folder): FSDP2 on 64 A100 eager; on 8-256 Grand Teton
-// H100 at their 500 W power limit, eager, compiled and with Float8, with and without async TP;
-// on 32-64 H200. Reached 6.76% and 19.5% (Llama 3.1 8B at TP 8 on 64 H100 with async TP in
-// float8; async TP gains about 10 points more in the model than in the runs); a regression
-// guard.
+// H100 at their 500 W power limit, eager, compiled and with Float8, with and without async TP,
+// Llama 3.1 405B on 512 with 1F1B and Interleaved 1F1B pipelines and with context parallelism
+// 1-8 at 32k-256k tokens; on 32-64 H200. Reached 8.86% and 26.7% (405B at CP 8: the CP 4-8 runs
+// are 13-27% too fast, with no mechanism found; async TP gains about 10 points more in the model
+// than in the runs); a regression guard.
 TEST(Validate, TorchtitanRunsHoldTheFidelityReached) {
-  expect_within({"torchtitan-published.json", 26, 7.1, 20.0});
+  expect_within({"torchtitan-published.json", 34, 9.0, 27.0});
 }
 
 // Megatron-Bridge's published dense Llama 3 runs in FP8 (tests/data/validation/
