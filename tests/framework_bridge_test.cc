@@ -125,6 +125,15 @@ std::vector<Case> cases() {
   return v;
 }
 
+// Import options for reading back what `c` exported in format `f`: its GPU count and node size.
+ImportOptions import_options(const Case& c, ConfigFormat f) {
+  ImportOptions o;
+  o.format = f;
+  o.num_gpus = c.scenario.cluster.num_gpus;
+  o.gpus_per_node = c.scenario.cluster.gpus_per_node;
+  return o;
+}
+
 std::string write_temp(const std::string& name, const std::string& text) {
   const auto dir = std::filesystem::temp_directory_path() / ("monarch_bridge_test_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
@@ -270,10 +279,7 @@ TEST(FrameworkBridge, RoundTripGivesBackThePlan) {
       auto out = export_plan(c.scenario, c.plan, f);
       if (!out) continue;
       const std::string path = write_temp(c.name + "_" + to_string(f) + extension(f), out->text);
-      ImportOptions o;
-      o.format = f;
-      o.num_gpus = c.scenario.cluster.num_gpus;
-      o.gpus_per_node = c.scenario.cluster.gpus_per_node;
+      ImportOptions o = import_options(c, f);
       if (f == ConfigFormat::kTorchtitan && !out->warnings.empty()) o.model = "";  // shape given below
       auto imported = import_framework_config(path, o);
       if (f == ConfigFormat::kTorchtitan && c.scenario.model.preset.empty()) {
@@ -309,10 +315,7 @@ TEST(FrameworkBridge, CudaGraphsTravelToMegatronAndBack) {
                                                           : "model.cuda_graph_impl=transformer_engine"),
               std::string::npos)
         << out->text;
-    ImportOptions o;
-    o.format = f;
-    o.num_gpus = c.scenario.cluster.num_gpus;
-    o.gpus_per_node = c.scenario.cluster.gpus_per_node;
+    const ImportOptions o = import_options(c, f);
     auto imported = import_framework_config(write_temp("graphs_" + std::string(to_string(f)) + extension(f), out->text), o);
     ASSERT_TRUE(imported.ok()) << imported.problems().front().to_string();
     auto again = scenario_from_json(imported->scenario);
@@ -365,10 +368,7 @@ TEST(FrameworkBridge, AttentionKernelTravelsToMegatronAndDeepspeedAndBack) {
     EXPECT_TRUE(out.ok()) << to_string(f) << ": " << (out.ok() ? "" : out.problems().front().to_string());
     if (!out.ok()) return;
     EXPECT_NE(out->text.find(flag), std::string::npos) << out->text;
-    ImportOptions o;
-    o.format = f;
-    o.num_gpus = c.scenario.cluster.num_gpus;
-    o.gpus_per_node = c.scenario.cluster.gpus_per_node;
+    const ImportOptions o = import_options(c, f);
     auto imported = import_framework_config(write_temp("attention_" + flag.substr(2, 14) + extension(f), out->text), o);
     ASSERT_TRUE(imported.ok()) << imported.problems().front().to_string();
     auto again = scenario_from_json(imported->scenario);
@@ -391,10 +391,7 @@ TEST(FrameworkBridge, AttentionKernelTravelsToMegatronAndDeepspeedAndBack) {
   auto plain = export_plan(ds.scenario, ds.plan, ConfigFormat::kDeepspeed);
   ASSERT_TRUE(plain.ok()) << plain.problems().front().to_string();
   EXPECT_EQ(plain->text.find("--use-flash-attn"), std::string::npos) << plain->text;
-  ImportOptions ds_options;
-  ds_options.format = ConfigFormat::kDeepspeed;
-  ds_options.num_gpus = ds.scenario.cluster.num_gpus;
-  ds_options.gpus_per_node = ds.scenario.cluster.gpus_per_node;
+  const ImportOptions ds_options = import_options(ds, ConfigFormat::kDeepspeed);
   auto core_attention = import_framework_config(write_temp("attention_core.sh", plain->text), ds_options);
   ASSERT_TRUE(core_attention.ok()) << core_attention.problems().front().to_string();
   EXPECT_EQ(scenario_from_json(core_attention->scenario)->model.attention_kernel, AttentionKernel::kMaterialized);
@@ -439,10 +436,7 @@ TEST(FrameworkBridge, GradReduceTypeTravelsBothWays) {
     auto out = export_plan(c.scenario, c.plan, w.format);
     ASSERT_TRUE(out.ok()) << to_string(w.format) << ": " << out.problems().front().to_string();
     EXPECT_NE(out->text.find(w.words), std::string::npos) << out->text;
-    ImportOptions o;
-    o.format = w.format;
-    o.num_gpus = c.scenario.cluster.num_gpus;
-    o.gpus_per_node = c.scenario.cluster.gpus_per_node;
+    const ImportOptions o = import_options(c, w.format);
     auto imported = import_framework_config(write_temp("grads_" + std::string(to_string(w.format)) + extension(w.format), out->text), o);
     ASSERT_TRUE(imported.ok()) << to_string(w.format) << ": " << imported.problems().front().to_string();
     auto again = scenario_from_json(imported->scenario);
@@ -460,10 +454,7 @@ TEST(FrameworkBridge, GradReduceTypeTravelsBothWays) {
   EXPECT_TRUE(warned);
   // Read back from Megatron-Bridge overrides: the recipe's own flag counts, ddp's is noted as
   // replaced by it.
-  ImportOptions o;
-  o.format = ConfigFormat::kMegatronBridge;
-  o.num_gpus = c.scenario.cluster.num_gpus;
-  o.gpus_per_node = c.scenario.cluster.gpus_per_node;
+  const ImportOptions o = import_options(c, ConfigFormat::kMegatronBridge);
   auto via_ddp = import_framework_config(write_temp("grads_ddp.txt", bridge->text + "ddp.grad_reduce_in_fp32=false\n"), o);
   ASSERT_TRUE(via_ddp.ok()) << via_ddp.problems().front().to_string();
   EXPECT_FALSE(scenario_from_json(via_ddp->scenario)->training.grad_reduce_in_fp32.has_value());
@@ -494,10 +485,7 @@ TEST(FrameworkBridge, CrossEntropyFusionTravelsBothWaysAndItsAbsenceIsMegatronsU
                                      ? out->text.find("--cross-entropy-loss-fusion") != std::string::npos
                                      : out->text.find("model.cross_entropy_loss_fusion=true") != std::string::npos;
       EXPECT_EQ(written_fused, fused.value_or(true)) << out->text;
-      ImportOptions o;
-      o.format = format;
-      o.num_gpus = c.scenario.cluster.num_gpus;
-      o.gpus_per_node = c.scenario.cluster.gpus_per_node;
+      const ImportOptions o = import_options(c, format);
       auto imported = import_framework_config(write_temp("xent_" + std::string(to_string(format)) + extension(format), out->text), o);
       ASSERT_TRUE(imported.ok()) << to_string(format) << ": " << imported.problems().front().to_string();
       auto again = scenario_from_json(imported->scenario);
