@@ -718,17 +718,6 @@ class Importer {
   ImportedConfig& out_;
 };
 
-// CUDA graphs: an implementation other than none (local, transformer_engine), or the deprecated
-// enable switch (local). Both capture per layer; a scope narrower than the whole layer is noted.
-// The attention kernel (model.attention_kernel). Megatron-Core's --attention-backend picks
-// Transformer Engine's backend through its NVTE_FLASH_ATTN / NVTE_FUSED_ATTN / NVTE_UNFUSED_ATTN
-// switches (LanguageModule._set_attention_backend): flash is the flash-attn package, fused
-// cuDNN's attention, unfused TE's and local Megatron's own attention, both storing the scores;
-// auto leaves TE's own choice (cuDNN on Hopper), the scenario's default; the older
-// --use-flash-attn calls the flash-attn package too. Megatron-DeepSpeed (megatron/arguments.py):
-// --use-flash-attn-v2 the flash-attn package, --use-flash-attn(-v1) its first generation and
-// --use-flash-attn-triton the Triton port; without any of them ParallelAttention runs its
-// CoreAttention, which stores the scores (megatron/model/transformer.py).
 // Megatron-Core's attention backend under `key` (Megatron-LM --attention-backend, Megatron-Bridge
 // model.attention_backend; megatron_attention_backend writes it).
 void import_attention_backend(Importer& in, const std::string& key) {
@@ -741,6 +730,15 @@ void import_attention_backend(Importer& in, const std::string& key) {
   else in.problem(given, "found \"" + *backend + "\", expected flash, fused, unfused, local or auto");
 }
 
+// The attention kernel (model.attention_kernel). Megatron-Core's --attention-backend picks
+// Transformer Engine's backend through its NVTE_FLASH_ATTN / NVTE_FUSED_ATTN / NVTE_UNFUSED_ATTN
+// switches (LanguageModule._set_attention_backend): flash is the flash-attn package, fused
+// cuDNN's attention, unfused TE's and local Megatron's own attention, both storing the scores;
+// auto leaves TE's own choice (cuDNN on Hopper), the scenario's default; the older
+// --use-flash-attn calls the flash-attn package too. Megatron-DeepSpeed (megatron/arguments.py):
+// --use-flash-attn-v2 the flash-attn package, --use-flash-attn(-v1) its first generation and
+// --use-flash-attn-triton the Triton port; without any of them ParallelAttention runs its
+// CoreAttention, which stores the scores (megatron/model/transformer.py).
 void import_attention_kernel(Importer& in, bool deepspeed_flags) {
   if (deepspeed_flags) {
     const bool v1 = in.boolean("--use-flash-attn-v1").value_or(false) || in.boolean("--use-flash-attn").value_or(false);
@@ -755,6 +753,8 @@ void import_attention_kernel(Importer& in, bool deepspeed_flags) {
   import_attention_backend(in, "--attention-backend");
 }
 
+// CUDA graphs: an implementation other than none (local, transformer_engine), or the deprecated
+// enable switch (local). Both capture per layer; a scope narrower than the whole layer is noted.
 void import_cuda_graphs(Importer& in, const std::string& impl_key, const std::string& enable_key,
                         const std::string& scope_key) {
   const auto impl = in.text(impl_key);

@@ -209,9 +209,9 @@ TEST(Validate, NemoPerformanceSummaryRunsHoldTheFidelityReached) {
 // context parallel 1-32 with TP 1-8, the batch shrinking as the sequence grows, attention
 // 17-99% of the step. The H100 runs' launcher ran the flash-attn package (attention_kernel
 // "flash2") and the unfused cross entropy; with cuDNN's rates they came out 11-51% too fast.
-// Reached 4.15% and 11.4%: H100 2.13% (within -5.3..+2.0%), B200 6.43% (+11% at 8K, where the GEMMs carry the step and
-// Blackwell's are the unmeasured ones the dense runs show, +3% at 1M, where cuDNN's attention
-// does); a regression guard.
+// Reached 4.15% and 11.4%: H100 2.13% (within -5.3..+2.0%), B200 6.43% (+11% at 8K, where the
+// GEMMs carry the step and Blackwell's are the unmeasured ones the dense runs show, +3% at 1M,
+// where cuDNN's attention does); a regression guard.
 TEST(Validate, NemoLongSequenceRunsHoldTheFidelityReached) {
   expect_within({"nemo-long-sequence-published.json", 17, 4.5, 12.0});
 }
