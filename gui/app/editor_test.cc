@@ -111,6 +111,16 @@ TEST(ScenarioEditor, ProblemsAtTheFieldWithTheCommandLineMessage) {
   editor.set_field_text("/training/grad_reduce_in_fp32", "");
   EXPECT_TRUE(editor.scenario());
   editor.set_field_text("/training/precision", "bf16");
+  // The cross entropy's fusion is Megatron's choice: under DeepSpeed the key reports it.
+  ASSERT_TRUE(editor.set_field_text("/training/cross_entropy_loss_fusion", "false"));
+  EXPECT_EQ(editor.document()["training"]["cross_entropy_loss_fusion"], false);
+  EXPECT_TRUE(editor.scenario());
+  editor.set_field_text("/training/framework", "deepspeed");
+  EXPECT_FALSE(editor.scenario());
+  EXPECT_TRUE(editor.field_problem("/training/cross_entropy_loss_fusion").contains("deepspeed"));
+  editor.set_field_text("/training/framework", "");
+  editor.set_field_text("/training/cross_entropy_loss_fusion", "");
+  EXPECT_TRUE(editor.scenario());
 
   // A power limit turns the GPU named by its preset into the object form; another preset keeps
   // the limit, and one above the board's TDP is reported at the key.

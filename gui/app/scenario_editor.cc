@@ -146,6 +146,8 @@ void ScenarioEditor::build_forms() {
     "blocks compiled by torch.compile (torchtitan only); default false");
   f("Training", "grad_reduce_in_fp32", {"/training/grad_reduce_in_fp32"}, K::kChoice, none_true_false,
     "gradients reduced in fp32 (true) or the 16-bit type (false); empty = the framework's default");
+  f("Training", "cross_entropy_loss_fusion", {"/training/cross_entropy_loss_fusion"}, K::kChoice, none_true_false,
+    "Megatron's fused cross entropy (true) or Megatron-LM's unfused default (false); empty = fused");
   auto deg = [](const char* canonical, const char* a, const char* b) {
     return std::vector<std::string>{std::string("/parallelism/") + canonical, std::string("/parallelism/") + a,
                                     std::string("/parallelism/") + b};
