@@ -261,6 +261,12 @@ void use_flash2_rates(Ctx& c) {
   }
 }
 
+// The unfused vocab-parallel cross entropy on an fp32 copy of the logits (kUnfusedLoss*).
+void use_unfused_loss(Ctx& c) {
+  c.loss_forward_bytes_per_logit = kUnfusedLossForwardBytesPerLogit;
+  c.loss_backward_bytes_per_logit = kUnfusedLossBackwardBytesPerLogit;
+}
+
 // Tri Dao's flash-attn package, Transformer Engine's FlashAttention backend: on Hopper the
 // profile's cuDNN rates over kCudnnOverFlashAttnHopper; elsewhere the profile's (FlashAttention-2
 // on Ampere; Blackwell's not measured).
@@ -298,14 +304,10 @@ Ctx make_ctx(const Scenario& s) {
   switch (s.training.framework) {
     case Framework::kMegatron:
       c.te_userbuffers = true;
-      if (!s.training.cross_entropy_loss_fusion.value_or(true)) {
-        c.loss_forward_bytes_per_logit = kUnfusedLossForwardBytesPerLogit;
-        c.loss_backward_bytes_per_logit = kUnfusedLossBackwardBytesPerLogit;
-      }
+      if (!s.training.cross_entropy_loss_fusion.value_or(true)) use_unfused_loss(c);
       break;
     case Framework::kDeepspeed:
-      c.loss_forward_bytes_per_logit = kUnfusedLossForwardBytesPerLogit;
-      c.loss_backward_bytes_per_logit = kUnfusedLossBackwardBytesPerLogit;
+      use_unfused_loss(c);
       // Megatron-DeepSpeed has no Transformer Engine attention: its fused attention is the
       // flash-attn package (--use-flash-attn-v2: ParallelAttention's flash path calls
       // flash_attn_varlen_func, megatron/model/transformer.py), so on Hopper "flash" runs the
