@@ -279,7 +279,8 @@ double saved_gemm_input_bytes(Precision precision) {
 }
 
 double layer_activation_bytes(const ModelShape& m, int64_t micro_batch, int64_t tp, int64_t cp, bool sp,
-                              Recompute r, double e, int64_t etp, double gemm_input_bytes, bool torchtitan_block) {
+                              Recompute r, double e, int64_t etp, double gemm_input_bytes, Framework framework) {
+  const bool torchtitan_block = framework == Framework::kTorchtitan;
   const double g = gemm_input_bytes > 0 ? gemm_input_bytes : e;  // saved GEMM inputs
   const double t = static_cast<double>(tp);
   const double s_local = static_cast<double>(m.seq) / static_cast<double>(cp);
@@ -322,17 +323,27 @@ double layer_activation_bytes(const ModelShape& m, int64_t micro_batch, int64_t 
     p.etp = etp;
     p.micro_batch_size = micro_batch;
     const MoeTokenFlow f = moe_token_flow(m, p);
-    // Expert input after the ETP all-gather (etp x E x cap rows, kept for the fc1 weight
-    // gradient) and the expert FFN internals on those rows, 1/etp of the columns.
-    experts_local += e * f.expert_rows * h;
-    experts_local += e * f.expert_rows * f.expert_ffn_local * (m.gated_mlp ? 3.0 : 2.0);
+    const double rows = f.expert_rows;  // etp x E x cap, after the ETP all-gather
+    const double fc1_out = (m.gated_mlp ? 2.0 : 1.0) * f.expert_ffn_local;  // 1/etp of the columns
+    if (framework == Framework::kMegatron) {
+      // Megatron-Core's TEGroupedMLP: each Transformer Engine GroupedLinear keeps its input for
+      // the weight gradient as a dense linear layer does, the fp8 copy in fp8 training
+      // (grouped_linear.py keeps the quantized inputs, columnwise usage only); the activation
+      // keeps its 16-bit input (the fc1 output) and the fp32 routing probability of each row.
+      // Since Megatron-Core 0.13 the activation applies the probabilities (experts.py
+      // activation_func_with_probs; commit 2659630721, "Memory efficient token permutation"),
+      // so the combine's unpermute weighs nothing and keeps nothing.
+      experts_local += g * rows * h + e * rows * fc1_out + g * rows * f.expert_ffn_local + 4.0 * rows;
+    } else {
+      // DeepSpeed-MoE and torchtitan: the expert input and FFN internals in 16-bit, and the
+      // combine, which weighs the returned expert outputs (E x cap rows, h wide) by their gates,
+      // keeps them for the gate gradient (the CPU runtime's moe.cc keeps the same).
+      experts_local += e * rows * h + e * rows * (fc1_out + f.expert_ffn_local) + e * f.dispatch_rows * h;
+    }
     // fp32 router probabilities of the T / tp tokens this rank routes (replicated over TP
-    // without sequence parallelism, which Megatron's MoE layer does not allow with tp > 1).
+    // without sequence parallelism, which Megatron's MoE layer does not allow with tp > 1), and
+    // the fp32 top-k gates of the routed tokens.
     experts_local += 4.0 * f.routed_tokens * static_cast<double>(m.experts);
-    // The combine: unpermute weighs the returned expert outputs (E x cap rows, h wide) by their
-    // gates, so it keeps them for the gate gradient, and the fp32 top-k gates of the routed
-    // tokens (Megatron-Core moe_utils unpermute with probs; the CPU runtime's moe.cc keeps the same).
-    experts_local += e * f.dispatch_rows * h;
     experts_local += 4.0 * f.routed_tokens * static_cast<double>(m.top_k);
   } else {
     // GeLU: its input (fc1 output) and the fc2 input; SwiGLU: gate and up, and the fc2 input.
@@ -437,7 +448,7 @@ MemoryBreakdown stage_memory(const ModelShape& m, const Scenario& sc, const Plan
   const double in_flight = micro_batches_in_flight(plan, stage, n_mb, sc.training.framework);
   const double g_in = saved_gemm_input_bytes(sc.training.precision);
   const double per_layer = layer_activation_bytes(m, mbs, plan.tp, plan.cp, plan.sequence_parallel, plan.recompute, e, plan.etp, g_in,
-                                                  sc.training.framework == Framework::kTorchtitan);
+                                                  sc.training.framework);
   const double t = static_cast<double>(plan.tp);
   const double sp_div = plan.sequence_parallel ? t : 1.0;
   const double T = static_cast<double>(m.seq) / static_cast<double>(plan.cp) * static_cast<double>(mbs);
@@ -450,7 +461,8 @@ MemoryBreakdown stage_memory(const ModelShape& m, const Scenario& sc, const Plan
   // kept layer inputs. On the last stage the micro-batch's output-layer activations are freed by
   // then (its backward ran first), so the peak holds the larger of the two.
   const double recomputed = plan.recompute == Recompute::kFull && layers > 0
-                                ? layer_activation_bytes(m, mbs, plan.tp, plan.cp, plan.sequence_parallel, Recompute::kNone, e, plan.etp, g_in)
+                                ? layer_activation_bytes(m, mbs, plan.tp, plan.cp, plan.sequence_parallel, Recompute::kNone, e, plan.etp, g_in,
+                                                         sc.training.framework)
                                 : 0.0;
   if (stage == plan.pp - 1) {
     // Korthikanti et al. 2022, section 4.3: final norm input and output projection input

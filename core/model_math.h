@@ -202,19 +202,22 @@ double korthikanti_table2_bytes(int64_t s, int64_t b, int64_t h, int64_t a, int6
 // `gemm_input_bytes` (0 = element_bytes) is the element size of the tensors kept only as the
 // input of a linear layer's weight-gradient GEMM: the QKV and fc1 inputs (norm outputs), the
 // attention projection input and the fc2 input (saved_gemm_input_bytes).
-// `torchtitan_block`: the layer is torchtitan's DTensor block. Its selective recompute is the
-// op-level policy (what it keeps is below), not Megatron's recompute of the attention core; and
-// without recompute, autograd keeps the QKV and fc1 inputs as the matmuls took them, gathered
-// over the TP group under sequence parallelism (tp_gathered_input, core/framework_rules.h).
+// `framework`: torchtitan's DTensor block keeps other tensors than Megatron's layer. Its
+// selective recompute is the op-level policy (what it keeps is below), not Megatron's recompute
+// of the attention core; and without recompute, autograd keeps the QKV and fc1 inputs as the
+// matmuls took them, gathered over the TP group under sequence parallelism (tp_gathered_input,
+// core/framework_rules.h). Megatron-Core's expert block keeps its GEMM inputs as the dense
+// layers do (`gemm_input_bytes`) and no combine input; the other frameworks' keep the 16-bit rows
+// and the combine input (the .cc says why).
 double layer_activation_bytes(const ModelShape& m, int64_t micro_batch, int64_t tp, int64_t cp,
                               bool sequence_parallel, Recompute r, double element_bytes, int64_t etp = 0,
-                              double gemm_input_bytes = 0, bool torchtitan_block = false);
+                              double gemm_input_bytes = 0, Framework framework = Framework::kMegatron);
 
 // Bytes per element of a saved linear-layer input. Fp8 training (Transformer Engine Linear,
 // LayerNormLinear, LayerNormMLP) casts each GEMM input to fp8 in the forward and saves that fp8
 // copy for the weight-gradient GEMM instead of the 16-bit tensor: 1 byte (kFp8WeightBytes'
 // element size). The attention inputs (Q, K, V) and the activation-function input stay 16-bit.
-// Dense layers only: the MoE expert block keeps its 16-bit rows.
+// Megatron-Core's MoE experts (Transformer Engine GroupedLinear) save theirs the same way.
 double saved_gemm_input_bytes(Precision precision);
 
 // Micro-batches whose activations a stage keeps at its peak, in units of "one micro-batch

@@ -216,6 +216,47 @@ TEST(Activations, FlashAttentionGqaSwigluAndContextParallel) {
               2 * 8192 * per_token, 1.0);
 }
 
+// The expert block of Qwen3-30B-A3B (128 experts of 768, top 8, hidden 2048, capacity factor 1)
+// at micro-batch 2 and EP 8: 8192 tokens route 65,536 rows, and each rank's 16 experts take
+// 4,096 rows each from the 8 ranks of the group, 65,536 rows in all. Megatron-Core keeps per row
+// the fc1 input (h), the activation's input (2 x 768), the fc2 input (768) and an fp32
+// probability; the GEMM inputs at 1 byte in fp8 training (Transformer Engine GroupedLinear keeps
+// its quantized copy). DeepSpeed and torchtitan keep the rows in 16-bit and an h-wide copy of the
+// routed rows for the gate gradient.
+TEST(Activations, MegatronExpertsKeepFp8GemmInputsAndNoCombineInput) {
+  ModelConfig c = llama(48, 2048, 32, 4, 6144, 151936, 4096);
+  c.head_dim = 128;
+  c.num_experts = 128;
+  c.moe_top_k = 8;
+  c.moe_ffn_hidden_size = 768;
+  const ModelShape m = model_shape(c);
+  Plan p;
+  p.micro_batch_size = 2;
+  p.ep = 8;
+  const MoeTokenFlow f = moe_token_flow(m, p);
+  ASSERT_DOUBLE_EQ(f.expert_rows, 65536.0);
+  ASSERT_DOUBLE_EQ(f.dispatch_rows, 65536.0);
+  const double rows = 65536.0, h = 2048.0, fe = 768.0;
+  auto act = [&](double gemm_input_bytes, Framework fw) {
+    return layer_activation_bytes(m, 2, 1, 1, false, Recompute::kNone, 2.0, 0, gemm_input_bytes, fw);
+  };
+  // bf16: the same rows either way, but no combine input in Megatron-Core.
+  EXPECT_DOUBLE_EQ(act(2.0, Framework::kDeepspeed) - act(2.0, Framework::kMegatron), 2.0 * rows * h - 4.0 * rows);
+  EXPECT_DOUBLE_EQ(act(2.0, Framework::kTorchtitan), act(2.0, Framework::kDeepspeed));
+  // fp8: each GEMM input at 1 byte: the two norm outputs (the QKV input and the expert block's
+  // input), the projection input, and the experts' fc1 and fc2 inputs.
+  const double dense_saved = 8192.0 * (2.0 * h + 32.0 * 128.0);
+  EXPECT_DOUBLE_EQ(act(2.0, Framework::kMegatron) - act(1.0, Framework::kMegatron), dense_saved + rows * (h + fe));
+  // The whole expert block of the fp8 layer: 0.39 GB against 0.84 GB kept the 16-bit way with
+  // the combine input.
+  const double megatron_block = rows * (h + 2.0 * 2.0 * fe + fe + 4.0) + 4.0 * 8192.0 * (128.0 + 8.0);
+  const double older_block = rows * (2.0 * h + 2.0 * 3.0 * fe + 2.0 * h) + 4.0 * 8192.0 * (128.0 + 8.0);
+  EXPECT_NEAR(megatron_block / 1e9, 0.39, 0.005);
+  EXPECT_NEAR(older_block / 1e9, 0.84, 0.005);
+  EXPECT_DOUBLE_EQ(act(2.0, Framework::kDeepspeed) - act(1.0, Framework::kMegatron),
+                   older_block - megatron_block + dense_saved);
+}
+
 // Dropout masks (1 byte per element) only where the probability is > 0: two hidden masks of
 // s b h per layer (after attention, after the MLP), and the attention-probability mask with its
 // dropout output (a s^2 b x (1 + 2) bytes); gpt defaults to 0.1 / 0.1 (Megatron), llama to 0.

@@ -182,8 +182,7 @@ LoweringCosts lowering_costs(const Scenario& sc, const Plan& p) {
   c.output_memory = states(last_extra, 0);
   c.layer_gathered_param_bytes = sb.weights * (layer_dense + layer_expert);
   c.layer_activation_bytes = layer_activation_bytes(m, p.micro_batch_size, p.tp, p.cp, p.sequence_parallel, p.recompute, e, p.etp,
-                                                    saved_gemm_input_bytes(sc.training.precision),
-                                                    sc.training.framework == Framework::kTorchtitan);
+                                                    saved_gemm_input_bytes(sc.training.precision), sc.training.framework);
   {
     // Korthikanti et al. 2022 section 4.3, as in stage_memory: final norm and output
     // projection inputs and the fp32 logits, per micro-batch on the last stage.
