@@ -1826,6 +1826,105 @@ TEST(Iteration, Qwen3MoeRecipeFitsAnH100WithoutRecompute) {
   EXPECT_LT(q.peak_memory_gib, 74.0);
 }
 
+// EP communication overlap (Megatron-Core's combined 1F1B): the all-to-alls of the paired steps
+// hide behind the other pass's compute windows (attention forward, expert block backward and
+// forward, attention backward), paying only the SMs they hold; the first forward and the last
+// backward of the 4 micro-batches run alone, their all-to-alls exposed.
+TEST(LayerCosts, EpOverlapHidesTheAllToAllsBehindTheOtherPassesCompute) {
+  const Scenario s = moe_llama(8, 1.0, 64);  // 256 sequences on 64 ranks: 4 micro-batches
+  Plan p;
+  p.dp = 64;
+  p.ep = 8;
+  p.zero_stage = 1;
+  const LayerCosts off = layer_costs(s, p);
+  p.ep_comm_overlap = true;
+  const LayerCosts on = layer_costs(s, p);
+  EXPECT_DOUBLE_EQ(on.ep_total_s, off.ep_total_s);
+  EXPECT_DOUBLE_EQ(off.ep_exposed_s, off.ep_total_s);
+  const cost_detail::Ctx c = cost_detail::make_ctx(s);
+  const cost_detail::LayerCompute lc = cost_detail::layer_compute(c, model_shape(s.model), p);
+  const double a2a = off.ep_total_s / 4;  // dispatch, combine and their gradients
+  // EP 8 inside the node: each all-to-all fits in 90% of its window.
+  for (double window : {lc.fwd.s - lc.moe_fwd.s, lc.moe_fwd.s, lc.moe_bwd.s, lc.bwd.s - lc.moe_bwd.s})
+    ASSERT_LT(a2a, cost_detail::kOverlapEfficiency * window);
+  const double sm_share = cost_detail::kNcclOverlapSms / static_cast<double>(c.prof->sm_count);
+  EXPECT_NEAR(on.ep_exposed_s, 4 * a2a * (0.25 + 0.75 * sm_share), 1e-12);
+  // More micro-batches: fewer run alone.
+  Scenario more = s;
+  more.training.global_batch_size = 1024;
+  EXPECT_NEAR(layer_costs(more, p).ep_exposed_s, 4 * a2a * (1.0 / 16 + 15.0 / 16 * sm_share), 1e-12);
+  // EP over 8 nodes of one GPU on a slow network: a window hides at most 90% of itself.
+  Scenario slow = s;
+  slow.cluster.gpus_per_node = 1;
+  slow.cluster.inter_node.bandwidth_GBps = 5;
+  p.ep_comm_overlap = false;
+  const LayerCosts slow_off = layer_costs(slow, p);
+  p.ep_comm_overlap = true;
+  const LayerCosts slow_on = layer_costs(slow, p);
+  EXPECT_LT(slow_on.ep_exposed_s, slow_off.ep_exposed_s);
+  EXPECT_GT(slow_on.ep_exposed_s, slow_off.ep_exposed_s - 0.75 * cost_detail::kOverlapEfficiency * (lc.fwd.s + lc.bwd.s));
+}
+
+// The combined 1F1B runs one forward more before its first backward: without a pipeline two
+// micro-batches' activations are kept instead of one.
+TEST(Iteration, EpOverlapKeepsOneMoreMicroBatchOfActivations) {
+  const Scenario s = moe_llama(8, 1.0, 64);
+  Plan p;
+  p.dp = 64;
+  p.ep = 8;
+  p.zero_stage = 1;
+  const ModelShape m = model_shape(s.model);
+  const MemoryBreakdown off = stage_memory(m, s, p, 0, 32);
+  p.ep_comm_overlap = true;
+  const MemoryBreakdown on = stage_memory(m, s, p, 0, 32);
+  const double per_layer = layer_activation_bytes(m, 1, 1, 1, false, Recompute::kNone, 2.0);
+  EXPECT_NEAR(on.activations_bytes - off.activations_bytes, 32 * per_layer, 1e-6 * per_layer);
+}
+
+// Where Megatron-Core's TransformerConfig refuses the overlap, a plan with it is rejected with
+// the reason.
+TEST(Iteration, EpOverlapRunsOnlyWhereMegatronAcceptsIt) {
+  Scenario s = moe_llama(8, 1.0, 64);
+  Plan p;
+  p.dp = 32;
+  p.pp = 2;
+  p.ep = 8;
+  p.zero_stage = 1;
+  p.ep_comm_overlap = true;
+  auto reason = [&](const Scenario& sc, const Plan& plan) { return quick_estimate(sc, plan).reject_reason; };
+  EXPECT_NE(reason(s, p).find("virtual pipeline stages"), std::string::npos) << reason(s, p);
+  p.vpp = 2;
+  p.schedule = Schedule::kInterleaved;
+  EXPECT_TRUE(quick_estimate(s, p).fits) << reason(s, p);
+  p.recompute = Recompute::kFull;
+  EXPECT_NE(reason(s, p).find("full recompute"), std::string::npos) << reason(s, p);
+  p.recompute = Recompute::kNone;
+  Scenario titan = s;
+  titan.training.framework = Framework::kTorchtitan;
+  EXPECT_NE(reason(titan, p).find("torchtitan has none"), std::string::npos) << reason(titan, p);
+  Plan dense = p;
+  dense.ep = 1;
+  EXPECT_NE(reason(s, dense).find("expert parallelism"), std::string::npos) << reason(s, dense);
+}
+
+// The router's forced load balancing spreads a dropless layer's tokens evenly: no rank of the EP
+// group waits for a busier one, so its all-to-alls take what drop-and-pad at capacity factor 1
+// takes (the same rows).
+TEST(LayerCosts, ForcedLoadBalancingRemovesTheDroplessImbalance) {
+  Scenario padded = moe_llama(8, 1.0, 64);
+  Scenario dropless = padded;
+  dropless.model.moe_dropless = true;
+  Scenario balanced = dropless;
+  balanced.model.moe_router_force_load_balancing = true;
+  Plan p;
+  p.dp = 64;
+  p.ep = 8;
+  const LayerCosts lp = layer_costs(padded, p), ld = layer_costs(dropless, p), lb = layer_costs(balanced, p);
+  EXPECT_DOUBLE_EQ(lb.ep_total_s, lp.ep_total_s);
+  EXPECT_NEAR(ld.ep_total_s, 1.3 * lb.ep_total_s, 1e-9 * ld.ep_total_s);  // one expert per rank: the whole excess
+  EXPECT_LT(lb.forward_s, ld.forward_s);
+}
+
 TEST(Iteration, MoeWithTensorParallelismNeedsSequenceParallelism) {
   const Scenario s = moe_on(64);
   Plan p;

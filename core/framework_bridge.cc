@@ -168,6 +168,7 @@ void export_torchtitan(const Scenario& s, const Plan& p, Problems& refuse, Expor
                            ") in the model's __init__.py before launching");
   }
   if (s.training.precision == Precision::kFp8) t.set("model", "converters", "[\"quantize.linear.float8\"]");
+  if (m.moe_router_force_load_balancing) t.set("debug", "moe_force_load_balance", "true");
   if (m.is_moe() && !m.moe_dropless)
     refuse.push_back({where, "torchtitan's MoE routes every token (token choice, no capacity factor: "
                              "torchtitan/models/moe/moe.py MoEArgs); the model drops tokens at capacity factor " +
@@ -203,6 +204,9 @@ void export_torchtitan(const Scenario& s, const Plan& p, Problems& refuse, Expor
     refuse.push_back({where, "torchtitan's tensor parallel plan always shards the norms over the sequence "
                              "(sequence parallel); the plan has tp " + str(p.tp) + " without it"});
   if (p.tp_comm_overlap) t.set("parallelism", "enable_async_tensor_parallel", "true");
+  if (p.ep_comm_overlap)
+    refuse.push_back({where, "torchtitan has no EP communication overlap (Megatron-Core's combined 1F1B, "
+                             "--overlap-moe-expert-parallel-comm); the plan has ep_comm_overlap"});
   if (s.training.compile) {
     t.set("compile", "enable", "true");
     t.set("compile", "components", "[\"model\", \"loss\"]");
@@ -307,6 +311,7 @@ void megatron_model_flags(const ModelConfig& m, Flags& f) {
       f.add("--moe-expert-capacity-factor", num(m.moe_capacity_factor));
       f.add("--moe-pad-expert-input-to-capacity");
     }
+    if (m.moe_router_force_load_balancing) f.add("--moe-router-force-load-balancing");
   }
 }
 
@@ -367,6 +372,10 @@ void export_megatron(const Scenario& s, const Plan& p, Problems& refuse, Exporte
   if (p.dp > 1 && p.overlap_grad_reduce) f.add("--overlap-grad-reduce");
   if (p.dp > 1 && p.zero_stage >= 1 && p.overlap_param_gather) f.add("--overlap-param-gather");
   if (p.tp_comm_overlap) f.add("--tp-comm-overlap");
+  if (p.ep_comm_overlap) {  // the pair Megatron-Bridge's MoE recipes set together
+    f.add("--overlap-moe-expert-parallel-comm");
+    f.add("--delay-wgrad-compute");
+  }
   if (s.training.cuda_graphs) {
     f.add("--cuda-graph-impl", "transformer_engine");
     if (!cuda_graphs_capture_whole_layer(s.model)) f.add("--cuda-graph-scope", "attn");
@@ -417,6 +426,8 @@ void export_deepspeed(const Scenario& s, const Plan& p, Problems& refuse, Export
   if (s.training.precision == Precision::kFp8)
     refuse.push_back({where, "Megatron-DeepSpeed has no fp8 training"});
   if (p.tp_comm_overlap) refuse.push_back({where, "Megatron-DeepSpeed has no TP communication overlap (--tp-comm-overlap)"});
+  if (p.ep_comm_overlap)
+    refuse.push_back({where, "Megatron-DeepSpeed has no EP communication overlap (--overlap-moe-expert-parallel-comm)"});
   if (s.training.cuda_graphs) refuse.push_back({where, "Megatron-DeepSpeed trains without CUDA graphs (training.cuda_graphs)"});
   if (s.model.is_moe() && s.model.moe_ffn_hidden_size > 0 && s.model.moe_ffn_hidden_size != s.model.ffn_hidden_size)
     refuse.push_back({where, "Megatron-DeepSpeed's experts take --ffn-hidden-size (it has no --moe-ffn-hidden-size); "
@@ -498,6 +509,8 @@ void export_deepspeed(const Scenario& s, const Plan& p, Problems& refuse, Export
     // without (--disable-moe-token-dropping).
     if (m.moe_dropless) f.add("--disable-moe-token-dropping");
     else f.add("--moe-train-capacity-factor", num(m.moe_capacity_factor));
+    if (m.moe_router_force_load_balancing)
+      refuse.push_back({where, "DeepSpeed's gating has no forced load balancing (model.moe_router_force_load_balancing)"});
   }
   out.text = "#!/bin/bash\n# DeepSpeed 0.19 config and Megatron-DeepSpeed pretrain_gpt.py flags written by monarch-sim "
              "for \"" + s.name + "\" on " + str(p.world_size()) + " GPUs (data parallel " + str(p.dp) +
@@ -568,6 +581,7 @@ void export_bridge(const Scenario& s, const Plan& p, Problems& refuse, ExportedC
     set("model.moe_router_topk", str(m.moe_top_k));
     if (m.moe_ffn_hidden_size > 0) set("model.moe_ffn_hidden_size", str(m.moe_ffn_hidden_size));
     set("model.moe_expert_capacity_factor", m.moe_dropless ? "null" : num(m.moe_capacity_factor));
+    if (m.moe_router_force_load_balancing) set("model.moe_router_force_load_balancing", "true");
   }
   set("train.micro_batch_size", str(p.micro_batch_size));
   set("train.global_batch_size", str(s.training.global_batch_size));
@@ -579,6 +593,10 @@ void export_bridge(const Scenario& s, const Plan& p, Problems& refuse, ExportedC
   set("ddp.overlap_grad_reduce", flag(p.overlap_grad_reduce));
   set("ddp.overlap_param_gather", flag(p.zero_stage >= 1 && p.overlap_param_gather));
   set("comm_overlap.tp_comm_overlap", flag(p.tp_comm_overlap));
+  if (m.is_moe()) {
+    set("comm_overlap.overlap_moe_expert_parallel_comm", flag(p.ep_comm_overlap));
+    set("comm_overlap.delay_wgrad_compute", flag(p.ep_comm_overlap));
+  }
   set("model.cross_entropy_loss_fusion", flag(s.training.cross_entropy_loss_fusion.value_or(true)));
   if (s.training.cuda_graphs) {
     set("model.cuda_graph_impl", "transformer_engine");
@@ -959,6 +977,11 @@ void import_megatron_like(Importer& in, bool deepspeed_flags) {
     (void)in.boolean("--moe-pad-expert-input-to-capacity");
     if (auto cf = in.number("--moe-expert-capacity-factor")) in.assign("model.moe_capacity_factor", num(*cf));
     else in.assign("model.moe_dropless", "true");
+    if (in.boolean("--moe-router-force-load-balancing").value_or(false))
+      in.assign("model.moe_router_force_load_balancing", "true");
+    // EP communication overlap: off unless the flag is given (Megatron's default).
+    in.assign("parallelism.ep_comm_overlap", in.boolean("--overlap-moe-expert-parallel-comm").value_or(false) ? "true" : "false");
+    (void)in.boolean("--delay-wgrad-compute");
   }
 }
 
@@ -1082,6 +1105,7 @@ void import_torchtitan(Importer& in, int64_t num_gpus, int64_t num_layers) {
   if (auto ep = in.integer("parallelism.expert_parallel_degree")) in.assign("parallelism.expert_parallel_degree", str(*ep));
   in.assign_int("parallelism.expert_tensor_parallel_degree", in.integer("parallelism.expert_tensor_parallel_degree"));
   if (auto v = in.boolean("parallelism.enable_async_tensor_parallel")) in.assign("parallelism.tp_comm_overlap", *v ? "true" : "false");
+  if (in.boolean("debug.moe_force_load_balance").value_or(false)) in.assign("model.moe_router_force_load_balancing", "true");
   // torch.compile of the blocks: [compile] enable with "model" among its components (torchtitan
   // v0.2); [training] compile in earlier releases.
   if (auto v = in.boolean("compile.enable")) {
@@ -1213,6 +1237,8 @@ void import_bridge(Importer& in) {
   in.assign_int("model.num_experts", in.integer("model.num_moe_experts"));
   in.assign_int("model.moe_top_k", in.integer("model.moe_router_topk"));
   in.assign_int("model.moe_ffn_hidden_size", in.integer("model.moe_ffn_hidden_size"));
+  if (auto v = in.boolean("model.moe_router_force_load_balancing"))
+    in.assign("model.moe_router_force_load_balancing", *v ? "true" : "false");
   if (auto cf = in.text("model.moe_expert_capacity_factor")) {
     if (*cf == "null" || *cf == "None") in.assign("model.moe_dropless", "true");
     else if (auto v = in.number("model.moe_expert_capacity_factor")) in.assign("model.moe_capacity_factor", num(*v));
@@ -1227,6 +1253,9 @@ void import_bridge(Importer& in) {
   for (const char* k : {"overlap_grad_reduce", "overlap_param_gather"})
     if (auto v = in.boolean(std::string("ddp.") + k)) in.assign(std::string("parallelism.") + k, *v ? "true" : "false");
   if (auto v = in.boolean("comm_overlap.tp_comm_overlap")) in.assign("parallelism.tp_comm_overlap", *v ? "true" : "false");
+  if (auto v = in.boolean("comm_overlap.overlap_moe_expert_parallel_comm"))
+    in.assign("parallelism.ep_comm_overlap", *v ? "true" : "false");
+  (void)in.boolean("comm_overlap.delay_wgrad_compute");
   if (auto v = in.boolean("model.cross_entropy_loss_fusion")) in.assign("training.cross_entropy_loss_fusion", *v ? "true" : "false");
   (void)in.text("model.cross_entropy_fusion_impl");
   import_cuda_graphs(in, "model.cuda_graph_impl", "model.enable_cuda_graph", "model.cuda_graph_scope");

@@ -32,6 +32,28 @@ std::string async_tp_problem(Framework framework, bool compile, bool tp_comm_ove
          "parallelize.py); expected tp_comm_overlap false, or training.compile true";
 }
 
+std::string ep_overlap_problem(const TrainingConfig& t, const ModelConfig& m, const Plan& p) {
+  if (!p.ep_comm_overlap) return {};
+  if (t.framework != Framework::kMegatron)
+    return std::string("EP communication overlap is Megatron-Core's combined 1F1B schedule "
+                       "(--overlap-moe-expert-parallel-comm); ") +
+           to_string(t.framework) + " has none: expected ep_comm_overlap false";
+  if (!m.is_moe() || p.ep <= 1)
+    return "EP communication overlap needs expert parallelism (\"overlap_moe_expert_parallel_comm is only supported with "
+           "expert model parallelism\"): expected ep_comm_overlap false, or expert_parallel_degree > 1 on an MoE model";
+  if (p.pp > 1 && p.chunks_per_stage() <= 1)
+    return "EP communication overlap with pipeline parallelism needs virtual pipeline stages (\"virtual_pipeline_model_"
+           "parallel_size must be specified when pipeline_model_parallel_size > 1\"): expected virtual_pipeline_degree > 1 "
+           "with the interleaved schedule, or ep_comm_overlap false";
+  if (p.recompute == Recompute::kFull)
+    return "EP communication overlap does not run with full recompute (\"disable full recomputation when enabling "
+           "overlap_moe_expert_parallel_comm\"): expected activation_recompute none or selective";
+  if (t.precision == Precision::kFp32)
+    return "EP communication overlap needs a 16-bit model (\"only supported with bf16 or fp16 model\"): expected "
+           "precision bf16, fp16 or fp8";
+  return {};
+}
+
 std::string cuda_graph_problem(const ModelConfig& m, Recompute r) {
   if (r == Recompute::kFull)
     return "Megatron-Core's per-layer CUDA graphs do not run with full recompute (\"full recompute is only supported "

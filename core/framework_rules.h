@@ -41,6 +41,14 @@ bool cuda_graphs_capture_whole_layer(const ModelConfig& model);
 // TP is an Inductor pass). Other frameworks: empty.
 std::string async_tp_problem(Framework framework, bool compile, bool tp_comm_overlap);
 
+// Why `plan` cannot run EP communication overlap (Plan::ep_comm_overlap), or empty: it is
+// Megatron-Core's combined 1F1B (--overlap-moe-expert-parallel-comm), which its
+// TransformerConfig.__post_init__ (megatron/core/transformer/transformer_config.py, 0.14)
+// accepts only with expert parallelism (ep > 1 on an MoE model), virtual pipeline stages when
+// pp > 1, no full recompute and a 16-bit model (bf16 or fp16; fp8 runs on a bf16 model).
+// torchtitan and DeepSpeed have no such schedule.
+std::string ep_overlap_problem(const TrainingConfig& training, const ModelConfig& model, const Plan& plan);
+
 // Whether TP communication overlap hides the backward reduce-scatter of a block's input
 // gradient (the gradient of its sequence-parallel all-gather). Transformer Engine's userbuffers
 // run it beside the block's weight-gradient GEMM (the bulk qkv_wgrad / fc1_wgrad overlaps,

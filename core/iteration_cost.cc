@@ -81,6 +81,7 @@ std::string plan_problem(const Scenario& sc, const Plan& p, const ModelShape& m)
     if (std::string why = cuda_graph_problem(sc.model, p.recompute); !why.empty()) return why;
   if (std::string why = async_tp_problem(sc.training.framework, sc.training.compile, p.tp_comm_overlap); !why.empty())
     return why;
+  if (std::string why = ep_overlap_problem(sc.training, sc.model, p); !why.empty()) return why;
   return framework_problem(sc.training.framework, p);
 }
 
@@ -196,6 +197,7 @@ PipelineShape pipeline_shape(const Scenario& sc, const Plan& p, const ModelShape
   sh.framework = sc.training.framework;
   sh.pp = p.pp;
   sh.vpp = p.chunks_per_stage();
+  sh.extra_warmup = extra_warmup_forwards(p);
   sh.micro_batches = std::max<int64_t>(num_micro_batches(sc, p), 1);
   double forward_comm_s = 0, all_comm_s = 0;
   for (const LayerCosts::Collective& col : L.collectives) {

@@ -9,6 +9,7 @@
 
 #include "core/collectives.h"
 #include "core/framework_rules.h"
+#include "core/pipeline_schedule.h"
 #include "core/plan_warnings.h"
 #include "core/profile.h"
 #include "core/units.h"
@@ -232,9 +233,10 @@ constexpr double kMoeHostSync_s = 40e-6;
 // MoE layer. Drop-and-pad routing gives every expert exactly its capacity (1). Dropless routing
 // lets the busiest expert's rank pace the all-to-all and the expert GEMMs; a rank holds E/ep
 // experts whose excess loads add up like independent deviations, so its relative excess falls
-// as 1/sqrt(E/ep). With ep == 1 no rank waits for another.
+// as 1/sqrt(E/ep). With ep == 1 no rank waits for another, nor with the router's forced load
+// balancing (its random logits spread the tokens evenly).
 double moe_rank_imbalance(const ModelShape& m, const Plan& p) {
-  if (!m.moe() || !m.dropless || p.ep <= 1) return 1.0;
+  if (!m.moe() || !m.dropless || m.force_balanced || p.ep <= 1) return 1.0;
   const double local_experts = static_cast<double>(m.experts) / static_cast<double>(p.ep);
   return 1.0 + (kMoeExpertLoadImbalance - 1.0) / std::sqrt(local_experts);
 }
@@ -876,6 +878,31 @@ void hide_comm_under_host(GroupKind group, double exposed_s, LayerCosts& out) {
   out.host_backward_s = std::max(0.0, out.host_backward_s - scale * bwd);
 }
 
+// EP communication overlap (Plan::ep_comm_overlap): Megatron-Core's combined 1F1B runs each
+// steady-state step as one micro-batch's forward beside another's backward, layer by layer
+// (megatron/core/models/common/model_chunk_schedule_plan.py, TransformerLayerSchedulePlan.run,
+// 0.14), the all-to-alls on a communication stream beside the other pass's compute:
+//   comm stream: combine_bwd | dispatch_fwd -> dispatch_bwd      | combine_fwd
+//   comp stream: attn_fwd    | mlp_bwd + mlp_bwd_dw -> mlp_fwd   | attn_bwd
+// so each of a layer's four all-to-alls hides behind one compute window: the attention forward,
+// the expert block's backward, its forward, the attention backward (the router and the
+// permutation count with the expert block here; Megatron runs them with the attention). What a
+// window cannot hide stays exposed, and the hidden part takes its SMs from the compute
+// (overlapped_comm_cost_s). Only the steady state pairs passes: the warm-up forwards and the
+// cool-down backwards run alone, their all-to-alls exposed (ep_overlap_unpaired_passes, the
+// first stage's, whose warm-up is the longest). Seconds of EP all-to-all per layer and
+// micro-batch, averaged over the stage's passes.
+double ep_overlap_exposed_s(const Scenario& sc, const Plan& p, const LayerCompute& lc, double a2a_s, int64_t sm_count) {
+  const double sms = kNcclOverlapSms;
+  const double paired = overlapped_comm_cost_s(a2a_s, lc.fwd.s - lc.moe_fwd.s, sms, sm_count) +
+                        overlapped_comm_cost_s(a2a_s, lc.moe_bwd.s, sms, sm_count) +
+                        overlapped_comm_cost_s(a2a_s, lc.moe_fwd.s, sms, sm_count) +
+                        overlapped_comm_cost_s(a2a_s, lc.bwd.s - lc.moe_bwd.s, sms, sm_count);
+  const int64_t v = p.chunks_per_stage(), m = std::max<int64_t>(num_micro_batches(sc, p), 1);
+  const double alone = static_cast<double>(ep_overlap_unpaired_passes(p, 0, m)) / static_cast<double>(m * v);
+  return alone * 4.0 * a2a_s + (1.0 - alone) * paired;
+}
+
 }  // namespace
 
 LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape& m, const Ctx& c,
@@ -1009,7 +1036,8 @@ LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape&
     const int32_t fwd_n = 2, bwd_n = 2 + (full ? 2 : 0);
     out.collectives.push_back({CollectiveKind::kAllToAll, GroupKind::kEp, S, fwd_n, 2, full ? 2 : 0, a2a});
     out.ep_total_s += (fwd_n + bwd_n) * a2a;
-    out.ep_exposed_s += (fwd_n + bwd_n) * a2a;
+    out.ep_exposed_s += p.ep_comm_overlap ? ep_overlap_exposed_s(sc, p, lc, a2a, c.prof->sm_count)
+                                          : (fwd_n + bwd_n) * a2a;
   }
   if (m.moe() && p.expert_tp() > 1) {
     // Expert tensor parallel: after the dispatch every expert-TP rank all-gathers the rows of

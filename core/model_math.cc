@@ -35,6 +35,7 @@ ModelShape model_shape(const ModelConfig& c) {
   m.expert_ffn = c.moe_ffn_hidden_size > 0 ? c.moe_ffn_hidden_size : m.ffn;
   m.capacity_factor = c.moe_capacity_factor;
   m.dropless = c.moe_dropless;
+  m.force_balanced = c.moe_router_force_load_balancing;
   m.attention = c.attention_kernel.value_or(default_attention_kernel(c));
   return m;
 }
@@ -364,9 +365,13 @@ double layer_activation_bytes(const ModelShape& m, int64_t micro_batch, int64_t 
 
 double micro_batches_in_flight(const Plan& plan, int64_t stage, int64_t m, Framework framework) {
   const int64_t p = std::max<int64_t>(plan.pp, 1);
-  if (p == 1) return static_cast<double>(std::min<int64_t>(1, m));
+  // EP communication overlap: Megatron-Core's combined 1F1B runs one forward more before its
+  // first backward (extra_warmup_forwards), one more chunk pass in flight.
+  const int64_t extra = extra_warmup_forwards(plan);
+  if (p == 1) return static_cast<double>(std::min<int64_t>(1 + extra, m));
   const int64_t v = plan.chunks_per_stage();
-  return static_cast<double>(peak_in_flight(plan.schedule, p, stage, m, v, framework).chunk_passes) / static_cast<double>(v);
+  return static_cast<double>(peak_in_flight(plan.schedule, p, stage, m, v, framework, extra).chunk_passes) /
+         static_cast<double>(v);
 }
 
 // ---------------------------------------------------------------- memory
@@ -472,7 +477,8 @@ MemoryBreakdown stage_memory(const ModelShape& m, const Scenario& sc, const Plan
     const int64_t v = plan.chunks_per_stage();
     const double last_in_flight =
         plan.pp > 1 ? static_cast<double>(
-                          peak_in_flight(plan.schedule, plan.pp, stage, n_mb, v, sc.training.framework).last_chunk_passes)
+                          peak_in_flight(plan.schedule, plan.pp, stage, n_mb, v, sc.training.framework,
+                                         extra_warmup_forwards(plan)).last_chunk_passes)
                     : 1.0;
     const double head = 2.0 * e * T * h / sp_div + 4.0 * T * static_cast<double>(m.vocab) / t;
     act += std::max(head * last_in_flight, head * (last_in_flight - 1.0) + recomputed);

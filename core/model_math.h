@@ -48,6 +48,7 @@ struct ModelShape {
   int64_t expert_ffn = 0;
   double capacity_factor = 1.0;
   bool dropless = false;       // model.moe_dropless: no capacity, load imbalance paces the EP group
+  bool force_balanced = false; // model.moe_router_force_load_balancing: no load imbalance
   AttentionKernel attention = AttentionKernel::kFlash;
 
   bool moe() const { return experts > 1; }
@@ -224,7 +225,8 @@ double saved_gemm_input_bytes(Precision precision);
 // through all of this rank's layers": the schedule's peak chunk passes in flight
 // (core/pipeline_schedule.h peak_in_flight) / v. GPipe m; 1F1B min(p - stage, m); Megatron's
 // interleaved p (1 + (p - 1) / (p v)) on the first stage (Korthikanti et al. 2022, section
-// 4.2.3), and m on every stage when m = p (every forward runs first).
+// 4.2.3), and m on every stage when m = p (every forward runs first). EP communication overlap
+// (Plan::ep_comm_overlap) keeps one chunk pass more: its schedule runs one more forward first.
 double micro_batches_in_flight(const Plan& plan, int64_t stage, int64_t num_micro_batches,
                                Framework framework = Framework::kMegatron);
 

@@ -161,7 +161,8 @@ std::string describe(const Plan& p, PlanDetail detail) {
   const std::string tables = p.embedding_sharding.empty() ? "" : " tables=[" + p.embedding_sharding + "]";
   if (detail == PlanDetail::kDegrees) return s + tables;
   s += std::string(" ") + to_string(p.schedule) + (p.sequence_parallel ? " sp" : "") +
-       (p.tp_comm_overlap && p.tp > 1 ? " tp-overlap" : "") + " recompute=" + to_string(p.recompute) +
+       (p.tp_comm_overlap && p.tp > 1 ? " tp-overlap" : "") + (p.ep_comm_overlap && p.ep > 1 ? " ep-overlap" : "") +
+       " recompute=" + to_string(p.recompute) +
        " zero" + std::to_string(p.zero_stage);
   if (detail == PlanDetail::kWithLayers && !p.layers_per_stage.empty()) {
     s += " layers=[";

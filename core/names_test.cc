@@ -25,6 +25,10 @@ TEST(Names, PlanLabelShowsTheSwitches) {
   EXPECT_EQ(describe(p, PlanDetail::kDegrees), "tp4 pp1 dp2 cp1 ep1 vpp1 mbs1");
   p.tp = 1;  // nothing to overlap
   EXPECT_EQ(describe(p), "tp1 pp1 dp2 cp1 ep1 vpp1 mbs1 1f1b sp recompute=none zero1");
+  p.ep_comm_overlap = true;  // nothing to overlap either, until ep > 1
+  EXPECT_EQ(describe(p), "tp1 pp1 dp2 cp1 ep1 vpp1 mbs1 1f1b sp recompute=none zero1");
+  p.ep = 2;
+  EXPECT_EQ(describe(p), "tp1 pp1 dp2 cp1 ep2 vpp1 mbs1 1f1b sp ep-overlap recompute=none zero1");
 }
 
 TEST(Names, CollectivesAreNamedTheNcclWay) {

@@ -24,12 +24,13 @@ struct Step {
 struct CompiledSchedule {
   Schedule schedule = Schedule::kOneFOneB;
   Framework framework = Framework::kMegatron;
-  int64_t pp = 0, micro_batches = 0, vpp = 0;
+  int64_t pp = 0, micro_batches = 0, vpp = 0, extra_warmup = 0;
   std::vector<Step> steps;
   std::vector<size_t> begin;
 };
 
-const CompiledSchedule& compiled_schedule(Schedule schedule, Framework framework, int64_t p, int64_t m, int64_t v) {
+const CompiledSchedule& compiled_schedule(Schedule schedule, Framework framework, int64_t p, int64_t m, int64_t v,
+                                          int64_t extra_warmup) {
   // Up to 8 schedules of at most 2^17 steps are kept (1.5 MB each); a longer one takes one
   // scratch entry that the next long one reuses.
   constexpr size_t kKept = 8;
@@ -37,7 +38,9 @@ const CompiledSchedule& compiled_schedule(Schedule schedule, Framework framework
   thread_local std::vector<CompiledSchedule> kept(kKept + 1);
   thread_local size_t next_slot = 0;
   for (const CompiledSchedule& c : kept)
-    if (c.pp == p && c.micro_batches == m && c.vpp == v && c.schedule == schedule && c.framework == framework) return c;
+    if (c.pp == p && c.micro_batches == m && c.vpp == v && c.schedule == schedule && c.framework == framework &&
+        c.extra_warmup == extra_warmup)
+      return c;
   const bool keep = 2 * p * m * v <= kMaxKeptSteps;
   CompiledSchedule& c = kept[keep ? next_slot : kKept];
   if (keep) next_slot = (next_slot + 1) % kKept;
@@ -50,12 +53,13 @@ const CompiledSchedule& compiled_schedule(Schedule schedule, Framework framework
   c.pp = p;
   c.micro_batches = m;
   c.vpp = v;
+  c.extra_warmup = extra_warmup;
   c.steps.clear();
   c.begin.assign(static_cast<size_t>(p + 1), 0);
   std::vector<PipelineStep> order;
   for (int64_t s = 0; s < p; ++s) {
     order.clear();
-    append_pipeline_order(order, schedule, p, s, m, v, framework);
+    append_pipeline_order(order, schedule, p, s, m, v, framework, extra_warmup);
     for (const PipelineStep& st : order) {
       const int64_t i = int64_t{st.chunk} * p + s;
       c.steps.push_back(Step{static_cast<int32_t>(i), static_cast<int32_t>(i * m + st.micro_batch), st.forward});
@@ -73,7 +77,7 @@ double run_schedule_s(const PipelineShape& sh, int64_t m) {
   const auto at = [](int64_t i) { return static_cast<size_t>(i); };
   assert(static_cast<int64_t>(sh.forward_s.size()) == chunks && static_cast<int64_t>(sh.backward_s.size()) == chunks);
   assert(static_cast<int64_t>(sh.forward_send_s.size()) == chunks && static_cast<int64_t>(sh.backward_send_s.size()) == chunks);
-  const CompiledSchedule& cs = compiled_schedule(sh.schedule, sh.framework, p, m, v);
+  const CompiledSchedule& cs = compiled_schedule(sh.schedule, sh.framework, p, m, v, sh.extra_warmup);
 
   thread_local std::vector<size_t> next;
   thread_local std::vector<double> free_at, activation_at, gradient_at;

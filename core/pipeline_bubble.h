@@ -16,6 +16,7 @@ struct PipelineShape {
   Framework framework = Framework::kMegatron;  // the interleaved order: Megatron's or torch's
   int64_t pp = 1, micro_batches = 1;
   int64_t vpp = 1;  // model chunks per stage: 1 unless interleaved (Plan::chunks_per_stage)
+  int64_t extra_warmup = 0;  // extra_warmup_forwards of the plan (core/pipeline_schedule.h)
   // Per model chunk in model order (chunk c of stage s at c x pp + s), one micro-batch: the
   // forward and the backward (with recomputation) time, compute, host and exposed comm.
   std::vector<double> forward_s, backward_s;

@@ -76,8 +76,11 @@ void append_torch_interleaved_order(std::vector<PipelineStep>& out, int64_t pp, 
 
 }  // namespace
 
-int64_t warmup_forwards(Schedule schedule, int64_t pp, int64_t stage, int64_t m, int64_t vpp, Framework framework) {
+int64_t warmup_forwards(Schedule schedule, int64_t pp, int64_t stage, int64_t m, int64_t vpp, Framework framework,
+                        int64_t extra_warmup) {
   const int64_t total = m * (schedule == Schedule::kInterleaved ? vpp : 1);
+  if (extra_warmup > 0)
+    return std::min(warmup_forwards(schedule, pp, stage, m, vpp, framework) + extra_warmup, total);
   switch (schedule) {
     case Schedule::kGpipe: return total;
     case Schedule::kOneFOneB: return std::min(pp - stage - 1, m);
@@ -89,10 +92,16 @@ int64_t warmup_forwards(Schedule schedule, int64_t pp, int64_t stage, int64_t m,
   return total;
 }
 
+int64_t extra_warmup_forwards(const Plan& plan) { return plan.ep_comm_overlap ? 1 : 0; }
+
+int64_t ep_overlap_unpaired_passes(const Plan& plan, int64_t stage, int64_t m) {
+  return warmup_forwards(plan.schedule, plan.pp, stage, m, plan.chunks_per_stage(), Framework::kMegatron, 1);
+}
+
 PipelineInFlight peak_in_flight(Schedule schedule, int64_t pp, int64_t stage, int64_t m, int64_t vpp,
-                                Framework framework) {
+                                Framework framework, int64_t extra_warmup) {
   const int64_t total = m * (schedule == Schedule::kInterleaved ? vpp : 1);
-  const int64_t warmup = warmup_forwards(schedule, pp, stage, m, vpp, framework);
+  const int64_t warmup = warmup_forwards(schedule, pp, stage, m, vpp, framework, extra_warmup);
   // After the warm-up every forward is followed by a backward, so the count peaks with the
   // steady state's first forward; a warm-up of every forward holds every micro-batch of every
   // chunk, the last one's included.
@@ -101,15 +110,15 @@ PipelineInFlight peak_in_flight(Schedule schedule, int64_t pp, int64_t stage, in
 }
 
 std::vector<PipelineStep> pipeline_order(Schedule schedule, int64_t pp, int64_t stage, int64_t m,
-                                         int64_t vpp, Framework framework) {
+                                         int64_t vpp, Framework framework, int64_t extra_warmup) {
   std::vector<PipelineStep> out;
   out.reserve(static_cast<size_t>(2 * m * vpp));
-  append_pipeline_order(out, schedule, pp, stage, m, vpp, framework);
+  append_pipeline_order(out, schedule, pp, stage, m, vpp, framework, extra_warmup);
   return out;
 }
 
 void append_pipeline_order(std::vector<PipelineStep>& out, Schedule schedule, int64_t pp, int64_t stage, int64_t m,
-                           int64_t vpp, Framework framework) {
+                           int64_t vpp, Framework framework, int64_t extra_warmup) {
   assert(schedule_problem(schedule, pp, m, vpp, framework).empty());
   assert(stage >= 0 && stage < pp);
   if (schedule == Schedule::kInterleaved && framework == Framework::kTorchtitan) {
@@ -123,7 +132,7 @@ void append_pipeline_order(std::vector<PipelineStep>& out, Schedule schedule, in
       for (int64_t i = 0; i < m; ++i) out.push_back(step(false, i));
       break;
     case Schedule::kOneFOneB: {
-      const int64_t warmup = warmup_forwards(schedule, pp, stage, m, vpp, framework);
+      const int64_t warmup = warmup_forwards(schedule, pp, stage, m, vpp, framework, extra_warmup);
       const int64_t remaining = m - warmup;
       for (int64_t i = 0; i < warmup; ++i) out.push_back(step(true, i));
       for (int64_t i = 0; i < remaining; ++i) {
@@ -135,7 +144,7 @@ void append_pipeline_order(std::vector<PipelineStep>& out, Schedule schedule, in
     }
     case Schedule::kInterleaved: {
       const int64_t total = m * vpp;
-      const int64_t warmup = warmup_forwards(schedule, pp, stage, m, vpp, framework);
+      const int64_t warmup = warmup_forwards(schedule, pp, stage, m, vpp, framework, extra_warmup);
       const int64_t remaining = total - warmup;
       for (int64_t k = 0; k < warmup; ++k) out.push_back(interleaved_step(k, true, pp, vpp));
       for (int64_t k = 0; k < remaining; ++k) {

@@ -46,6 +46,35 @@ std::string torch_order(Schedule s, int64_t pp, int64_t stage, int64_t m, int64_
 // torch.distributed.pipelining ScheduleInterleaved1F1B with 10 micro-batches on pp 4: rounds of
 // r = 10 / max(1, 10 / 4) = 5; forward op k runs chunk (k / 5) mod 2, backward op k chunk
 // 1 - (k / 5) mod 2; the last stage warms up with (2 - 1) x 5 + 2 x 0 = 5 forwards.
+// Megatron-Core's combined 1F1B (EP communication overlap) runs the interleaved warm-up and one
+// more forward alone, and as many backwards at the end; without a pipeline the first forward and
+// the last backward.
+TEST(Schedule, EpOverlapPairsAllButTheWarmUpAndOneMoreForward) {
+  Plan p;
+  p.pp = 4;
+  p.vpp = 2;
+  p.schedule = Schedule::kInterleaved;
+  p.ep_comm_overlap = true;
+  EXPECT_EQ(extra_warmup_forwards(p), 1);
+  // 4 stages, 2 chunks, 8 micro-batches: warm-up (4 - s - 1) x 2 + (2 - 1) x 4, plus one.
+  EXPECT_EQ(ep_overlap_unpaired_passes(p, 0, 8), 6 + 4 + 1);
+  EXPECT_EQ(ep_overlap_unpaired_passes(p, 3, 8), 0 + 4 + 1);
+  // Never more than every pass: 2 micro-batches of 2 chunks are 4 passes.
+  EXPECT_EQ(ep_overlap_unpaired_passes(p, 0, 2), 4);
+  // The order runs that one more forward before the steady state, and holds one more pass.
+  EXPECT_EQ(order(Schedule::kInterleaved, 4, 3, 8, 2).substr(0, 29), "F0.0 F1.0 F2.0 F3.0 F0.1 B0.1");
+  EXPECT_EQ(to_string(pipeline_order(Schedule::kInterleaved, 4, 3, 8, 2, Framework::kMegatron, 1), true).substr(0, 34),
+            "F0.0 F1.0 F2.0 F3.0 F0.1 F1.1 B0.1");
+  EXPECT_EQ(peak_in_flight(Schedule::kInterleaved, 4, 3, 8, 2, Framework::kMegatron, 1).chunk_passes,
+            peak_in_flight(Schedule::kInterleaved, 4, 3, 8, 2).chunk_passes + 1);
+  // Without a pipeline: the first forward alone, then each forward beside the previous backward.
+  Plan flat;
+  flat.ep_comm_overlap = true;
+  EXPECT_EQ(ep_overlap_unpaired_passes(flat, 0, 16), 1);
+  EXPECT_EQ(order(Schedule::kOneFOneB, 1, 0, 3, 1), "F0 B0 F1 B1 F2 B2");
+  EXPECT_EQ(to_string(pipeline_order(Schedule::kOneFOneB, 1, 0, 3, 1, Framework::kMegatron, 1), false), "F0 F1 B0 F2 B1 B2");
+}
+
 TEST(Schedule, TorchInterleavedRunsRoundsOfMicroBatches) {
   EXPECT_EQ(torch_order(Schedule::kInterleaved, 4, 3, 10, 2),
             "F0.0 F1.0 F2.0 F3.0 F4.0 F0.1 B0.1 F1.1 B1.1 F2.1 B2.1 F3.1 B3.1 F4.1 B4.1 F5.0 B0.0 F6.0 B1.0 "

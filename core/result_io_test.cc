@@ -150,6 +150,22 @@ TEST(PlanJson, RoundTrips) {
 
 bool has_problem(const Problems& ps, const std::string& where, const std::string& part);
 
+// EP communication overlap is written only when on: older files stay byte-identical and read
+// it as off.
+TEST(PlanJson, EpOverlapIsWrittenOnlyWhenOn) {
+  Plan p = sample_plan();
+  EXPECT_FALSE(plan_to_json(p).contains("ep_comm_overlap"));
+  p.ep = 2;
+  p.ep_comm_overlap = true;
+  EXPECT_EQ(plan_to_json(p)["ep_comm_overlap"], true);
+  Expected<Plan> back = plan_from_json(json::parse(plan_to_json(p).dump()), "/plan");
+  ASSERT_TRUE(back.ok()) << back.problems()[0].to_string();
+  EXPECT_EQ(*back, p);
+  json j = plan_to_json(p);
+  j["ep_comm_overlap"] = "yes";
+  EXPECT_FALSE(plan_from_json(j, "/plan").ok());
+}
+
 TEST(PlanJson, ExpertTpIsWrittenOnlyWhenItDiffersFromTp) {
   Plan p = sample_plan();  // tp 8
   EXPECT_FALSE(plan_to_json(p).contains("expert_tensor_parallel_degree"));  // etp 0 = tp

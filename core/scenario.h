@@ -112,6 +112,11 @@ struct ModelConfig {
   // the busiest rank of the expert-parallel group paces each MoE layer. Excludes
   // moe_capacity_factor.
   bool moe_dropless = false;
+  // The router's forced load balancing (Megatron-Core --moe-router-force-load-balancing,
+  // torchtitan [debug] moe_force_load_balance): random logits route the tokens evenly, so no
+  // expert-parallel rank waits for a busier one. A benchmark setting; Megatron-Bridge's
+  // published MoE runs use it ("we force-balance the token distribution among experts").
+  bool moe_router_force_load_balancing = false;
   // Dropout probabilities as Megatron names them (--hidden-dropout, --attention-dropout); absent
   // = the architecture's default: 0.1 / 0.1 for gpt (Megatron-LM's GPT defaults, as in the
   // published GPT-3 runs), 0 / 0 for llama (Megatron / torchtitan Llama recipes).
@@ -201,6 +206,10 @@ struct ParallelismConstraints {
   std::optional<Recompute> recompute;
   std::optional<int64_t> zero_stage;
   std::optional<bool> overlap_grad_reduce, overlap_param_gather, tp_comm_overlap;
+  // EP communication overlap (Megatron-Core --overlap-moe-expert-parallel-comm with
+  // --delay-wgrad-compute; Megatron-Bridge's comm_overlap.overlap_moe_expert_parallel_comm):
+  // absent = searched where it applies (ep_overlap_problem in core/framework_rules.h).
+  std::optional<bool> ep_comm_overlap;
   // Explicit split: transformer layers of each pipeline stage, first to last; with vpp > 1 of
   // each virtual stage (model chunk) in model order (chunk c of stage s is entry c x pp + s).
   // Sums to num_layers. Absent: split automatically (strategies/partition.h).
@@ -263,6 +272,10 @@ struct Plan {
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = true;
   bool tp_comm_overlap = false;
+  // Megatron-Core's combined 1F1B: each steady-state step runs one micro-batch's forward beside
+  // another's backward, layer by layer, so each EP all-to-all runs beside the other
+  // micro-batch's compute (core/layer_cost.cc, ep_overlap_exposed_s).
+  bool ep_comm_overlap = false;
   // Layers per pipeline stage (size pp); empty = even split. Filled by the partitioner.
   std::vector<int64_t> layers_per_stage;
   // Recommendation models: the embedding-table sharding (core/dlrm_model.h describe form,
@@ -280,7 +293,8 @@ struct Plan {
 // The one description of a plan, as tables, messages, the store and the GUI show it:
 // kDegrees "tp8 pp2 dp4 cp1 ep1 vpp2 mbs1" (" etpN" after ep when expert TP differs from tp);
 // kFull adds " 1f1b sp recompute=selective zero1" (" sp" only with sequence parallelism,
-// " tp-overlap" after it with TP communication overlap and tp > 1);
+// " tp-overlap" after it with TP communication overlap and tp > 1, " ep-overlap" with EP
+// communication overlap and ep > 1);
 // kWithLayers adds " layers=[5 5 6 6]" when the pipeline split is set. A recommendation plan
 // ends, at every detail, with " tables=[t0:tw@3 t1:rw]" (its embedding sharding).
 enum class PlanDetail : uint8_t { kDegrees, kFull, kWithLayers };

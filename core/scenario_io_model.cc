@@ -16,7 +16,7 @@ namespace {
 const std::vector<std::string> kTransformerKeys = {
     "num_layers", "hidden_size", "num_attention_heads", "num_kv_heads", "head_dim", "ffn_hidden_size", "vocab_size",
     "seq_length", "tie_embeddings", "num_experts", "moe_top_k", "moe_ffn_hidden_size", "moe_capacity_factor",
-    "moe_dropless", "hidden_dropout", "attention_dropout", "activation", "attention_kernel"};
+    "moe_dropless", "moe_router_force_load_balancing", "hidden_dropout", "attention_dropout", "activation", "attention_kernel"};
 const std::vector<std::string> kDlrmKeys = {"embedding_tables", "bottom_mlp", "top_mlp", "dense_features",
                                             "interaction", "dcn_rank", "dcn_layers", "embedding_optimizer",
                                             "embedding_dtype", "uvm_cache_hit_rate"};
@@ -303,6 +303,7 @@ void read_model(Ctx& ctx, const json* mj, const std::string& base_dir, ModelConf
   if (auto f = get_int(ctx, o, "moe_ffn_hidden_size", 1, kMaxFfnHiddenSize)) m.moe_ffn_hidden_size = *f;
   if (auto c = get_num(ctx, o, "moe_capacity_factor", 0, kMaxCapacityFactor, true)) m.moe_capacity_factor = *c;
   if (auto d = get_bool(ctx, o, "moe_dropless")) m.moe_dropless = *d;
+  if (auto d = get_bool(ctx, o, "moe_router_force_load_balancing")) m.moe_router_force_load_balancing = *d;
   if (auto a = get_enum(ctx, o, "activation", kActivations)) m.activation = *a;
   if (auto k = get_enum(ctx, o, "attention_kernel", kAttentionKernels)) m.attention_kernel = *k;
   // Dropout probabilities: 0 <= p < 1 (p = 1 would drop everything and divide by zero).
@@ -351,6 +352,8 @@ void read_model(Ctx& ctx, const json* mj, const std::string& base_dir, ModelConf
                                     "leave --moe-expert-capacity-factor unset), expected one of them");
   } else if (m.num_experts == 1 || m.num_experts == 0) {
     if (m.moe_dropless) ctx.add(o.at("moe_dropless"), "true, but the model is dense; expected num_experts > 1 with it");
+    if (m.moe_router_force_load_balancing)
+      ctx.add(o.at("moe_router_force_load_balancing"), "true, but the model is dense; expected num_experts > 1 with it");
     if (o.has("moe_top_k") && m.moe_top_k > 0)
       ctx.add(o.at("moe_top_k"), "set, but the model is dense; expected num_experts > 1 with it");
   }

@@ -28,7 +28,7 @@ const std::vector<DegreeKey> kDegreeKeys = {
 };
 const std::vector<std::string> kParallelismOtherKeys = {
     "pipeline_schedule", "sequence_parallel", "activation_recompute", "zero_stage",
-    "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap", "layers_per_stage",
+    "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap", "ep_comm_overlap", "layers_per_stage",
     "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split", "embedding_sharding"};
 
 std::vector<std::string> parallelism_keys() {
@@ -179,6 +179,7 @@ void read_parallelism(Ctx& ctx, const json* pj, ParallelismConstraints& p) {
   if (auto v = get_bool(ctx, o, "overlap_grad_reduce")) p.overlap_grad_reduce = *v;
   if (auto v = get_bool(ctx, o, "overlap_param_gather")) p.overlap_param_gather = *v;
   if (auto v = get_bool(ctx, o, "tp_comm_overlap")) p.tp_comm_overlap = *v;
+  if (auto v = get_bool(ctx, o, "ep_comm_overlap")) p.ep_comm_overlap = *v;
   if (auto v = get_bool(ctx, o, "account_for_embedding_in_pipeline_split")) p.account_for_embedding = *v;
   if (auto v = get_bool(ctx, o, "account_for_loss_in_pipeline_split")) p.account_for_loss = *v;
   if (auto v = get_str(ctx, o, "embedding_sharding")) p.embedding_sharding = *v;
@@ -338,6 +339,18 @@ void cross_check(Ctx& ctx, const json* pj, Scenario& s) {
   if (p.tp_comm_overlap)
     if (const std::string why = async_tp_problem(s.training.framework, s.training.compile, *p.tp_comm_overlap); !why.empty())
       ctx.add("/parallelism/tp_comm_overlap", why);
+  if (transformer && p.ep_comm_overlap && *p.ep_comm_overlap) {
+    // The pinned degrees against the overlap's rule; what is searched takes a value it allows.
+    Plan probe;
+    probe.ep_comm_overlap = true;
+    probe.ep = ok(p.ep) ? *p.ep : 2;
+    probe.pp = ok(p.pp) ? *p.pp : 1;
+    probe.vpp = ok(p.vpp) ? *p.vpp : (probe.pp > 1 ? 2 : 1);
+    probe.schedule = p.schedule.value_or(probe.vpp > 1 ? Schedule::kInterleaved : Schedule::kOneFOneB);
+    probe.recompute = p.recompute.value_or(Recompute::kNone);
+    if (const std::string why = ep_overlap_problem(s.training, m, probe); !why.empty())
+      ctx.add("/parallelism/ep_comm_overlap", why);
+  }
   if (transformer && s.training.cuda_graphs && p.recompute)
     if (const std::string why = cuda_graph_problem(s.model, *p.recompute); !why.empty())
       ctx.add("/parallelism/activation_recompute", why);

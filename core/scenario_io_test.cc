@@ -428,6 +428,31 @@ TEST(ScenarioIo, CrossEntropyLossFusionIsMegatronsChoiceAndSurvivesTheRoundTrip)
   EXPECT_NE(all_messages(s.problems()).find("/training/cross_entropy_loss_fusion"), std::string::npos);
 }
 
+// EP communication overlap and the router's forced load balancing on an MoE model: absent they
+// are searched / off and not written; given, they survive the round trip.
+TEST(ScenarioIo, EpOverlapAndForcedLoadBalancingSurviveTheRoundTrip) {
+  json j = base_scenario();
+  j["model"]["num_experts"] = 8;
+  j["model"]["moe_top_k"] = 2;
+  j["model"]["moe_dropless"] = true;
+  j["parallelism"]["ep"] = 8;
+  auto s = scenario_from_json(j);
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  EXPECT_FALSE(s->parallelism.ep_comm_overlap.has_value());
+  EXPECT_FALSE(s->model.moe_router_force_load_balancing);
+  EXPECT_FALSE(scenario_to_json(*s)["parallelism"].contains("ep_comm_overlap"));
+  EXPECT_FALSE(scenario_to_json(*s)["model"].contains("moe_router_force_load_balancing"));
+  j["parallelism"]["ep_comm_overlap"] = true;
+  j["model"]["moe_router_force_load_balancing"] = true;
+  s = scenario_from_json(j);
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  auto again = scenario_from_json(scenario_to_json(*s));
+  ASSERT_TRUE(again.ok()) << all_messages(again.problems());
+  ASSERT_TRUE(again->parallelism.ep_comm_overlap.has_value());
+  EXPECT_TRUE(*again->parallelism.ep_comm_overlap);
+  EXPECT_TRUE(again->model.moe_router_force_load_balancing);
+}
+
 // A power cap: a preset brings its TDP, a custom GPU states it; both survive the round trip.
 TEST(ScenarioIo, PowerLimitTakesThePresetsTdpAndSurvivesTheRoundTrip) {
   json j = base_scenario();

@@ -49,6 +49,7 @@ nlohmann::json scenario_to_json(const Scenario& s) {
       mj["moe_ffn_hidden_size"] = m.moe_ffn_hidden_size;
       if (m.moe_dropless) mj["moe_dropless"] = true;
       else mj["moe_capacity_factor"] = m.moe_capacity_factor;
+      if (m.moe_router_force_load_balancing) mj["moe_router_force_load_balancing"] = true;
     }
   }
   j["model"] = mj;
@@ -116,6 +117,7 @@ nlohmann::json scenario_to_json(const Scenario& s) {
   if (p.overlap_grad_reduce) pj["overlap_grad_reduce"] = *p.overlap_grad_reduce;
   if (p.overlap_param_gather) pj["overlap_param_gather"] = *p.overlap_param_gather;
   if (p.tp_comm_overlap) pj["tp_comm_overlap"] = *p.tp_comm_overlap;
+  if (p.ep_comm_overlap) pj["ep_comm_overlap"] = *p.ep_comm_overlap;
   if (p.layers_per_stage) pj["layers_per_stage"] = *p.layers_per_stage;
   if (p.account_for_embedding) pj["account_for_embedding_in_pipeline_split"] = true;
   if (p.account_for_loss) pj["account_for_loss_in_pipeline_split"] = true;

@@ -431,6 +431,9 @@ Problems check_runtime_config(const RuntimeConfig& cfg) {
   const GptConfig& m = cfg.model;
   auto bad = [&](const char* where, const std::string& what) { pr.push_back({where, what}); };
   if (p.cp != 1) bad("/plan/cp", "the CPU runtime has no context parallelism; cp must be 1");
+  if (p.ep_comm_overlap)
+    bad("/plan/ep_comm_overlap", "the CPU runtime runs each micro-batch's passes in turn, not Megatron-Core's combined 1F1B; "
+                                 "ep_comm_overlap must be false");
   if (m.moe()) {
     // Expert layout (core/placement.h): etp x ep must divide the tp x cp x dp ranks of a stage.
     const int64_t etp = p.expert_tp(), stage = p.tp * p.cp * p.dp;

@@ -139,6 +139,9 @@ TEST(RuntimeConfig, MixtureOfExpertsPlansTheRuntimeCannotRunAreRefusedByKey) {
   c.plan.cp = 2;  // no context parallelism in the CPU runtime
   EXPECT_EQ(first_where(c), "/plan/cp");
   c = cfg;
+  c.plan.ep_comm_overlap = true;  // nor the combined 1F1B that overlaps the all-to-alls
+  EXPECT_EQ(first_where(c), "/plan/ep_comm_overlap");
+  c = cfg;
   c.model.experts = 0;  // dense model with ep 2
   EXPECT_EQ(first_where(c), "/plan/ep");
   c.plan.ep = 1;

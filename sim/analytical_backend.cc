@@ -34,6 +34,7 @@ Expected<Plan> resolve_plan(const Scenario& s) {
   if (c.overlap_grad_reduce) base.overlap_grad_reduce = *c.overlap_grad_reduce;
   if (c.overlap_param_gather) base.overlap_param_gather = *c.overlap_param_gather;
   if (c.tp_comm_overlap) base.tp_comm_overlap = *c.tp_comm_overlap;
+  if (c.ep_comm_overlap) base.ep_comm_overlap = *c.ep_comm_overlap;
   if (std::string w = world_size_problem(base, s.cluster.num_gpus); !w.empty()) return Expected<Plan>::fail("/parallelism", w);
 
   std::vector<int64_t> mbs;

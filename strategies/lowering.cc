@@ -322,7 +322,7 @@ class RankLowering {
     // reduce-scatter, combine all-to-all (see lowering.h); the backward mirrors it.
     moe_split_ = !empty_cost(costs_.moe_fwd) &&
                  std::any_of(costs_.layer_fwd_comm.begin(), costs_.layer_fwd_comm.end(), is_expert_comm);
-    order_ = pipeline_order(plan_.schedule, P_, s_, in.micro_batches, V_, in.sc.training.framework);
+    order_ = pipeline_order(plan_.schedule, P_, s_, in.micro_batches, V_, in.sc.training.framework, extra_warmup_forwards(plan_));
     last_bwd_of_chunk_.assign(static_cast<size_t>(V_), 0);
     for (size_t i = 0; i < order_.size(); ++i)
       if (!order_[i].forward) last_bwd_of_chunk_[static_cast<size_t>(order_[i].chunk)] = i;
@@ -332,9 +332,15 @@ class RankLowering {
     alloc_persistent_state();
     if (overlap_gathers_) issue_overlapped_gathers();
     forward_seen_.assign(static_cast<size_t>(V_), 0);
+    // EP communication overlap pairs every step but the warm-up forwards and the cool-down
+    // backwards (ep_overlap_unpaired_passes).
+    const int64_t passes = in_.micro_batches * V_;
+    const int64_t alone = plan_.ep_comm_overlap ? ep_overlap_unpaired_passes(plan_, s_, in_.micro_batches) : passes;
+    int64_t forwards = 0, backwards = 0;
     for (size_t i = 0; i < order_.size(); ++i) {
       const PipelineStep& ps = order_[i];
       const StepAt st{i, static_cast<int32_t>(ps.chunk), ps.micro_batch, chunk(ps.chunk)};
+      ep_beside_step_ = ps.forward ? forwards++ >= alone : backwards++ < passes - alone;
       if (ps.forward) forward_step(st);
       else backward_step(st);
     }
@@ -458,6 +464,12 @@ class RankLowering {
     return out;
   }
 
+  // The EP all-to-alls a paired step ran beside its compute: what ends the step waits for them.
+  void join_beside_a2a(Deps& cur) {
+    append(cur, ep_beside_);
+    ep_beside_.clear();
+  }
+
   // --- MoE layers -------------------------------------------------------------------------
   Deps moe_a2a(const std::vector<CommOp>& halves, const LayerSpan& sp, const Deps& d) {
     Deps out;
@@ -490,6 +502,23 @@ class RankLowering {
     const ComputeCost& moe = fwd ? costs_.moe_fwd : costs_.moe_bwd;
     const ComputeCost attn{whole.flops - moe.flops, whole.mem_bytes - moe.mem_bytes, whole.duration_s - moe.duration_s};
     const MoeOps ops = moe_ops(fwd ? costs_.layer_fwd_comm : costs_.layer_bwd_comm);
+    if (ep_beside_step_) {
+      // EP communication overlap, a paired step (lowering.h): each all-to-all starts when its
+      // input is ready and runs beside the compute that follows, which does not wait for it;
+      // the step's end does (ep_beside_).
+      if (fwd) {
+        Deps after_attn = moe_attention(attn, ops, sp, deps);
+        append(ep_beside_, moe_a2a(ops.ep_halves, sp, after_attn));  // dispatch
+        Deps cur = moe_experts(moe, ops, sp, after_attn);
+        append(ep_beside_, moe_a2a(ops.ep_halves, sp, cur));  // combine
+        append(cur, after_attn);
+        return cur;
+      }
+      append(ep_beside_, moe_a2a(ops.ep_halves, sp, deps));  // combine's gradient
+      Deps cur = moe_experts(moe, ops, sp, deps);
+      append(ep_beside_, moe_a2a(ops.ep_halves, sp, cur));  // dispatch's gradient
+      return moe_attention(attn, ops, sp, cur);
+    }
     if (fwd) {
       // Overlapped dense collectives (returned with the attention) are waited on at the end.
       Deps after_attn = moe_attention(attn, ops, sp, deps);
@@ -656,6 +685,7 @@ class RankLowering {
       const int32_t t = b_.compute(Phase::kForward, OpKind::kOutputLoss, costs_.output_fwd, -1, 0, st.chunk, st.mb, cur);
       cur = post_comm(costs_.output_fwd_comm, Phase::kForward, st, t, cur);
     }
+    join_beside_a2a(cur);
     if (!c.last)
       sent_ = b_.p2p(TaskKind::kSend, Stream::kPpSend, next_rank_, tag_of(st.mb, c.vst + 1, false), costs_.pp_activation_bytes,
                      next_hop_s_, Phase::kForward, st.chunk, st.mb, cur);
@@ -682,6 +712,7 @@ class RankLowering {
       cur = pre_comm(costs_.embedding_bwd_comm_pre, Phase::kBackward, st, cur);
       cur = {b_.compute(Phase::kBackward, OpKind::kEmbedding, costs_.embedding_bwd, -1, 0, st.chunk, st.mb, cur)};
     }
+    join_beside_a2a(cur);
     b_.free_buffer(act_buffer_[st.mb * V_ + st.chunk], cur);
     if (gather_every_mb_) append(grad_reduces_, reduce_chunk(st.chunk, st.mb, cur, false));
     if (!c.first)
@@ -754,6 +785,8 @@ class RankLowering {
   bool keep_gathered_ = false;  // torchtitan's ZeRO-2: the backward uses the forward's gathered layer
   bool overlap_grads_ = false;  // the DP gradient reduction runs beside the last backward
   bool split_first_fwd_ = false, split_last_bwd_ = false, moe_split_ = false;
+  bool ep_beside_step_ = false;  // this step is paired under EP communication overlap
+  Deps ep_beside_;               // its all-to-alls so far
   std::vector<PipelineStep> order_;
   std::vector<size_t> last_bwd_of_chunk_;
   std::vector<std::vector<Deps>> layer_gather_;  // [chunk][layer in chunk]: overlapped gathers

@@ -89,7 +89,13 @@ struct LoweringCosts {
   ComputeCost layer_fwd, layer_bwd, layer_recompute;  // recompute all zero when none
   // Of layer_fwd / layer_bwd: the MoE block (router, expert GEMMs with the expert-TP split,
   // activation, token permutation); all zero for dense layers. With EP all-to-alls in the
-  // layer's collectives the layer lowers as attention -> dispatch -> experts -> combine.
+  // layer's collectives the layer lowers as attention -> dispatch -> experts -> combine. Under
+  // EP communication overlap (Plan::ep_comm_overlap) a paired step (every step but the warm-up
+  // forwards and cool-down backwards, core/pipeline_schedule.h ep_overlap_unpaired_passes) runs
+  // each all-to-all beside the compute after it, which does not wait for it; the step's end
+  // (its pipeline send, the next step) waits for all of them, so a step takes the longer of its
+  // compute and its all-to-alls, as the combined 1F1B hides one micro-batch's all-to-alls
+  // behind another's compute.
   ComputeCost moe_fwd, moe_bwd;
   ComputeCost embedding_fwd, embedding_bwd;           // first virtual stage
   ComputeCost output_fwd, output_bwd;                 // last virtual stage (norm, projection, loss)

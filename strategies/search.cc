@@ -230,10 +230,13 @@ class PlanEnumerator {
         p_.tp_comm_overlap = overlap;
         for (Recompute rc : fixed_or(c_.recompute, {Recompute::kNone, Recompute::kSelective, Recompute::kFull})) {
           p_.recompute = rc;
-          for (int64_t z : fixed_or(c_.zero_stage, zeros)) {
-            p_.zero_stage = z;
-            if (stop_()) return;
-            if (!pruned(PlanLevel::kSwitches)) emit_(p_);
+          for (bool ep_overlap : ep_overlap_options()) {
+            p_.ep_comm_overlap = ep_overlap;
+            for (int64_t z : fixed_or(c_.zero_stage, zeros)) {
+              p_.zero_stage = z;
+              if (stop_()) return;
+              if (!pruned(PlanLevel::kSwitches)) emit_(p_);
+            }
           }
         }
       }
@@ -253,6 +256,16 @@ class PlanEnumerator {
                          tp_group_in_nvlink_domain(p_, sc_.cluster.gpus_per_node) &&
                          async_tp_problem(sc_.training.framework, sc_.training.compile, true).empty();
     return applies ? std::vector<bool>{false, true} : std::vector<bool>{false};
+  }
+
+  // EP communication overlap when the scenario leaves it open: tried on and off where the plan
+  // can run it (ep_overlap_problem: Megatron, ep > 1, virtual stages with pp > 1, no full
+  // recompute, a 16-bit model).
+  std::vector<bool> ep_overlap_options() const {
+    if (c_.ep_comm_overlap) return {*c_.ep_comm_overlap};
+    Plan probe = p_;
+    probe.ep_comm_overlap = true;
+    return ep_overlap_problem(sc_.training, m_, probe).empty() ? std::vector<bool>{false, true} : std::vector<bool>{false};
   }
 
   const Scenario& sc_;

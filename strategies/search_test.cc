@@ -249,6 +249,39 @@ Scenario preset_scenario(const std::string& json) {
   return s.ok() ? *s : Scenario{};
 }
 
+// EP communication overlap left open is tried on and off where Megatron-Core can run it (an MoE
+// model with ep > 1, virtual stages with a pipeline, no full recompute); pinned, one plan.
+TEST(Search, TriesEpCommOverlapWhereMegatronRunsItAndTheScenarioLeavesItOpen) {
+  Scenario s = preset_scenario(
+      R"({"model": {"preset": "llama3-8b", "num_layers": 16, "seq_length": 4096, "num_experts": 8, "moe_top_k": 2,
+                    "moe_dropless": true},
+          "cluster": {"gpu": "H100-SXM", "num_gpus": 64},
+          "training": {"global_batch_size": 256, "micro_batch_size": 1},
+          "parallelism": {"tensor_parallel_degree": 1, "pipeline_parallel_degree": 2, "context_parallel_degree": 1,
+                          "expert_parallel_degree": 8, "expert_tensor_parallel_degree": 1, "virtual_pipeline_degree": 2,
+                          "activation_recompute": "none", "zero_stage": 1}})");
+  SearchOptions o;
+  o.evaluate = analytical_evaluator();
+  const SearchResult open = search_plans(s, o);
+  EXPECT_EQ(open.plans_in_space, 2);
+  ASSERT_TRUE(open.any_fits());
+  EXPECT_TRUE(open.ranked.front().plan.ep_comm_overlap);  // the all-to-alls hide behind the other pass
+  s.parallelism.ep_comm_overlap = false;
+  const SearchResult pinned = search_plans(s, o);
+  EXPECT_EQ(pinned.plans_in_space, 1);
+  ASSERT_TRUE(pinned.any_fits());
+  EXPECT_FALSE(pinned.ranked.front().plan.ep_comm_overlap);
+  EXPECT_GT(pinned.ranked.front().estimate.iteration_time_s, open.ranked.front().estimate.iteration_time_s);
+  // Where Megatron-Core refuses it, the search does not try it.
+  s.parallelism.ep_comm_overlap.reset();
+  s.parallelism.recompute = Recompute::kFull;
+  EXPECT_EQ(search_plans(s, o).plans_in_space, 1);
+  s.parallelism.recompute = Recompute::kNone;
+  s.parallelism.vpp = 1;
+  s.parallelism.schedule = Schedule::kOneFOneB;
+  EXPECT_EQ(search_plans(s, o).plans_in_space, 1);
+}
+
 // TP communication overlap left open is tried on and off where it changes the cost; a pinned
 // value and a framework without it (DeepSpeed) leave one plan.
 TEST(Search, TriesTpCommOverlapOnlyWhereTheFrameworkHasItAndTheScenarioLeavesItOpen) {

@@ -320,14 +320,15 @@ TEST_F(Cli, InjectedHostFailureIsReportedAndOnTheTimeline) {
   EXPECT_NE(r.out.find("ends first: nothing changes"), std::string::npos) << r.out;
 }
 
-// The shipped Mixtral 8x7B scenario through both simulators, the plan fixed to the one the
-// search picks (tp 1, pp 1, dp 64, ep 8, ZeRO-2) so the test stays fast: every MoE layer's
-// dispatch and combine all-to-alls run in SimGrid, and the two backends agree on them.
+// The shipped Mixtral 8x7B scenario through both simulators, the plan fixed (tp 1, pp 1, cp 1,
+// dp 64, ep 8, ZeRO-2, blocking all-to-alls) so the test stays fast: every MoE layer's dispatch
+// and combine all-to-alls run in SimGrid, and the two backends agree on them.
 TEST_F(Cli, MixtralRunsExpertParallelInBothSimulators) {
   const std::string out = (dir_ / "result.json").string();
   Result r = run({scenario("mixtral-8x7b-64-h100.json"), "--no-db", "--backend", "analytical,simgrid", "--top-k", "1",
-                  "--set", "parallelism.tp=1", "--set", "parallelism.pp=1", "--set", "parallelism.ep=8", "--set",
-                  "parallelism.zero_stage=2", "--set", "training.micro_batch_size=1", "--output", out});
+                  "--set", "parallelism.tp=1", "--set", "parallelism.pp=1", "--set", "parallelism.cp=1", "--set",
+                  "parallelism.ep=8", "--set", "parallelism.zero_stage=2", "--set", "parallelism.ep_comm_overlap=false",
+                  "--set", "training.micro_batch_size=1", "--output", out});
   ASSERT_EQ(r.status, 0) << r.err;
   json j = json::parse(slurp(out));
   ASSERT_EQ(j["results"].size(), 2u);

@@ -496,6 +496,76 @@ TEST(FrameworkBridge, CrossEntropyFusionTravelsBothWaysAndItsAbsenceIsMegatronsU
   }
 }
 
+// EP communication overlap and the router's forced load balancing: Megatron-LM's flags and
+// Megatron-Bridge's keys both ways; an MoE argument list without the overlap flag is Megatron's
+// default, off; torchtitan carries the forced balancing (its debug option) but has no overlap,
+// DeepSpeed neither.
+TEST(FrameworkBridge, EpOverlapAndForcedLoadBalancingTravelBothWays) {
+  auto all_problems = [](const auto& problems) {
+    std::string text;
+    for (const auto& p : problems) text += p.to_string() + "\n";
+    return text;
+  };
+  Case c = cases()[3];
+  c.plan.vpp = 2;
+  c.plan.schedule = Schedule::kInterleaved;
+  c.plan.ep_comm_overlap = true;
+  c.scenario.model.moe_router_force_load_balancing = true;
+  for (const ConfigFormat format : {ConfigFormat::kMegatron, ConfigFormat::kMegatronBridge}) {
+    auto out = export_plan(c.scenario, c.plan, format);
+    ASSERT_TRUE(out.ok()) << to_string(format) << ": " << out.problems().front().to_string();
+    const std::vector<std::string> written =
+        format == ConfigFormat::kMegatron
+            ? std::vector<std::string>{"--overlap-moe-expert-parallel-comm", "--delay-wgrad-compute", "--moe-router-force-load-balancing"}
+            : std::vector<std::string>{"comm_overlap.overlap_moe_expert_parallel_comm=true", "comm_overlap.delay_wgrad_compute=true",
+                                       "model.moe_router_force_load_balancing=true"};
+    for (const std::string& w : written) EXPECT_NE(out->text.find(w), std::string::npos) << w << "\n" << out->text;
+    const ImportOptions o = import_options(c, format);
+    auto imported = import_framework_config(write_temp("ep_overlap_" + std::string(to_string(format)) + extension(format), out->text), o);
+    ASSERT_TRUE(imported.ok()) << to_string(format) << ": " << imported.problems().front().to_string();
+    auto again = scenario_from_json(imported->scenario);
+    ASSERT_TRUE(again.ok()) << again.problems().front().to_string();
+    ASSERT_TRUE(again->parallelism.ep_comm_overlap.has_value()) << to_string(format);
+    EXPECT_TRUE(*again->parallelism.ep_comm_overlap) << to_string(format);
+    EXPECT_TRUE(again->model.moe_router_force_load_balancing) << to_string(format);
+  }
+  // Without the overlap: Megatron-LM's argument list has no flag and reads back as off.
+  Case off = c;
+  off.plan.ep_comm_overlap = false;
+  auto megatron = export_plan(off.scenario, off.plan, ConfigFormat::kMegatron);
+  ASSERT_TRUE(megatron.ok());
+  EXPECT_EQ(megatron->text.find("--overlap-moe-expert-parallel-comm"), std::string::npos);
+  auto imported = import_framework_config(write_temp("ep_overlap_off.sh", megatron->text), import_options(off, ConfigFormat::kMegatron));
+  ASSERT_TRUE(imported.ok()) << imported.problems().front().to_string();
+  auto again = scenario_from_json(imported->scenario);
+  ASSERT_TRUE(again.ok() && again->parallelism.ep_comm_overlap.has_value());
+  EXPECT_FALSE(*again->parallelism.ep_comm_overlap);
+  // torchtitan: the forced balancing is its debug option; the overlap is refused.
+  auto titan = export_plan(off.scenario, off.plan, ConfigFormat::kTorchtitan);
+  ASSERT_TRUE(titan.ok()) << titan.problems().front().to_string();
+  EXPECT_NE(titan->text.find("moe_force_load_balance = true"), std::string::npos) << titan->text;
+  ImportOptions titan_options = import_options(off, ConfigFormat::kTorchtitan);
+  const ModelConfig& m = off.scenario.model;  // torchtitan names the model by flavor: the shape as a Hugging Face config
+  const json hf = {{"model_type", "mixtral"}, {"num_hidden_layers", m.num_layers}, {"hidden_size", m.hidden_size},
+                   {"num_attention_heads", m.num_attention_heads}, {"num_key_value_heads", m.num_kv_heads},
+                   {"intermediate_size", m.moe_ffn_hidden_size}, {"vocab_size", m.vocab_size},
+                   {"max_position_embeddings", m.seq_length}, {"num_local_experts", m.num_experts},
+                   {"num_experts_per_tok", m.moe_top_k}, {"tie_word_embeddings", false}};
+  titan_options.model = write_temp("hf_config_force_balance.json", hf.dump());
+  auto titan_back = import_framework_config(write_temp("ep_force_balance.toml", titan->text), titan_options);
+  ASSERT_TRUE(titan_back.ok()) << titan_back.problems().front().to_string();
+  auto titan_again = scenario_from_json(titan_back->scenario);
+  ASSERT_TRUE(titan_again.ok()) << titan_again.problems().front().to_string();
+  EXPECT_TRUE(titan_again->model.moe_router_force_load_balancing);
+  auto titan_overlap = export_plan(c.scenario, c.plan, ConfigFormat::kTorchtitan);
+  ASSERT_FALSE(titan_overlap.ok());
+  EXPECT_NE(all_problems(titan_overlap.problems()).find("EP communication overlap"), std::string::npos);
+  auto ds = export_plan(c.scenario, c.plan, ConfigFormat::kDeepspeed);
+  ASSERT_FALSE(ds.ok());
+  EXPECT_NE(all_problems(ds.problems()).find("EP communication overlap"), std::string::npos);
+  EXPECT_NE(all_problems(ds.problems()).find("forced load balancing"), std::string::npos);
+}
+
 TEST(FrameworkExport, RefusesWhatTheTargetCannotExpress) {
   const Case interleaved = cases()[2];
   auto ds = export_plan(interleaved.scenario, interleaved.plan, ConfigFormat::kDeepspeed);

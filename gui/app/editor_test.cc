@@ -121,6 +121,13 @@ TEST(ScenarioEditor, ProblemsAtTheFieldWithTheCommandLineMessage) {
   editor.set_field_text("/training/framework", "");
   editor.set_field_text("/training/cross_entropy_loss_fusion", "");
   EXPECT_TRUE(editor.scenario());
+  // EP communication overlap needs experts: on a dense model the key reports it.
+  ASSERT_TRUE(editor.set_field_text("/parallelism/ep_comm_overlap", "true"));
+  EXPECT_EQ(editor.document()["parallelism"]["ep_comm_overlap"], true);
+  EXPECT_FALSE(editor.scenario());
+  EXPECT_TRUE(editor.field_problem("/parallelism/ep_comm_overlap").contains("expert parallelism"));
+  editor.set_field_text("/parallelism/ep_comm_overlap", "");
+  EXPECT_TRUE(editor.scenario());
 
   // A power limit turns the GPU named by its preset into the object form; another preset keeps
   // the limit, and one above the board's TDP is reported at the key.

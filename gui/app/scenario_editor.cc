@@ -164,6 +164,8 @@ void ScenarioEditor::build_forms() {
   f("Parallelism", "activation_recompute", {"/parallelism/activation_recompute"}, K::kChoice,
     {QString(), "none", "selective", "full"});
   f("Parallelism", "zero_stage", {"/parallelism/zero_stage"}, K::kInteger, {}, "0..3");
+  f("Parallelism", "ep_comm_overlap", {"/parallelism/ep_comm_overlap"}, K::kChoice, none_true_false,
+    "MoE all-to-alls beside another micro-batch's compute (Megatron's combined 1F1B); empty = searched");
   f("Search", "top_k", {"/search/top_k"}, K::kInteger);
   f("Search", "objective", {"/search/objective"}, K::kChoice, {QString(), "iteration_time", "memory"});
 

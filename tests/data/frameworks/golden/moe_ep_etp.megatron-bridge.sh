@@ -30,5 +30,7 @@ ddp.use_distributed_optimizer=false
 ddp.overlap_grad_reduce=true
 ddp.overlap_param_gather=false
 comm_overlap.tp_comm_overlap=false
+comm_overlap.overlap_moe_expert_parallel_comm=false
+comm_overlap.delay_wgrad_compute=false
 model.cross_entropy_loss_fusion=true
 mixed_precision=bf16_mixed
