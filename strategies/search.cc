@@ -263,6 +263,7 @@ class PlanEnumerator {
   // recompute, a 16-bit model).
   std::vector<bool> ep_overlap_options() const {
     if (c_.ep_comm_overlap) return {*c_.ep_comm_overlap};
+    if (!m_.is_moe() || p_.ep <= 1) return {false};  // the common case, without copying the plan
     Plan probe = p_;
     probe.ep_comm_overlap = true;
     return ep_overlap_problem(sc_.training, m_, probe).empty() ? std::vector<bool>{false, true} : std::vector<bool>{false};
