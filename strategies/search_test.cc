@@ -249,6 +249,23 @@ Scenario preset_scenario(const std::string& json) {
   return s.ok() ? *s : Scenario{};
 }
 
+// A scenario whose plan is fixed but for one overlap switch: left open, the search tries it on
+// and off and ranks it on first; pinned off, one plan, slower.
+void expect_open_switch_wins(Scenario s, std::optional<bool> ParallelismConstraints::*pinned, bool Plan::*chosen) {
+  SearchOptions o;
+  o.evaluate = analytical_evaluator();
+  const SearchResult open = search_plans(s, o);
+  EXPECT_EQ(open.plans_in_space, 2);
+  ASSERT_TRUE(open.any_fits());
+  EXPECT_TRUE(open.ranked.front().plan.*chosen);
+  s.parallelism.*pinned = false;
+  const SearchResult off = search_plans(s, o);
+  EXPECT_EQ(off.plans_in_space, 1);
+  ASSERT_TRUE(off.any_fits());
+  EXPECT_FALSE(off.ranked.front().plan.*chosen);
+  EXPECT_GT(off.ranked.front().estimate.iteration_time_s, open.ranked.front().estimate.iteration_time_s);
+}
+
 // EP communication overlap left open is tried on and off where Megatron-Core can run it (an MoE
 // model with ep > 1, virtual stages with a pipeline, no full recompute); pinned, one plan.
 TEST(Search, TriesEpCommOverlapWhereMegatronRunsItAndTheScenarioLeavesItOpen) {
@@ -262,18 +279,9 @@ TEST(Search, TriesEpCommOverlapWhereMegatronRunsItAndTheScenarioLeavesItOpen) {
                           "activation_recompute": "none", "zero_stage": 1}})");
   SearchOptions o;
   o.evaluate = analytical_evaluator();
-  const SearchResult open = search_plans(s, o);
-  EXPECT_EQ(open.plans_in_space, 2);
-  ASSERT_TRUE(open.any_fits());
-  EXPECT_TRUE(open.ranked.front().plan.ep_comm_overlap);  // the all-to-alls hide behind the other pass
-  s.parallelism.ep_comm_overlap = false;
-  const SearchResult pinned = search_plans(s, o);
-  EXPECT_EQ(pinned.plans_in_space, 1);
-  ASSERT_TRUE(pinned.any_fits());
-  EXPECT_FALSE(pinned.ranked.front().plan.ep_comm_overlap);
-  EXPECT_GT(pinned.ranked.front().estimate.iteration_time_s, open.ranked.front().estimate.iteration_time_s);
+  // The all-to-alls hide behind the other pass.
+  expect_open_switch_wins(s, &ParallelismConstraints::ep_comm_overlap, &Plan::ep_comm_overlap);
   // Where Megatron-Core refuses it, the search does not try it.
-  s.parallelism.ep_comm_overlap.reset();
   s.parallelism.recompute = Recompute::kFull;
   EXPECT_EQ(search_plans(s, o).plans_in_space, 1);
   s.parallelism.recompute = Recompute::kNone;
@@ -293,19 +301,9 @@ TEST(Search, TriesTpCommOverlapOnlyWhereTheFrameworkHasItAndTheScenarioLeavesItO
                           "activation_recompute": "none", "zero_stage": 1}})");
   SearchOptions o;
   o.evaluate = analytical_evaluator();
-  const SearchResult open = search_plans(s, o);
-  EXPECT_EQ(open.plans_in_space, 2);
-  ASSERT_TRUE(open.any_fits());
   // TP 8 on NVLink with sequence parallelism: hiding the gathers and scatters pays for the SMs
   // the communication kernels hold.
-  EXPECT_TRUE(open.ranked.front().plan.tp_comm_overlap);
-  s.parallelism.tp_comm_overlap = false;
-  const SearchResult pinned = search_plans(s, o);
-  EXPECT_EQ(pinned.plans_in_space, 1);
-  ASSERT_TRUE(pinned.any_fits());
-  EXPECT_FALSE(pinned.ranked.front().plan.tp_comm_overlap);
-  EXPECT_GT(pinned.ranked.front().estimate.iteration_time_s, open.ranked.front().estimate.iteration_time_s);
-  s.parallelism.tp_comm_overlap.reset();
+  expect_open_switch_wins(s, &ParallelismConstraints::tp_comm_overlap, &Plan::tp_comm_overlap);
   s.training.framework = Framework::kDeepspeed;
   EXPECT_EQ(search_plans(s, o).plans_in_space, 1);
   // Where the overlap cannot run, the search leaves it off; pinned there, the plan is predicted

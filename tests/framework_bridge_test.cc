@@ -125,6 +125,16 @@ std::vector<Case> cases() {
   return v;
 }
 
+// The shape of an MoE test model as a Hugging Face Mixtral config.json: torchtitan names a model
+// by flavor only, so its import takes the shape from one.
+json mixtral_hf_config(const ModelConfig& m) {
+  return {{"model_type", "mixtral"}, {"num_hidden_layers", m.num_layers}, {"hidden_size", m.hidden_size},
+          {"num_attention_heads", m.num_attention_heads}, {"num_key_value_heads", m.num_kv_heads},
+          {"intermediate_size", m.moe_ffn_hidden_size}, {"vocab_size", m.vocab_size},
+          {"max_position_embeddings", m.seq_length}, {"num_local_experts", m.num_experts},
+          {"num_experts_per_tok", m.moe_top_k}, {"tie_word_embeddings", false}};
+}
+
 // Import options for reading back what `c` exported in format `f`: its GPU count and node size.
 ImportOptions import_options(const Case& c, ConfigFormat f) {
   ImportOptions o;
@@ -285,13 +295,7 @@ TEST(FrameworkBridge, RoundTripGivesBackThePlan) {
       if (f == ConfigFormat::kTorchtitan && c.scenario.model.preset.empty()) {
         // torchtitan names the model by flavor only: give the shape as a Hugging Face config.
         ASSERT_FALSE(out->warnings.empty()) << c.name;
-        const ModelConfig& m = c.scenario.model;
-        const json hf = {{"model_type", "mixtral"}, {"num_hidden_layers", m.num_layers}, {"hidden_size", m.hidden_size},
-                         {"num_attention_heads", m.num_attention_heads}, {"num_key_value_heads", m.num_kv_heads},
-                         {"intermediate_size", m.moe_ffn_hidden_size}, {"vocab_size", m.vocab_size},
-                         {"max_position_embeddings", m.seq_length}, {"num_local_experts", m.num_experts},
-                         {"num_experts_per_tok", m.moe_top_k}, {"tie_word_embeddings", false}};
-        o.model = write_temp("hf_config.json", hf.dump());
+        o.model = write_temp("hf_config.json", mixtral_hf_config(c.scenario.model).dump());
         imported = import_framework_config(path, o);
       }
       ASSERT_TRUE(imported.ok()) << c.name << " via " << to_string(f) << ": "
@@ -545,13 +549,7 @@ TEST(FrameworkBridge, EpOverlapAndForcedLoadBalancingTravelBothWays) {
   ASSERT_TRUE(titan.ok()) << titan.problems().front().to_string();
   EXPECT_NE(titan->text.find("moe_force_load_balance = true"), std::string::npos) << titan->text;
   ImportOptions titan_options = import_options(off, ConfigFormat::kTorchtitan);
-  const ModelConfig& m = off.scenario.model;  // torchtitan names the model by flavor: the shape as a Hugging Face config
-  const json hf = {{"model_type", "mixtral"}, {"num_hidden_layers", m.num_layers}, {"hidden_size", m.hidden_size},
-                   {"num_attention_heads", m.num_attention_heads}, {"num_key_value_heads", m.num_kv_heads},
-                   {"intermediate_size", m.moe_ffn_hidden_size}, {"vocab_size", m.vocab_size},
-                   {"max_position_embeddings", m.seq_length}, {"num_local_experts", m.num_experts},
-                   {"num_experts_per_tok", m.moe_top_k}, {"tie_word_embeddings", false}};
-  titan_options.model = write_temp("hf_config_force_balance.json", hf.dump());
+  titan_options.model = write_temp("hf_config_force_balance.json", mixtral_hf_config(off.scenario.model).dump());
   auto titan_back = import_framework_config(write_temp("ep_force_balance.toml", titan->text), titan_options);
   ASSERT_TRUE(titan_back.ok()) << titan_back.problems().front().to_string();
   auto titan_again = scenario_from_json(titan_back->scenario);
