@@ -168,6 +168,11 @@ const GpuProfile& gpu_profile(const GpuSpec& gpu) {
 
 bool gpu_runs_tp_comm_overlap(const GpuSpec& gpu) { return gpu.peak_tflops.fp8 > 0; }
 
+bool gpu_runs_mxfp8(const GpuSpec& gpu) {
+  const GpuProfile& p = gpu_profile(gpu);
+  return &p != &kA100 && &p != &kH100 && &p != &kH200;
+}
+
 // ============================================================================ profiles
 
 Expected<const CalibrationProfile*> calibration_profile(const std::string& path) {

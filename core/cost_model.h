@@ -118,6 +118,11 @@ const GpuProfile& gpu_profile(const GpuSpec& gpu);
 // generation: A100 and earlier have none.
 bool gpu_runs_tp_comm_overlap(const GpuSpec& gpu);
 
+// Whether the GPU has MXFP8 tensor cores (block-scaled MMA, Blackwell and later; Transformer
+// Engine refuses the mxfp8 recipe below compute capability 10.0): false for the Ampere and
+// Hopper profiles, true for Blackwell's and for a GPU the presets do not know.
+bool gpu_runs_mxfp8(const GpuSpec& gpu);
+
 // A measured calibration profile (monarch-calibrate, docs/calibration_profile.md), read once
 // per path and kept. When GpuSpec::profile names one, GEMM throughput (interpolated over its
 // grid, times the sustained-clock fraction for GPUs), HBM bandwidth and intra-node collective

@@ -388,8 +388,10 @@ void export_megatron(const Scenario& s, const Plan& p, Problems& refuse, Exporte
     case Precision::kFp16: f.add("--fp16"); break;
     case Precision::kFp8:
       f.add("--bf16");
-      f.add("--fp8-format", "hybrid");
-      f.add("--fp8-recipe", "delayed");
+      // Megatron-Core's recipes take e4m3 forward and e5m2 gradients ("hybrid"), except MXFP8,
+      // whose block scales keep e4m3 for both (Megatron-Bridge's bf16_with_mxfp8_mixed).
+      f.add("--fp8-format", fp8_recipe(s.training) == Fp8Recipe::kMxfp8 ? "e4m3" : "hybrid");
+      f.add("--fp8-recipe", to_string(fp8_recipe(s.training)));
       break;
     case Precision::kFp32: break;
   }
@@ -606,7 +608,21 @@ void export_bridge(const Scenario& s, const Plan& p, Problems& refuse, ExportedC
   switch (s.training.precision) {
     case Precision::kBf16: set("mixed_precision", "bf16_mixed"); break;
     case Precision::kFp16: set("mixed_precision", "fp16_mixed"); break;
-    case Precision::kFp8: set("mixed_precision", "bf16_with_fp8_delayed_scaling_mixed"); break;
+    case Precision::kFp8:
+      switch (fp8_recipe(s.training)) {
+        case Fp8Recipe::kDelayed: set("mixed_precision", "bf16_with_fp8_delayed_scaling_mixed"); break;
+        case Fp8Recipe::kTensorwise:
+          set("mixed_precision", "bf16_with_fp8_current_scaling_mixed");
+          // Its setup() writes first_last_layers_bf16 = True over the model's, so no override
+          // turns it off.
+          out.warnings.push_back("Megatron-Bridge's bf16_with_fp8_current_scaling_mixed keeps the first and last transformer "
+                                 "layers in bf16, which the prediction runs in fp8: set "
+                                 "cfg.mixed_precision.first_last_layers_bf16 = False in the recipe to run what was predicted");
+          break;
+        case Fp8Recipe::kMxfp8: set("mixed_precision", "bf16_with_mxfp8_mixed"); break;
+        case Fp8Recipe::kBlockwise: set("mixed_precision", "bf16_with_fp8_subchannel_scaling_mixed"); break;
+      }
+      break;
     case Precision::kFp32:
       refuse.push_back({where, "Megatron-Bridge 0.6 registers no fp32 mixed_precision recipe"});
       break;
@@ -915,8 +931,10 @@ void import_megatron_like(Importer& in, bool deepspeed_flags) {
   in.assign_int("training.global_batch_size", in.integer("--global-batch-size"));
   const bool bf16 = in.boolean("--bf16").value_or(false), fp16 = in.boolean("--fp16").value_or(false);
   const auto fp8 = in.text("--fp8-format");
-  (void)in.text("--fp8-recipe");
+  const auto recipe = in.text("--fp8-recipe");
   in.assign("training.precision", fp8 ? "\"fp8\"" : bf16 ? "\"bf16\"" : fp16 ? "\"fp16\"" : "\"fp32\"");
+  // Without --fp8-recipe Megatron-LM runs delayed scaling, the scenario's default for megatron.
+  if (fp8 && recipe) in.assign("training.fp8_recipe", "\"" + *recipe + "\"");
   in.assign("training.framework", deepspeed_flags ? "\"deepspeed\"" : "\"megatron\"");
   if (!deepspeed_flags) {
     if (in.boolean("--grad-reduce-in-bf16").value_or(false)) in.assign("training.grad_reduce_in_fp32", "false");
@@ -1174,6 +1192,17 @@ void import_torchtitan(Importer& in, int64_t num_gpus, int64_t num_layers) {
 
 namespace {
 
+// An fp8 mixed_precision recipe of Megatron-Bridge (mixed_precision.py), named r with '_'
+// separators: fp8 training with the recipe's scaling, *_fp8_delayed_scaling_mixed, *_fp8_current_
+// scaling_mixed (per tensor), *_mxfp8_mixed and *_fp8_subchannel_scaling_mixed (blockwise).
+void import_bridge_fp8_recipe(Importer& in, const std::string& r) {
+  in.assign("training.precision", "\"fp8\"");
+  if (r.find("current_scaling") != std::string::npos) in.assign("training.fp8_recipe", "\"tensorwise\"");
+  else if (r.find("subchannel") != std::string::npos) in.assign("training.fp8_recipe", "\"blockwise\"");
+  else if (r.find("mxfp8") != std::string::npos) in.assign("training.fp8_recipe", "\"mxfp8\"");
+  else if (r.find("delayed") != std::string::npos) in.assign("training.fp8_recipe", "\"delayed\"");
+}
+
 void import_bridge(Importer& in) {
   in.assign_int("parallelism.tensor_parallel_degree", in.integer("model.tensor_model_parallel_size"));
   in.assign_int("parallelism.pipeline_parallel_degree", in.integer("model.pipeline_model_parallel_size"));
@@ -1271,7 +1300,7 @@ void import_bridge(Importer& in) {
     std::string r = *mp;
     std::replace(r.begin(), r.end(), '-', '_');
     const bool fp8 = r.find("fp8") != std::string::npos;
-    if (fp8) in.assign("training.precision", "\"fp8\"");
+    if (fp8) import_bridge_fp8_recipe(in, r);
     else if (r.rfind("bf16", 0) == 0) in.assign("training.precision", "\"bf16\"");
     else if (r.rfind("fp16", 0) == 0) in.assign("training.precision", "\"fp16\"");
     else in.problem(in.setting("mixed_precision"), "found \"" + *mp + "\", expected a Megatron-Bridge recipe such as bf16_mixed");

@@ -400,6 +400,11 @@ bool grad_reduce_in_fp32(const TrainingConfig& t) {
   return true;
 }
 
+Fp8Recipe fp8_recipe(const TrainingConfig& t) {
+  if (t.fp8_recipe) return *t.fp8_recipe;
+  return t.framework == Framework::kTorchtitan ? Fp8Recipe::kTensorwise : Fp8Recipe::kDelayed;
+}
+
 StateBytesPerParameter state_bytes_per_parameter(const TrainingConfig& t, int64_t zero_stage) {
   StateBytesPerParameter b = state_bytes_per_parameter(t.precision, t.optimizer);
   if (t.precision == Precision::kFp32) return b;

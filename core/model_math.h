@@ -269,6 +269,12 @@ StateBytesPerParameter state_bytes_per_parameter(const TrainingConfig& training,
 // fp32 training reduces in fp32 everywhere.
 bool grad_reduce_in_fp32(const TrainingConfig& training);
 
+// The fp8 recipe an fp8 run scales with: training.fp8_recipe where the scenario states it,
+// else the framework's default: Megatron-Core's TransformerConfig.fp8_recipe "delayed"
+// (megatron/core/transformer/transformer_config.py), torchao's Float8LinearConfig "tensorwise"
+// for torchtitan (its float8 recipe_name left unset). Meaningless unless precision is fp8.
+Fp8Recipe fp8_recipe(const TrainingConfig& training);
+
 struct MemoryBreakdown {
   double weights_bytes = 0;
   double gradients_bytes = 0;

@@ -89,6 +89,16 @@ const char* to_string(Framework f) {
   return "?";
 }
 
+const char* to_string(Fp8Recipe r) {
+  switch (r) {
+    case Fp8Recipe::kDelayed: return "delayed";
+    case Fp8Recipe::kTensorwise: return "tensorwise";
+    case Fp8Recipe::kMxfp8: return "mxfp8";
+    case Fp8Recipe::kBlockwise: return "blockwise";
+  }
+  return "?";
+}
+
 double bytes_per_element(Precision p) {
   switch (p) {
     case Precision::kFp32: return 4;

@@ -45,6 +45,10 @@ enum class AttentionKernel {
 };
 // The training stack that carries out the plan (training.framework).
 enum class Framework { kMegatron, kDeepspeed, kTorchtitan };
+// How fp8 tensors are scaled (Megatron-Core's Fp8Recipe names): delayed scaling from an amax
+// history, per-tensor current scaling ("tensorwise", an amax pass before each cast), MXFP8
+// (32-element blocks with an e8m0 scale; Blackwell) and 1 x 128 / 128 x 128 block scaling.
+enum class Fp8Recipe { kDelayed, kTensorwise, kMxfp8, kBlockwise };
 
 // Dense peak throughput of one GPU per precision, in TFLOP/s (1e12 FLOP/s), without sparsity.
 struct PeakTflops {
@@ -190,6 +194,10 @@ struct TrainingConfig {
   // NVIDIA's recipes run it. Megatron only: Megatron-DeepSpeed's loss is always the unfused one,
   // torchtitan's is fused by training.compile.
   std::optional<bool> cross_entropy_loss_fusion;
+  // training.fp8_recipe: how the fp8 run scales its tensors (Megatron-Core --fp8-recipe,
+  // Megatron-Bridge's mixed_precision recipe, torchtitan's float8 recipe_name). Absent = the
+  // framework's default (fp8_recipe() in core/model_math.h). Only with precision fp8.
+  std::optional<Fp8Recipe> fp8_recipe;
   // Tokens the whole training run processes (training.total_tokens); 0 = not given. With a
   // reliability block it turns goodput into an expected time to train.
   double total_tokens = 0;
@@ -312,6 +320,7 @@ const char* to_string(Backend);
 const char* to_string(Activation);
 const char* to_string(AttentionKernel);
 const char* to_string(Framework);
+const char* to_string(Fp8Recipe);
 
 // Bytes of one element in the compute precision (fp8 activations are stored in bf16 by
 // Transformer Engine, so fp8 compute still keeps 2-byte activations; see memory model).

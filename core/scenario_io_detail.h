@@ -127,6 +127,8 @@ inline const std::vector<Activation> kActivations = {Activation::kGelu, Activati
 inline const std::vector<AttentionKernel> kAttentionKernels = {AttentionKernel::kFlash, AttentionKernel::kMaterialized,
                                                                AttentionKernel::kFlash1, AttentionKernel::kFlash2};
 inline const std::vector<Framework> kFrameworks = {Framework::kMegatron, Framework::kDeepspeed, Framework::kTorchtitan};
+inline const std::vector<Fp8Recipe> kFp8Recipes = {Fp8Recipe::kDelayed, Fp8Recipe::kTensorwise, Fp8Recipe::kMxfp8,
+                                                   Fp8Recipe::kBlockwise};
 
 // A file named by the scenario (or the scenario itself), read with a size bound.
 std::optional<std::string> read_text_file(Ctx& ctx, const std::string& path, const std::string& where,

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "core/cost_model.h"
 #include "core/dlrm_model.h"
 #include "core/framework_rules.h"
 #include "core/units.h"
@@ -366,6 +367,10 @@ void cross_check(Ctx& ctx, const json* pj, Scenario& s) {
   // Precision against the GPU.
   if (t.precision == Precision::kFp8 && !c.gpu.name.empty() && c.gpu.peak_tflops.fp8 <= 0)
     ctx.add("/training/precision", "found \"fp8\", but " + c.gpu.name + " has no FP8 tensor cores (peak_tflops.fp8 is 0); expected bf16, fp16 or fp32");
+  else if (t.precision == Precision::kFp8 && t.fp8_recipe == Fp8Recipe::kMxfp8 && !c.gpu.name.empty() &&
+           !gpu_runs_mxfp8(c.gpu))
+    ctx.add("/training/fp8_recipe", "found \"mxfp8\", but " + c.gpu.name +
+                                        " has no MXFP8 tensor cores (Blackwell's block-scaled MMA); expected delayed, tensorwise or blockwise");
   else if (!c.gpu.name.empty() && peak_tflops(c.gpu, t.precision) <= 0)
     ctx.add("/cluster/gpu/peak_tflops/" + std::string(to_string(t.precision)),
             "missing or 0, expected the GPU's dense peak for the training precision " + std::string(to_string(t.precision)));

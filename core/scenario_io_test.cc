@@ -428,6 +428,30 @@ TEST(ScenarioIo, CrossEntropyLossFusionIsMegatronsChoiceAndSurvivesTheRoundTrip)
   EXPECT_NE(all_messages(s.problems()).find("/training/cross_entropy_loss_fusion"), std::string::npos);
 }
 
+// The fp8 recipe: absent it is the framework's default (Megatron-Core's delayed scaling,
+// torchtitan's per-tensor scaling) and not written; stated it survives the round trip.
+TEST(ScenarioIo, Fp8RecipeDefaultsToTheFrameworksAndSurvivesTheRoundTrip) {
+  json j = base_scenario();
+  j["cluster"]["gpu"] = "B200";
+  j["training"]["precision"] = "fp8";
+  auto s = scenario_from_json(j);
+  ASSERT_TRUE(s.ok()) << all_messages(s.problems());
+  EXPECT_FALSE(s->training.fp8_recipe.has_value());
+  EXPECT_EQ(fp8_recipe(s->training), Fp8Recipe::kDelayed);
+  EXPECT_FALSE(scenario_to_json(*s)["training"].contains("fp8_recipe"));
+  s->training.framework = Framework::kTorchtitan;
+  EXPECT_EQ(fp8_recipe(s->training), Fp8Recipe::kTensorwise);
+  for (const char* name : {"delayed", "tensorwise", "mxfp8", "blockwise"}) {
+    j["training"]["fp8_recipe"] = name;
+    s = scenario_from_json(j);
+    ASSERT_TRUE(s.ok()) << name << ": " << all_messages(s.problems());
+    auto again = scenario_from_json(scenario_to_json(*s));
+    ASSERT_TRUE(again.ok()) << all_messages(again.problems());
+    ASSERT_TRUE(again->training.fp8_recipe.has_value());
+    EXPECT_STREQ(to_string(*again->training.fp8_recipe), name);
+  }
+}
+
 // EP communication overlap and the router's forced load balancing on an MoE model: absent they
 // are searched / off and not written; given, they survive the round trip.
 TEST(ScenarioIo, EpOverlapAndForcedLoadBalancingSurviveTheRoundTrip) {

@@ -9,6 +9,28 @@
 
 namespace monarch::scenario_io_detail {
 
+namespace {
+
+// Why training.fp8_recipe cannot run with the rest of the training settings, or "".
+std::string fp8_recipe_problem(const TrainingConfig& t) {
+  if (t.precision != Precision::kFp8)
+    return std::string("found \"") + to_string(*t.fp8_recipe) + "\" with training.precision \"" + to_string(t.precision) +
+           "\"; an fp8 recipe needs precision \"fp8\"";
+  switch (t.framework) {
+    case Framework::kMegatron: return "";
+    case Framework::kDeepspeed: return "training.framework \"deepspeed\" (Megatron-DeepSpeed) has no fp8 recipes";
+    case Framework::kTorchtitan:
+      // torchtitan's Float8Linear converter (torchao) scales per tensor at every cast; its
+      // delayed scaling was removed and block scaling is not among its recipes.
+      if (*t.fp8_recipe == Fp8Recipe::kTensorwise) return "";
+      return std::string("found \"") + to_string(*t.fp8_recipe) +
+             "\"; torchtitan's float8 converter scales per tensor (expected \"tensorwise\")";
+  }
+  return "";
+}
+
+}  // namespace
+
 void read_training(Ctx& ctx, const json* tj, TrainingConfig& t, std::optional<double>& capacity_factor) {
   if (!tj) {
     ctx.add("/training", "missing, expected an object {global_batch_size, micro_batch_size, precision}");
@@ -17,7 +39,7 @@ void read_training(Ctx& ctx, const json* tj, TrainingConfig& t, std::optional<do
   Obj o(ctx, tj, "/training",
         {"global_batch_size", "micro_batch_size", "precision", "optimizer", "steps", "seed", "moe_capacity_factor", "framework",
          "total_tokens", "cuda_graphs", "compile", "cuda_launch_blocking", "grad_reduce_in_fp32",
-         "cross_entropy_loss_fusion"});
+         "cross_entropy_loss_fusion", "fp8_recipe"});
   if (auto v = get_int(ctx, o, "global_batch_size", 1, kMaxGlobalBatchSize)) t.global_batch_size = *v;
   else if (!o.has("global_batch_size")) ctx.add(o.at("global_batch_size"), "missing, expected a positive integer (samples per optimizer step)");
   else t.global_batch_size = -1;
@@ -58,6 +80,10 @@ void read_training(Ctx& ctx, const json* tj, TrainingConfig& t, std::optional<do
       ctx.add(o.at("cross_entropy_loss_fusion"),
               std::string("the choice of a fused cross entropy is Megatron-Core's (--cross-entropy-loss-fusion); "
                           "training.framework \"") + to_string(t.framework) + "\" has no such option");
+  }
+  if (auto v = get_enum(ctx, o, "fp8_recipe", kFp8Recipes)) {
+    t.fp8_recipe = *v;
+    if (const std::string problem = fp8_recipe_problem(t); !problem.empty()) ctx.add(o.at("fp8_recipe"), problem);
   }
   o.finish();
   if (t.micro_batch_size && *t.micro_batch_size > 0 && t.global_batch_size > 0 && *t.micro_batch_size > t.global_batch_size)

@@ -96,6 +96,7 @@ nlohmann::json scenario_to_json(const Scenario& s) {
   if (t.cuda_launch_blocking) tj["cuda_launch_blocking"] = true;
   if (t.grad_reduce_in_fp32) tj["grad_reduce_in_fp32"] = *t.grad_reduce_in_fp32;
   if (t.cross_entropy_loss_fusion) tj["cross_entropy_loss_fusion"] = *t.cross_entropy_loss_fusion;
+  if (t.fp8_recipe) tj["fp8_recipe"] = to_string(*t.fp8_recipe);
   j["training"] = tj;
 
   const ParallelismConstraints& p = s.parallelism;

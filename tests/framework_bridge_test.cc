@@ -16,6 +16,7 @@
 
 #include "core/framework_bridge.h"
 #include "core/framework_io.h"
+#include "core/presets.h"
 #include "core/scenario_io.h"
 
 
@@ -498,6 +499,40 @@ TEST(FrameworkBridge, CrossEntropyFusionTravelsBothWaysAndItsAbsenceIsMegatronsU
       EXPECT_EQ(*again->training.cross_entropy_loss_fusion, fused.value_or(true)) << to_string(format);
     }
   }
+}
+
+// The fp8 recipe travels as Megatron-LM's --fp8-recipe and as Megatron-Bridge's mixed_precision
+// recipe name; a scenario that states none exports Megatron-Core's default, delayed scaling.
+TEST(FrameworkBridge, Fp8RecipeTravelsBothWays) {
+  const std::optional<Fp8Recipe> recipes[] = {std::nullopt, Fp8Recipe::kDelayed, Fp8Recipe::kTensorwise, Fp8Recipe::kBlockwise};
+  for (const ConfigFormat format : {ConfigFormat::kMegatron, ConfigFormat::kMegatronBridge}) {
+    for (const std::optional<Fp8Recipe>& recipe : recipes) {
+      Case c = cases()[0];
+      c.scenario.training.precision = Precision::kFp8;
+      c.scenario.training.fp8_recipe = recipe;
+      auto out = export_plan(c.scenario, c.plan, format);
+      ASSERT_TRUE(out.ok()) << to_string(format) << ": " << out.problems().front().to_string();
+      const ImportOptions o = import_options(c, format);
+      auto imported = import_framework_config(write_temp("fp8_" + std::string(to_string(format)) + extension(format), out->text), o);
+      ASSERT_TRUE(imported.ok()) << to_string(format) << ": " << imported.problems().front().to_string();
+      auto again = scenario_from_json(imported->scenario);
+      ASSERT_TRUE(again.ok()) << again.problems().front().to_string();
+      EXPECT_EQ(again->training.precision, Precision::kFp8);
+      ASSERT_TRUE(again->training.fp8_recipe.has_value()) << to_string(format) << "\n" << out->text;
+      EXPECT_EQ(*again->training.fp8_recipe, recipe.value_or(Fp8Recipe::kDelayed)) << to_string(format) << "\n" << out->text;
+    }
+  }
+  Case c = cases()[0];
+  c.scenario.cluster.gpu = find_gpu_preset("B200")->spec;
+  c.scenario.training.precision = Precision::kFp8;
+  c.scenario.training.fp8_recipe = Fp8Recipe::kMxfp8;
+  auto megatron = export_plan(c.scenario, c.plan, ConfigFormat::kMegatron);
+  ASSERT_TRUE(megatron.ok());
+  EXPECT_NE(megatron->text.find("--fp8-recipe mxfp8"), std::string::npos) << megatron->text;
+  EXPECT_NE(megatron->text.find("--fp8-format e4m3"), std::string::npos) << megatron->text;
+  auto bridge = export_plan(c.scenario, c.plan, ConfigFormat::kMegatronBridge);
+  ASSERT_TRUE(bridge.ok());
+  EXPECT_NE(bridge->text.find("mixed_precision=bf16_with_mxfp8_mixed"), std::string::npos) << bridge->text;
 }
 
 // EP communication overlap and the router's forced load balancing: Megatron-LM's flags and

@@ -121,6 +121,13 @@ TEST(ScenarioEditor, ProblemsAtTheFieldWithTheCommandLineMessage) {
   editor.set_field_text("/training/framework", "");
   editor.set_field_text("/training/cross_entropy_loss_fusion", "");
   EXPECT_TRUE(editor.scenario());
+  // An fp8 recipe needs fp8: under bf16 the key reports the precision.
+  ASSERT_TRUE(editor.set_field_text("/training/fp8_recipe", "tensorwise"));
+  EXPECT_EQ(editor.document()["training"]["fp8_recipe"], "tensorwise");
+  EXPECT_FALSE(editor.scenario());
+  EXPECT_TRUE(editor.field_problem("/training/fp8_recipe").contains("precision"));
+  editor.set_field_text("/training/fp8_recipe", "");
+  EXPECT_TRUE(editor.scenario());
   // EP communication overlap needs experts: on a dense model the key reports it.
   ASSERT_TRUE(editor.set_field_text("/parallelism/ep_comm_overlap", "true"));
   EXPECT_EQ(editor.document()["parallelism"]["ep_comm_overlap"], true);

@@ -148,6 +148,8 @@ void ScenarioEditor::build_forms() {
     "gradients reduced in fp32 (true) or the 16-bit type (false); empty = the framework's default");
   f("Training", "cross_entropy_loss_fusion", {"/training/cross_entropy_loss_fusion"}, K::kChoice, none_true_false,
     "Megatron's fused cross entropy (true) or Megatron-LM's unfused default (false); empty = fused");
+  f("Training", "fp8_recipe", {"/training/fp8_recipe"}, K::kChoice, {QString(), "delayed", "tensorwise", "mxfp8", "blockwise"},
+    "how fp8 tensors are scaled (fp8 only); empty = the framework's default (megatron delayed, torchtitan tensorwise)");
   auto deg = [](const char* canonical, const char* a, const char* b) {
     return std::vector<std::string>{std::string("/parallelism/") + canonical, std::string("/parallelism/") + a,
                                     std::string("/parallelism/") + b};
