@@ -82,6 +82,10 @@ struct Ctx {
   double grad_reduce_bytes = 0;  // bytes per gradient element of the reduce-scatter
   bool fp8_params = false;       // the linear layers' weights gathered in fp8
   Framework framework = Framework::kMegatron;
+  Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;  // how each fp8 cast scales (fp8 runs only)
+  // How the MoE layer's local experts run their GEMMs: 0 = one grouped kernel for all of them
+  // (torchtitan's torch._grouped_mm), else one GEMM per expert, this many at a time.
+  double expert_gemms_at_once = 0;
   Precision training_precision = Precision::kBf16;  // as the scenario states it (prec: as run)
 };
 

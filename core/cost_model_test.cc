@@ -1106,11 +1106,15 @@ TEST(LayerCosts, TorchtitanFloat8CastsEachBlockInputOnce) {
   Plan one;
   one.dp = 8;
   const double extra_reads = 3.0 * Th;  // fp8 elements, 1 byte
+  // A cast under torchao's per-tensor scaling: 4 bytes per element and the amax pass's read of
+  // the 16-bit input, 2 more.
+  ASSERT_EQ(fp8_recipe(s.training), Fp8Recipe::kTensorwise);
+  const double cast = 4.0 + 2.0, shard_cast = 3.0 + 2.0;  // the shard's cast leaves the transpose to the gathered copy
   EXPECT_NEAR(separate_minus_fused(one, false), extra_reads, 1.0);
-  EXPECT_NEAR(separate_minus_fused(one, true), extra_reads + 3.0 * 4.0 * Th, 1.0);
+  EXPECT_NEAR(separate_minus_fused(one, true), extra_reads + 3.0 * cast * Th, 1.0);
   Plan tp = tp4_sp_plan();  // float8 TP: the shard is cast, its gathered copy transposed
-  EXPECT_NEAR(separate_minus_fused(tp, false), extra_reads - 2.0 * 3.0 * (Th - Th / 4.0), 1.0);
-  EXPECT_NEAR(separate_minus_fused(tp, true), extra_reads - 2.0 * 3.0 * (Th - Th / 4.0), 1.0);
+  EXPECT_NEAR(separate_minus_fused(tp, false), extra_reads - 2.0 * shard_cast * (Th - Th / 4.0), 1.0);
+  EXPECT_NEAR(separate_minus_fused(tp, true), extra_reads - 2.0 * shard_cast * (Th - Th / 4.0), 1.0);
 }
 
 // Megatron-LM's own layers (the materialized-attention stack) add the QKV bias in its own
@@ -1923,6 +1927,79 @@ TEST(LayerCosts, ForcedLoadBalancingRemovesTheDroplessImbalance) {
   EXPECT_DOUBLE_EQ(lb.ep_total_s, lp.ep_total_s);
   EXPECT_NEAR(ld.ep_total_s, 1.3 * lb.ep_total_s, 1e-9 * ld.ep_total_s);  // one expert per rank: the whole excess
   EXPECT_LT(lb.forward_s, ld.forward_s);
+}
+
+// Qwen3-30B-A3B's MoE layer shape on 64 B200: 128 experts of 768 (gated), top-8, hidden 2048,
+// 16 local experts at EP 8.
+Scenario fine_grained_moe(const char* gpu) {
+  Scenario s = moe_llama(128, 1.0, 64);
+  s.cluster = cluster(gpu, 64);
+  s.model.hidden_size = 2048;
+  s.model.num_attention_heads = 32;
+  s.model.num_kv_heads = 4;
+  s.model.moe_top_k = 8;
+  s.model.moe_ffn_hidden_size = 768;
+  return s;
+}
+
+// Transformer Engine's GroupedLinear runs one GEMM per local expert, four at a time on its
+// compute streams; DeepSpeed's experts run one after another; torchtitan's grouped GEMM is one
+// kernel. The same FLOPs, but each launch pays its gap and each GEMM its own wave quantization.
+TEST(LayerCosts, ExpertGemmsRunAsTheFrameworkLaunchesThem) {
+  const Scenario s = fine_grained_moe("B200");
+  Plan p;
+  p.dp = 64;
+  p.ep = 8;
+  const ModelShape m = model_shape(s.model);
+  cost_detail::Ctx c = cost_detail::make_ctx(s);
+  EXPECT_EQ(c.expert_gemms_at_once, 4.0);  // Megatron-Core: TEGroupedMLP
+  auto moe_forward = [&](double at_once) {
+    c.expert_gemms_at_once = at_once;
+    return cost_detail::layer_compute(c, m, p).moe_fwd;
+  };
+  const cost_detail::Op grouped = moe_forward(0), four = moe_forward(4), one = moe_forward(1);
+  EXPECT_DOUBLE_EQ(four.flops, grouped.flops);
+  EXPECT_DOUBLE_EQ(one.flops, grouped.flops);
+  // fc1 and fc2: 16 launches one at a time against 4 rounds of four, and one grouped kernel.
+  EXPECT_GE(one.s - four.s, 2.0 * (16.0 - 4.0) * cost_detail::kKernelGap_s);
+  EXPECT_GE(four.s - grouped.s, 2.0 * (4.0 - 1.0) * cost_detail::kKernelGap_s);
+  Scenario ds = s;
+  ds.training.framework = Framework::kDeepspeed;
+  EXPECT_EQ(cost_detail::make_ctx(ds).expert_gemms_at_once, 1.0);
+  Scenario tt = s;
+  tt.training.framework = Framework::kTorchtitan;
+  EXPECT_EQ(cost_detail::make_ctx(tt).expert_gemms_at_once, 0.0);
+}
+
+// Per-tensor current scaling quantizes each expert's fp8 operand in three kernels after an
+// amax pass over its 16-bit input; delayed scaling casts all the experts in one fused kernel.
+// The forward casts fc1's and fc2's inputs: 2 x (3 x 16 - 1) more kernels and one more read of
+// both inputs.
+TEST(LayerCosts, CurrentScalingQuantizesEachExpertAfterAnAmaxPass) {
+  Scenario s = fine_grained_moe("H100-SXM");
+  s.training.precision = Precision::kFp8;
+  Plan p;
+  p.dp = 64;
+  p.ep = 8;
+  const ModelShape m = model_shape(s.model);
+  const MoeTokenFlow f = moe_token_flow(m, p);
+  ASSERT_EQ(f.local_experts, 16.0);
+  s.training.fp8_recipe = Fp8Recipe::kDelayed;
+  const cost_detail::Ctx c = cost_detail::make_ctx(s);
+  const cost_detail::Op delayed = cost_detail::layer_compute(c, m, p).moe_fwd;
+  s.training.fp8_recipe = Fp8Recipe::kTensorwise;
+  const cost_detail::Op tensorwise = cost_detail::layer_compute(cost_detail::make_ctx(s), m, p).moe_fwd;
+  const double amax_bytes = c.e * f.expert_rows * (static_cast<double>(m.hidden) + f.expert_ffn_local);
+  EXPECT_NEAR(tensorwise.bytes - delayed.bytes, amax_bytes, 1e-9 * amax_bytes);
+  EXPECT_NEAR(tensorwise.s - delayed.s, amax_bytes / c.hbm + 2.0 * (3.0 * 16.0 - 1.0) * cost_detail::kKernelGap_s, 1e-12);
+  // MXFP8 and block scaling: one kernel per expert, no amax pass.
+  s.cluster.gpu = find_gpu_preset("B200")->spec;
+  s.training.fp8_recipe = Fp8Recipe::kDelayed;
+  const cost_detail::Op b200_delayed = cost_detail::layer_compute(cost_detail::make_ctx(s), m, p).moe_fwd;
+  s.training.fp8_recipe = Fp8Recipe::kMxfp8;
+  const cost_detail::Op mx = cost_detail::layer_compute(cost_detail::make_ctx(s), m, p).moe_fwd;
+  EXPECT_DOUBLE_EQ(mx.bytes, b200_delayed.bytes);
+  EXPECT_NEAR(mx.s - b200_delayed.s, 2.0 * (16.0 - 1.0) * cost_detail::kKernelGap_s, 1e-12);
 }
 
 TEST(Iteration, MoeWithTensorParallelismNeedsSequenceParallelism) {

@@ -179,6 +179,16 @@ constexpr double kFlash1RateOfFlash2 = 0.5;
 constexpr double kFp8CastBytesPerElement = 4.0;
 // Of those, the transposed copy (the wgrad GEMM's column-major operand).
 constexpr double kFp8TransposeBytesPerElement = 1.0;
+// Transformer Engine's GroupedLinear (Megatron-Core's TEGroupedMLP) runs one cuBLAS GEMM per
+// local expert, expert i on compute stream i mod 4 (nvte_multi_stream_cublas_gemm,
+// common/gemm/cublaslt_gemm.cu; get_num_compute_streams() returns 4, common/util/
+// multi_stream.cpp; TE 2.7): four experts' GEMMs share the SMs at a time, each its own kernel
+// with its own wave quantization. Its fp8 inputs and output gradients are quantized per expert
+// (split_quantize), except under delayed scaling, whose casts TE fuses into one
+// multi-tensor cast-transpose kernel (multi_tensor_quantize_impl, pytorch/csrc/extensions/
+// cast.cpp: "only have fused kernel for FP8 delayed scaling").
+// DeepSpeed's Experts module runs its experts one after another (deepspeed/moe/experts.py).
+constexpr double kTeGroupedGemmStreams = 4.0;
 // An fp8 element (E4M3 forward, E5M2 gradients): 1 byte.
 constexpr double kFp8BytesPerElement = 1.0;
 // Vocabulary-parallel cross-entropy reduces in fp32: Megatron-LM's _VocabParallelCrossEntropy
@@ -289,6 +299,7 @@ Ctx make_ctx(const Scenario& s) {
   c.prec = effective_precision(s.cluster.gpu, s.training.precision);
   c.framework = s.training.framework;
   c.training_precision = s.training.precision;
+  c.fp8_recipe = fp8_recipe(s.training);
   c.prec16 = c.prec == Precision::kFp8 ? Precision::kBf16 : c.prec;
   c.e = bytes_per_element(s.training.precision);
   // The rates the layer's kernels run at: under a power cap the clock is lower.
@@ -306,10 +317,12 @@ Ctx make_ctx(const Scenario& s) {
   switch (s.training.framework) {
     case Framework::kMegatron:
       c.te_userbuffers = true;
+      c.expert_gemms_at_once = kTeGroupedGemmStreams;
       if (!s.training.cross_entropy_loss_fusion.value_or(true)) use_unfused_loss(c);
       break;
     case Framework::kDeepspeed:
       use_unfused_loss(c);
+      c.expert_gemms_at_once = 1.0;
       // Megatron-DeepSpeed has no Transformer Engine attention: its fused attention is the
       // flash-attn package (--use-flash-attn-v2: ParallelAttention's flash path calls
       // flash_attn_varlen_func, megatron/model/transformer.py), so on Hopper "flash" runs the
@@ -382,30 +395,75 @@ struct InputCast {
   static InputCast before_gather(double shard_rows) { return {shard_rows, -1}; }
 };
 
-GemmCost linear(const Ctx& c, double m, double n, double k, bool fp8_ok, double batch = 1.0, InputCast cast = {}) {
-  const Precision p = fp8_ok ? c.prec : c.prec16;
-  const double ein = p == Precision::kFp8 ? 1.0 : c.e;
-  GemmCost g;
-  g.fwd = gemm(c, p, m, n, k, batch, ein, c.e);
-  g.bwd = linear_dgrad(c, m, n, k, fp8_ok, batch);
-  g.bwd += gemm(c, p, k, n, m, batch, ein, 4.0, batch * 4.0 * k * n);  // wgrad into fp32 main_grad
-  if (p == Precision::kFp8) {
-    const double cast_rows = cast.cast_rows < 0 ? m : cast.cast_rows;
-    const double transpose_rows = cast.transpose_rows < 0 ? m : cast.transpose_rows;
-    const double input_bytes = (kFp8CastBytesPerElement - kFp8TransposeBytesPerElement) * cast_rows +
-                               kFp8TransposeBytesPerElement * transpose_rows;
-    if (input_bytes > 0) g.fwd += elementwise(c, input_bytes * k * batch);
-    g.bwd += elementwise(c, kFp8CastBytesPerElement * m * n * batch);
-  }
-  return g;
-}
-
 GemmCost sum_of(GemmCost a, const GemmCost& b) {
   a.fwd += b.fwd;
   a.bwd += b.bwd;
   return a;
 }
 GemmCost sum_of(const GemmCost& a, const GemmCost& b, const GemmCost& c) { return sum_of(sum_of(a, b), c); }
+
+// The GEMMs of a linear layer, `batch` times: forward, input gradient, and weight gradient
+// into fp32 main_grad.
+GemmCost linear_gemms(const Ctx& c, double m, double n, double k, bool fp8_ok, double batch) {
+  const Precision p = fp8_ok ? c.prec : c.prec16;
+  const double ein = p == Precision::kFp8 ? 1.0 : c.e;
+  GemmCost g;
+  g.fwd = gemm(c, p, m, n, k, batch, ein, c.e);
+  g.bwd = linear_dgrad(c, m, n, k, fp8_ok, batch);
+  g.bwd += gemm(c, p, k, n, m, batch, ein, 4.0, batch * 4.0 * k * n);  // wgrad into fp32 main_grad
+  return g;
+}
+
+// Quantizing `tensors` tensors to fp8, `elements` 16-bit elements in all, writing `cast_bytes`
+// in all (kFp8CastBytesPerElement per element, less a transposed copy not made). Delayed,
+// MXFP8 and block scaling cast each tensor in one kernel (the scale comes from the amax history
+// or is found inside the kernel's block); per-tensor current scaling runs an amax pass over the
+// 16-bit input first, then a kernel that turns the amax into the scale, then the cast
+// (Float8CurrentScalingQuantizer::quantize_impl, transformer_engine/pytorch/csrc/quantizer.cpp,
+// TE 2.7: nvte_compute_amax, nvte_compute_scale_from_amax, nvte_quantize_v2).
+constexpr double kCurrentScalingKernelsPerCast = 3.0;
+Op fp8_quantize(const Ctx& c, double elements, double cast_bytes, double tensors) {
+  double kernels = tensors, bytes = cast_bytes;
+  if (c.fp8_recipe == Fp8Recipe::kTensorwise) {
+    kernels *= kCurrentScalingKernelsPerCast;
+    bytes += c.e * elements;  // the amax pass reads the input once more
+  }
+  return Op{bytes / c.hbm + kernels * kKernelGap_s, 0, bytes};
+}
+
+// A linear layer's fp8 casts, added to its GEMMs: the forward casts its input (and makes the
+// transposed copy the weight gradient reads), the backward its output gradient. `tensors`
+// separately quantized tensors make up each (one per expert of a grouped linear).
+void add_fp8_casts(const Ctx& c, double m, double n, double k, double batch, InputCast cast, double tensors, GemmCost& g) {
+  const double cast_rows = cast.cast_rows < 0 ? m : cast.cast_rows;
+  const double transpose_rows = cast.transpose_rows < 0 ? m : cast.transpose_rows;
+  const double input_bytes = (kFp8CastBytesPerElement - kFp8TransposeBytesPerElement) * cast_rows +
+                             kFp8TransposeBytesPerElement * transpose_rows;
+  if (input_bytes > 0) g.fwd += fp8_quantize(c, cast_rows * k * batch, input_bytes * k * batch, tensors);
+  g.bwd += fp8_quantize(c, m * n * batch, kFp8CastBytesPerElement * m * n * batch, tensors);
+}
+
+GemmCost linear(const Ctx& c, double m, double n, double k, bool fp8_ok, double batch = 1.0, InputCast cast = {}) {
+  GemmCost g = linear_gemms(c, m, n, k, fp8_ok, batch);
+  if (fp8_ok && c.prec == Precision::kFp8) add_fp8_casts(c, m, n, k, batch, cast, 1.0, g);
+  return g;
+}
+
+// A local expert's linear layer, the way the framework runs the experts' GEMMs
+// (Ctx::expert_gemms_at_once, kTeGroupedGemmStreams) and quantizes their fp8 operands.
+GemmCost expert_linear(const Ctx& c, double m, double n, double k, double experts) {
+  if (c.expert_gemms_at_once <= 0) return linear(c, m, n, k, true, experts);
+  const double at_once = std::min(c.expert_gemms_at_once, experts);
+  const double rounds = std::floor(experts / at_once), rest = experts - rounds * at_once;
+  GemmCost g = linear_gemms(c, m, n, k, true, at_once);
+  for (Op* o : {&g.fwd, &g.bwd}) *o = Op{rounds * o->s, rounds * o->flops, rounds * o->bytes};
+  if (rest > 0) g = sum_of(g, linear_gemms(c, m, n, k, true, rest));
+  if (c.prec == Precision::kFp8) {
+    const bool fused = c.fp8_recipe == Fp8Recipe::kDelayed && c.framework == Framework::kMegatron;
+    add_fp8_casts(c, m, n, k, experts, InputCast{}, fused ? 1.0 : experts, g);
+  }
+  return g;
+}
 
 // The passes torchtitan's eager block (training.compile off) makes beyond the fused kernels
 // counted in layer_compute: the RMSNorms (a LayerNorm is one kernel), the rotary embedding and
@@ -610,8 +668,8 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
     const double E = static_cast<double>(m.experts);
     first_moe_gemm = n_gemms;
     gemms[n_gemms++] = linear(c, f.routed_tokens, E, h, false);  // router
-    gemms[n_gemms++] = linear(c, f.rows_per_expert, (m.gated_mlp ? 2.0 : 1.0) * f.expert_ffn_local, h, true, f.local_experts);
-    gemms[n_gemms++] = linear(c, f.rows_per_expert, h, f.expert_ffn_local, true, f.local_experts);  // row-parallel partial sums
+    gemms[n_gemms++] = expert_linear(c, f.rows_per_expert, (m.gated_mlp ? 2.0 : 1.0) * f.expert_ffn_local, h, f.local_experts);
+    gemms[n_gemms++] = expert_linear(c, f.rows_per_expert, h, f.expert_ffn_local, f.local_experts);  // row-parallel partial sums
   } else {
     const double f = static_cast<double>(m.ffn);
     // fc1: gate and up in one GEMM (Megatron's linear_fc1), or torchtitan's w1 and w3.
