@@ -1929,6 +1929,27 @@ TEST(LayerCosts, ForcedLoadBalancingRemovesTheDroplessImbalance) {
   EXPECT_LT(lb.forward_s, ld.forward_s);
 }
 
+// Qwen3's query and key norms (model.qk_layernorm): one more fused norm pass over q and k each
+// way (read and write), two more modules for the host, and their inputs kept for the backward.
+TEST(LayerCosts, QueryKeyNormsAddANormPassOverQueriesAndKeys) {
+  Scenario s = llama8b("H100-SXM", 8);
+  Plan p;
+  p.dp = 8;
+  const double T = 8192, q = 32 * 128, k = 8 * 128, e = 2;
+  const cost_detail::LayerCompute plain = cost_detail::layer_compute(cost_detail::make_ctx(s), model_shape(s.model), p);
+  s.model.qk_layernorm = true;
+  const ModelShape m = model_shape(s.model);
+  const cost_detail::LayerCompute normed = cost_detail::layer_compute(cost_detail::make_ctx(s), m, p);
+  EXPECT_DOUBLE_EQ(normed.fwd.bytes - plain.fwd.bytes, 2.0 * e * (q + k) * T);
+  EXPECT_DOUBLE_EQ(normed.bwd.bytes - plain.bwd.bytes, 2.0 * 2.0 * e * (q + k) * T);
+  EXPECT_DOUBLE_EQ(normed.extra_host_ops_per_pass - plain.extra_host_ops_per_pass, 2.0);
+  const ModelShape without = model_shape(llama8b("H100-SXM", 8).model);
+  const double kept = layer_activation_bytes(m, 1, 1, 1, false, Recompute::kNone, e, 1, 0, Framework::kMegatron) -
+                      layer_activation_bytes(without, 1, 1, 1, false, Recompute::kNone, e, 1, 0, Framework::kMegatron);
+  EXPECT_DOUBLE_EQ(kept, e * (q + k) * T);
+  EXPECT_EQ(parameter_counts(m).attention_per_layer - parameter_counts(without).attention_per_layer, 2 * 128);
+}
+
 // Qwen3-30B-A3B's MoE layer shape on 64 B200: 128 experts of 768 (gated), top-8, hidden 2048,
 // 16 local experts at EP 8.
 Scenario fine_grained_moe(const char* gpu) {

@@ -169,6 +169,8 @@ void export_torchtitan(const Scenario& s, const Plan& p, Problems& refuse, Expor
   }
   if (s.training.precision == Precision::kFp8) t.set("model", "converters", "[\"quantize.linear.float8\"]");
   if (m.moe_router_force_load_balancing) t.set("debug", "moe_force_load_balance", "true");
+  if (m.qk_layernorm)
+    refuse.push_back({where, "torchtitan's llama3 and deepseek_v3 models have no query / key norm (model.qk_layernorm)"});
   if (m.is_moe() && !m.moe_dropless)
     refuse.push_back({where, "torchtitan's MoE routes every token (token choice, no capacity factor: "
                              "torchtitan/models/moe/moe.py MoEArgs); the model drops tokens at capacity factor " +
@@ -302,6 +304,7 @@ void megatron_model_flags(const ModelConfig& m, Flags& f) {
   if (m.hidden_dropout) f.add("--hidden-dropout", num(*m.hidden_dropout));
   if (m.attention_dropout) f.add("--attention-dropout", num(*m.attention_dropout));
   if (const char* backend = megatron_attention_backend(m)) f.add("--attention-backend", backend);
+  if (m.qk_layernorm) f.add("--qk-layernorm");
   if (m.is_moe()) {
     f.add("--num-experts", str(m.num_experts));
     f.add("--moe-router-topk", str(m.moe_top_k));
@@ -427,6 +430,8 @@ void export_deepspeed(const Scenario& s, const Plan& p, Problems& refuse, Export
                              "all-to-all), not ring context parallelism; the plan has cp " + str(p.cp)});
   if (s.training.precision == Precision::kFp8)
     refuse.push_back({where, "Megatron-DeepSpeed has no fp8 training"});
+  if (s.model.qk_layernorm)
+    refuse.push_back({where, "Megatron-DeepSpeed's attention has no query / key norm (model.qk_layernorm)"});
   if (p.tp_comm_overlap) refuse.push_back({where, "Megatron-DeepSpeed has no TP communication overlap (--tp-comm-overlap)"});
   if (p.ep_comm_overlap)
     refuse.push_back({where, "Megatron-DeepSpeed has no EP communication overlap (--overlap-moe-expert-parallel-comm)"});
@@ -578,6 +583,7 @@ void export_bridge(const Scenario& s, const Plan& p, Problems& refuse, ExportedC
   if (m.attention_kernel == AttentionKernel::kFlash1)
     refuse.push_back({where, "Megatron-Core has no first-generation FlashAttention backend (model.attention_backend "
                              "flash, fused, unfused, local or auto); model.attention_kernel is flash1"});
+  if (m.qk_layernorm) set("model.qk_layernorm", "true");
   if (m.is_moe()) {
     set("model.num_moe_experts", str(m.num_experts));
     set("model.moe_router_topk", str(m.moe_top_k));
@@ -978,6 +984,7 @@ void import_megatron_like(Importer& in, bool deepspeed_flags) {
   if (auto v = in.number("--hidden-dropout")) in.assign("model.hidden_dropout", num(*v));
   if (auto v = in.number("--attention-dropout")) in.assign("model.attention_dropout", num(*v));
   import_attention_kernel(in, deepspeed_flags);
+  if (!deepspeed_flags && in.boolean("--qk-layernorm").value_or(false)) in.assign("model.qk_layernorm", "true");
   in.assign_int("model.num_experts", in.integer("--num-experts"));
   in.assign_int("model.moe_top_k", in.integer(deepspeed_flags ? "--topk" : "--moe-router-topk"));
   in.assign_int("model.moe_ffn_hidden_size", in.integer("--moe-ffn-hidden-size"));
@@ -1263,6 +1270,7 @@ void import_bridge(Importer& in) {
   if (auto v = in.number("model.hidden_dropout")) in.assign("model.hidden_dropout", num(*v));
   if (auto v = in.number("model.attention_dropout")) in.assign("model.attention_dropout", num(*v));
   import_attention_backend(in, "model.attention_backend");
+  if (auto v = in.boolean("model.qk_layernorm")) in.assign("model.qk_layernorm", *v ? "true" : "false");
   in.assign_int("model.num_experts", in.integer("model.num_moe_experts"));
   in.assign_int("model.moe_top_k", in.integer("model.moe_router_topk"));
   in.assign_int("model.moe_ffn_hidden_size", in.integer("model.moe_ffn_hidden_size"));

@@ -576,6 +576,15 @@ Op add_eager_block_kernels(const Ctx& c, const ModelShape& m, const Plan& p, dou
     fwd_kernels += 2.0 * kEagerRopeKernelsPerTensor;
     bwd_kernels += 2.0 * kEagerRopeKernelsPerTensor;
   }
+  if (m.qk_norm && !m.layernorm) {  // the query and key RMSNorms, op by op
+    fwd += (kEagerNormForwardBytesPerElement - 2.0 * e) * (q + kv) * T;
+    bwd += (kEagerNormBackwardBytesPerElement - 4.0 * e) * (q + kv) * T;
+    fwd_kernels += 2.0 * kEagerNormForwardKernels;
+    bwd_kernels += 2.0 * kEagerNormBackwardKernels;
+  } else if (m.qk_norm) {  // nn.LayerNorm: one kernel each way, its bytes the fused ones
+    fwd_kernels += 2.0;
+    bwd_kernels += 2.0 * kEagerLayerNormBackwardKernels;
+  }
   if (m.gated_mlp && !m.moe()) {
     const double f = static_cast<double>(m.ffn) / t;
     fwd += (kEagerSwigluForwardBytesPerElement - 3.0 * e) * f * T;
@@ -802,6 +811,12 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
     ew += (m.gated_mlp ? 3.0 : 2.0) * e * f * T;  // SwiGLU (read 2, write 1) or bias-GeLU
   }
   if (!m.learned_positions) ew += 2.0 * e * (q + kv) / t * T;  // rotary embedding on q and k
+  if (m.qk_norm) {
+    // The query and key norms (Megatron-Core's q_layernorm and k_layernorm, TENorm over each
+    // head's head_dim): a norm's read and write of q and k, two more modules for the host.
+    ew += 2.0 * e * (q + kv) / t * T;
+    lc.extra_host_ops_per_pass += 2.0;
+  }
   Op elementwise_fwd = elementwise(c, ew);
   lc.fwd += elementwise_fwd;
   lc.bwd += elementwise(c, kBackwardElementwiseFactor * ew);

@@ -36,6 +36,7 @@ ModelShape model_shape(const ModelConfig& c) {
   m.capacity_factor = c.moe_capacity_factor;
   m.dropless = c.moe_dropless;
   m.force_balanced = c.moe_router_force_load_balancing;
+  m.qk_norm = c.qk_layernorm;
   m.attention = c.attention_kernel.value_or(default_attention_kernel(c));
   return m;
 }
@@ -102,7 +103,9 @@ ParameterCounts parameter_counts(const ModelShape& m) {
   p.embedding = m.vocab * m.hidden + (m.learned_positions ? m.seq * m.hidden : 0);
   p.output = m.tied_embeddings ? 0 : m.vocab * m.hidden;
   p.final_norm = norm_params(m);
-  p.attention_per_layer = norm_params(m) + attention_matrix_params(m) + (m.biases ? qkv_width(m) + m.hidden : 0);
+  // The query and key norms share one weight (and bias) of head_dim each across the heads.
+  const int64_t qk_norm_params = m.qk_norm ? 2 * (m.layernorm ? 2 : 1) * m.head_dim : 0;
+  p.attention_per_layer = norm_params(m) + attention_matrix_params(m) + (m.biases ? qkv_width(m) + m.hidden : 0) + qk_norm_params;
   if (m.moe()) {
     p.expert_per_layer = m.experts * (mlp_matrix_params(m, m.expert_ffn) + mlp_bias_params(m, m.expert_ffn));
     p.mlp_per_layer = norm_params(m) + m.hidden * m.experts /* router */ + p.expert_per_layer;
@@ -316,6 +319,7 @@ double layer_activation_bytes(const ModelShape& m, int64_t micro_batch, int64_t 
   const double kv = static_cast<double>(m.kv_heads * m.head_dim);
   const double q = static_cast<double>(m.heads * m.head_dim);
   double split = e * T * (q + 2.0 * kv) + g * T * q;
+  if (m.qk_norm) split += e * T * (q + kv);  // the query and key norms keep their inputs
   double experts_local = 0;  // the expert block, already per rank
   if (m.moe()) {
     Plan p;

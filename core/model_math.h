@@ -49,6 +49,7 @@ struct ModelShape {
   double capacity_factor = 1.0;
   bool dropless = false;       // model.moe_dropless: no capacity, load imbalance paces the EP group
   bool force_balanced = false; // model.moe_router_force_load_balancing: no load imbalance
+  bool qk_norm = false;        // model.qk_layernorm: a norm on each head's query and key
   AttentionKernel attention = AttentionKernel::kFlash;
 
   bool moe() const { return experts > 1; }

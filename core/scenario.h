@@ -121,6 +121,10 @@ struct ModelConfig {
   // expert-parallel rank waits for a busier one. A benchmark setting; Megatron-Bridge's
   // published MoE runs use it ("we force-balance the token distribution among experts").
   bool moe_router_force_load_balancing = false;
+  // A norm on every head's query and key before the rotary embedding and the attention
+  // (Megatron-Core --qk-layernorm, Megatron-Bridge model.qk_layernorm; Qwen3's q_norm and
+  // k_norm, RMSNorm over head_dim), of the model's norm kind.
+  bool qk_layernorm = false;
   // Dropout probabilities as Megatron names them (--hidden-dropout, --attention-dropout); absent
   // = the architecture's default: 0.1 / 0.1 for gpt (Megatron-LM's GPT defaults, as in the
   // published GPT-3 runs), 0 / 0 for llama (Megatron / torchtitan Llama recipes).

@@ -164,6 +164,7 @@ inline const BadCase kBadCases[] = {
     {"dropless not a bool", {{"/model/num_experts", "8"}, {"/model/moe_top_k", "2"}, {"/model/moe_dropless", "1"}}, "/model/moe_dropless", "true or false"},
     {"dropless with a capacity factor", {{"/model/num_experts", "8"}, {"/model/moe_top_k", "2"}, {"/model/moe_capacity_factor", "1.25"}, {"/model/moe_dropless", "true"}}, "/model/moe_dropless", "no capacity"},
     {"dropless with a training capacity factor", {{"/model/num_experts", "8"}, {"/model/moe_top_k", "2"}, {"/training/moe_capacity_factor", "2"}, {"/model/moe_dropless", "true"}}, "/training/moe_capacity_factor", "moe_dropless is true"},
+    {"qk layernorm not a bool", {{"/model/qk_layernorm", "\"yes\""}}, "/model/qk_layernorm", "true or false"},
     {"forced load balancing on a dense model", {{"/model/moe_router_force_load_balancing", "true"}}, "/model/moe_router_force_load_balancing", "the model is dense"},
     {"ep overlap on a dense model", {{"/parallelism/ep_comm_overlap", "true"}}, "/parallelism/ep_comm_overlap", "needs expert parallelism"},
     {"ep overlap not a bool", {{"/parallelism/ep_comm_overlap", "1"}}, "/parallelism/ep_comm_overlap", "true or false"},

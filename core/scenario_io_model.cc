@@ -16,7 +16,7 @@ namespace {
 const std::vector<std::string> kTransformerKeys = {
     "num_layers", "hidden_size", "num_attention_heads", "num_kv_heads", "head_dim", "ffn_hidden_size", "vocab_size",
     "seq_length", "tie_embeddings", "num_experts", "moe_top_k", "moe_ffn_hidden_size", "moe_capacity_factor",
-    "moe_dropless", "moe_router_force_load_balancing", "hidden_dropout", "attention_dropout", "activation", "attention_kernel"};
+    "moe_dropless", "moe_router_force_load_balancing", "qk_layernorm", "hidden_dropout", "attention_dropout", "activation", "attention_kernel"};
 const std::vector<std::string> kDlrmKeys = {"embedding_tables", "bottom_mlp", "top_mlp", "dense_features",
                                             "interaction", "dcn_rank", "dcn_layers", "embedding_optimizer",
                                             "embedding_dtype", "uvm_cache_hit_rate"};
@@ -98,6 +98,9 @@ void apply_hf_config(Ctx& ctx, const std::string& file, const std::string& where
     int_field("max_position_embeddings", kMaxSeqLength, m.seq_length, false);
     m.tie_embeddings = h.value("tie_word_embeddings", false);
     seen.tie = true;
+    // Qwen3's attention normalizes every head's query and key (transformers' Qwen3Attention
+    // q_norm / k_norm); its config has no key for it.
+    m.qk_layernorm = type == "qwen3" || type == "qwen3_moe";
     activation_field("hidden_act", "silu", true);
     if (int_field("num_local_experts", kMaxExperts, m.num_experts, false) ||
         int_field("num_experts", kMaxExperts, m.num_experts, false)) {
@@ -304,6 +307,7 @@ void read_model(Ctx& ctx, const json* mj, const std::string& base_dir, ModelConf
   if (auto c = get_num(ctx, o, "moe_capacity_factor", 0, kMaxCapacityFactor, true)) m.moe_capacity_factor = *c;
   if (auto d = get_bool(ctx, o, "moe_dropless")) m.moe_dropless = *d;
   if (auto d = get_bool(ctx, o, "moe_router_force_load_balancing")) m.moe_router_force_load_balancing = *d;
+  if (auto d = get_bool(ctx, o, "qk_layernorm")) m.qk_layernorm = *d;
   if (auto a = get_enum(ctx, o, "activation", kActivations)) m.activation = *a;
   if (auto k = get_enum(ctx, o, "attention_kernel", kAttentionKernels)) m.attention_kernel = *k;
   // Dropout probabilities: 0 <= p < 1 (p = 1 would drop everything and divide by zero).

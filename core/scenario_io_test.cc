@@ -307,6 +307,7 @@ TEST(ScenarioIo, HfConfigIsReadRelativeToTheScenarioFile) {
   EXPECT_EQ(s->model.moe_top_k, 2);
   EXPECT_EQ(s->model.moe_ffn_hidden_size, 14336);
   EXPECT_FALSE(s->model.tie_embeddings);
+  EXPECT_FALSE(s->model.qk_layernorm);
 
   // Qwen3-30B-A3B (Qwen/Qwen3-30B-A3B config.json fields): the head width is its own field,
   // 32 heads of 128 on a 2048-wide residual stream; 128 experts of 768, top-8.
@@ -321,14 +322,17 @@ TEST(ScenarioIo, HfConfigIsReadRelativeToTheScenarioFile) {
   EXPECT_EQ(s->model.num_experts, 128);
   EXPECT_EQ(s->model.moe_top_k, 8);
   EXPECT_EQ(s->model.moe_ffn_hidden_size, 768);
+  EXPECT_TRUE(s->model.qk_layernorm);  // Qwen3's q_norm and k_norm, which its config does not name
   const ModelShape q3 = model_shape(s->model);
   EXPECT_EQ(q3.heads * q3.head_dim, 4096);  // Q is twice the hidden width
-  // Attention weights: QKV 2048 x (4096 + 2 x 512) and the projection 4096 x 2048.
-  EXPECT_EQ(parameter_counts(q3).attention_per_layer - 2048, 2048 * (4096 + 1024) + 4096 * 2048);
+  // Attention weights: QKV 2048 x (4096 + 2 x 512), the projection 4096 x 2048, the input norm
+  // (2048) and the query and key norms (128 each).
+  EXPECT_EQ(parameter_counts(q3).attention_per_layer - 2048 - 2 * 128, 2048 * (4096 + 1024) + 4096 * 2048);
   // Round trip through the scenario writer keeps the head width.
   auto again = scenario_from_json(scenario_to_json(*s));
   ASSERT_TRUE(again.ok()) << all_messages(again.problems());
   EXPECT_EQ(again->model.head_dim, 128);
+  EXPECT_TRUE(again->model.qk_layernorm);
   // Dropless routing round-trips without a capacity factor (the reader refuses both).
   s->model.moe_dropless = true;
   const json dropless = scenario_to_json(*s);

@@ -43,6 +43,7 @@ nlohmann::json scenario_to_json(const Scenario& s) {
     if (m.attention_dropout) mj["attention_dropout"] = *m.attention_dropout;
     if (m.activation) mj["activation"] = to_string(*m.activation);
     if (m.attention_kernel) mj["attention_kernel"] = to_string(*m.attention_kernel);
+    if (m.qk_layernorm) mj["qk_layernorm"] = true;
     if (m.is_moe()) {
       mj["num_experts"] = m.num_experts;
       mj["moe_top_k"] = m.moe_top_k;

@@ -501,6 +501,30 @@ TEST(FrameworkBridge, CrossEntropyFusionTravelsBothWaysAndItsAbsenceIsMegatronsU
   }
 }
 
+// Query and key norms travel as Megatron-LM's --qk-layernorm and Megatron-Bridge's
+// model.qk_layernorm; torchtitan's exported models and Megatron-DeepSpeed have none.
+TEST(FrameworkBridge, QkLayernormTravelsBothWaysWhereTheFrameworkHasIt) {
+  Case c = cases()[0];
+  c.scenario.model.qk_layernorm = true;
+  for (const ConfigFormat format : {ConfigFormat::kMegatron, ConfigFormat::kMegatronBridge}) {
+    auto out = export_plan(c.scenario, c.plan, format);
+    ASSERT_TRUE(out.ok()) << to_string(format) << ": " << out.problems().front().to_string();
+    auto imported = import_framework_config(write_temp("qknorm_" + std::string(to_string(format)) + extension(format), out->text),
+                                            import_options(c, format));
+    ASSERT_TRUE(imported.ok()) << to_string(format) << ": " << imported.problems().front().to_string();
+    auto again = scenario_from_json(imported->scenario);
+    ASSERT_TRUE(again.ok()) << again.problems().front().to_string();
+    EXPECT_TRUE(again->model.qk_layernorm) << to_string(format) << "\n" << out->text;
+  }
+  for (const ConfigFormat format : {ConfigFormat::kTorchtitan, ConfigFormat::kDeepspeed}) {
+    auto out = export_plan(c.scenario, c.plan, format);
+    ASSERT_FALSE(out.ok()) << to_string(format);
+    std::string text;
+    for (const auto& problem : out.problems()) text += problem.to_string() + "\n";
+    EXPECT_NE(text.find("qk_layernorm"), std::string::npos) << text;
+  }
+}
+
 // The fp8 recipe travels as Megatron-LM's --fp8-recipe and as Megatron-Bridge's mixed_precision
 // recipe name; a scenario that states none exports Megatron-Core's default, delayed scaling.
 TEST(FrameworkBridge, Fp8RecipeTravelsBothWays) {

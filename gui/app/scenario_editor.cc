@@ -119,6 +119,8 @@ void ScenarioEditor::build_forms() {
   f("Model", "seq_length", {"/model/seq_length"}, K::kInteger, {}, "tokens per sample");
   f("Model", "num_experts", {"/model/num_experts"}, K::kInteger, {}, "mixture of experts; empty = dense");
   f("Model", "moe_top_k", {"/model/moe_top_k"}, K::kInteger);
+  f("Model", "qk_layernorm", {"/model/qk_layernorm"}, K::kChoice, none_true_false,
+    "a norm on every head's query and key (Qwen3, Megatron --qk-layernorm); empty = none");
   f("Cluster", "gpu", {"/cluster/gpu"}, K::kEditableChoice, with_empty(gpu_preset_names()));
   f("Cluster", "num_gpus", {"/cluster/num_gpus"}, K::kInteger);
   f("Cluster", "gpus_per_node", {"/cluster/gpus_per_node"}, K::kInteger);
