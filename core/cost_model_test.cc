@@ -2023,6 +2023,47 @@ TEST(LayerCosts, CurrentScalingQuantizesEachExpertAfterAnAmaxPass) {
   EXPECT_NEAR(mx.s - b200_delayed.s, 2.0 * (16.0 - 1.0) * cost_detail::kKernelGap_s, 1e-12);
 }
 
+// Megatron-Core's QKV and fc1 are Transformer Engine norm-linears: under delayed scaling the norm
+// writes their fp8 input itself (1 byte where it would write 2, no cast kernel) and the weight
+// gradient's transposed copy is a transpose of the fp8 rows; block scaling casts the norm's
+// 16-bit output in a kernel of its own that writes both copies. With sequence parallelism the
+// rank quantizes its T / tp rows before the all-gather and the backward transposes the gathered
+// T rows; without it, all T rows right after the norm.
+TEST(LayerCosts, TransformerEngineNormsQuantizeTheirOwnOutput) {
+  Scenario s = llama8b("H100-SXM", 8);
+  s.training.precision = Precision::kFp8;
+  const ModelShape m = model_shape(s.model);
+  const double T = 8192, h = 4096, e = 2, gap = cost_detail::kKernelGap_s;
+  auto compute = [&](Fp8Recipe recipe, const Plan& p) {
+    s.training.fp8_recipe = recipe;
+    return cost_detail::layer_compute(cost_detail::make_ctx(s), m, p);
+  };
+  const double hbm = cost_detail::make_ctx(s).hbm;
+  Plan sp;
+  sp.tp = 4;
+  sp.dp = 2;
+  sp.sequence_parallel = true;
+  cost_detail::LayerCompute delayed = compute(Fp8Recipe::kDelayed, sp), block = compute(Fp8Recipe::kBlockwise, sp);
+  const double shard = T / 4.0;
+  // Two norm-linears (QKV, fc1): block scaling reads 2 and writes 1 + 1 bytes per shard element;
+  // the delayed norm writes 1 byte less per shard element.
+  const double fwd_bytes = 2.0 * ((e + 2.0) + (e - 1.0)) * shard * h;
+  EXPECT_NEAR(block.fwd.bytes - delayed.fwd.bytes, fwd_bytes, 1e-9 * fwd_bytes);
+  EXPECT_NEAR(block.fwd.s - delayed.fwd.s, fwd_bytes / hbm + 2.0 * gap, 1e-12);
+  const double transpose_bytes = 2.0 * 2.0 * T * h;  // read and write 1 byte of each gathered row
+  EXPECT_NEAR(delayed.bwd.bytes - block.bwd.bytes, transpose_bytes, 1e-9 * transpose_bytes);
+  EXPECT_NEAR(delayed.bwd.s - block.bwd.s, transpose_bytes / hbm + 2.0 * gap, 1e-12);
+  // Without tensor parallelism both transposes run in the forward, after the norm.
+  Plan dp;
+  dp.dp = 8;
+  delayed = compute(Fp8Recipe::kDelayed, dp);
+  block = compute(Fp8Recipe::kBlockwise, dp);
+  const double dp_fwd_bytes = 2.0 * ((e + 2.0) + (e - 1.0) - 2.0) * T * h;
+  EXPECT_NEAR(block.fwd.bytes - delayed.fwd.bytes, dp_fwd_bytes, 1e-9 * dp_fwd_bytes);
+  EXPECT_NEAR(block.fwd.s - delayed.fwd.s, dp_fwd_bytes / hbm, 1e-12);
+  EXPECT_DOUBLE_EQ(block.bwd.bytes, delayed.bwd.bytes);
+}
+
 TEST(Iteration, MoeWithTensorParallelismNeedsSequenceParallelism) {
   const Scenario s = moe_on(64);
   Plan p;

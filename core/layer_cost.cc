@@ -449,6 +449,65 @@ GemmCost linear(const Ctx& c, double m, double n, double k, bool fp8_ok, double 
   return g;
 }
 
+// Whether the norm before QKV and the dense fc1 quantizes its own output: Megatron-Core's
+// linear_qkv and linear_fc1 are Transformer Engine's LayerNormLinear / LayerNormMLP
+// (TELayerNormColumnParallelLinear), which hand their fp8 quantizer to the norm.
+bool te_norm_quantizes_input(const Ctx& c) {
+  return c.prec == Precision::kFp8 && c.framework == Framework::kMegatron && !c.separate_projections;
+}
+
+// The fp8 input of a Transformer Engine norm-linear (te_norm_quantizes_input), T rows of k
+// elements, beyond the norm's own pass (transformer_engine/pytorch/csrc/extensions/
+// normalization.cpp layernorm_fwd / rmsnorm_fwd, module/layernorm_linear.py; TE 2.7):
+// - delayed scaling: the norm kernel writes the fp8 rows itself ("Always used fused kernel for
+//   FP8 delayed scaling"): no cast (the norm's 1-byte write is norm_fp8_write_saved_bytes);
+// - per-tensor current scaling: the norm writes 16 bits and their amax in one kernel
+//   (create_hp_tensor_with_amax), then quantize_with_amax turns the amax into the scale and
+//   casts: two kernels, no amax pass;
+// - MXFP8 and blockwise: a separate cast kernel that writes both copies, as for any input.
+// Under sequence parallelism the rank quantizes its T / tp rows before the all-gather; per-tensor
+// scaled fp8 is gathered row-wise only (supports_only_rowwise_all_gather) and the backward makes
+// the weight gradient's transposed copy from the gathered rows (ln_out_total.update_usage(
+// columnwise_usage=True)): a transpose kernel reading and writing 1 byte per element. Without
+// the gather the delayed norm's transposed copy is an nvte_transpose right after the norm
+// (common/normalization/layernorm/ln_api.cpp), and the current-scaling cast writes both copies.
+struct NormInputCast {
+  Op fwd, bwd;
+};
+NormInputCast te_norm_input_cast(const Ctx& c, const Plan& p, double T, double k) {
+  const bool gathered = p.sequence_parallel && p.tp > 1;
+  const double local = gathered ? T / static_cast<double>(p.tp) : T;
+  const double fp8 = kFp8BytesPerElement;
+  auto pass = [&c](double bytes, double kernels) { return Op{bytes / c.hbm + kernels * kKernelGap_s, 0, bytes}; };
+  const Op transpose = pass(2.0 * fp8 * T * k, 1.0);
+  NormInputCast out;
+  switch (c.fp8_recipe) {
+    case Fp8Recipe::kDelayed:
+      (gathered ? out.bwd : out.fwd) += transpose;
+      break;
+    case Fp8Recipe::kTensorwise:
+      if (gathered) {
+        out.fwd = pass((c.e + fp8) * local * k, kCurrentScalingKernelsPerCast - 1.0);
+        out.bwd = transpose;
+      } else {
+        out.fwd = pass((c.e + 2.0 * fp8) * local * k, kCurrentScalingKernelsPerCast - 1.0);
+      }
+      break;
+    case Fp8Recipe::kMxfp8:
+    case Fp8Recipe::kBlockwise:
+      out.fwd = pass((c.e + 2.0 * fp8) * local * k, 1.0);
+      break;
+  }
+  return out;
+}
+
+// Bytes a Transformer Engine norm does not write because it writes its output in fp8 (delayed
+// scaling, te_norm_input_cast): rows of k elements, 1 byte each instead of e.
+double norm_fp8_write_saved_bytes(const Ctx& c, double rows, double k) {
+  if (!te_norm_quantizes_input(c) || c.fp8_recipe != Fp8Recipe::kDelayed) return 0.0;
+  return (c.e - kFp8BytesPerElement) * rows * k;
+}
+
 // A local expert's linear layer, the way the framework runs the experts' GEMMs
 // (Ctx::expert_gemms_at_once, kTeGroupedGemmStreams) and quantizes their fp8 operands.
 GemmCost expert_linear(const Ctx& c, double m, double n, double k, double experts) {
@@ -662,11 +721,14 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
   const bool float8_tp = c.separate_projections && p.tp > 1 && p.sequence_parallel;
   const InputCast first_cast = float8_tp ? InputCast::before_gather(T / t) : InputCast{};
   const InputCast other_cast = c.separate_projections && (float8_tp || !c.eager_block) ? InputCast::shared() : InputCast{};
+  // A Transformer Engine norm-linear's input is quantized with its norm (te_norm_input_cast).
+  const bool norm_quantizes = te_norm_quantizes_input(c);
+  const InputCast norm_input_cast = norm_quantizes ? InputCast::shared() : first_cast;
   // QKV: one fused GEMM (Megatron's linear_qkv), or torchtitan's wq, wk and wv.
   gemms[n_gemms++] = c.separate_projections
                          ? sum_of(linear(c, T, q / t, h, true, 1.0, first_cast), linear(c, T, kv / t, h, true, 1.0, other_cast),
                                   linear(c, T, kv / t, h, true, 1.0, other_cast))
-                         : linear(c, T, (q + 2.0 * kv) / t, h, true);
+                         : linear(c, T, (q + 2.0 * kv) / t, h, true, 1.0, norm_input_cast);
   gemms[n_gemms++] = linear(c, T, h, q / t, true);               // attention projection
   if (m.moe()) {
     // Token flow (model_math.h MoeTokenFlow): the router sees the T / tp tokens of this rank's
@@ -684,7 +746,7 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
     // fc1: gate and up in one GEMM (Megatron's linear_fc1), or torchtitan's w1 and w3.
     gemms[n_gemms++] = c.separate_projections && m.gated_mlp
                            ? sum_of(linear(c, T, f / t, h, true, 1.0, first_cast), linear(c, T, f / t, h, true, 1.0, other_cast))
-                           : linear(c, T, (m.gated_mlp ? 2.0 : 1.0) * f / t, h, true, 1.0, first_cast);
+                           : linear(c, T, (m.gated_mlp ? 2.0 : 1.0) * f / t, h, true, 1.0, norm_input_cast);
     gemms[n_gemms++] = linear(c, T, h, f / t, true);                               // fc2
   }
   // TP communication overlap with sequence parallelism splits each forward GEMM that an
@@ -705,8 +767,9 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
     // Each chunk casts its share of what the whole GEMM casts (float8 TP: the shard, before the
     // gather).
     for (int i = 0; i < 4; ++i) {
-      const InputCast whole_cast = i % 2 == 0 ? first_cast : InputCast{};
-      const InputCast chunk_cast{whole_cast.cast_rows < 0 ? -1 : whole_cast.cast_rows / t, -1};
+      const InputCast whole_cast = i % 2 == 0 ? norm_input_cast : InputCast{};
+      const InputCast chunk_cast{whole_cast.cast_rows < 0 ? -1 : whole_cast.cast_rows / t,
+                                 whole_cast.transpose_rows < 0 ? -1 : whole_cast.transpose_rows / t};
       gemms[i].fwd = chunked(linear(c, T / t, dims[i][0], dims[i][1], true, 1.0, chunk_cast).fwd);
     }
     for (int i : {1, 3}) {
@@ -733,6 +796,12 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
       lc.moe_fwd += g.fwd;
       lc.moe_bwd += g.bwd;
     }
+  }
+  if (norm_quantizes) {  // QKV's input, and the dense fc1's (an MoE layer's experts cast their own)
+    const NormInputCast cast = te_norm_input_cast(c, p, T, h);
+    const double inputs = m.moe() ? 1.0 : 2.0;
+    lc.fwd += Op{inputs * cast.fwd.s, 0, inputs * cast.fwd.bytes};
+    lc.bwd += Op{inputs * cast.bwd.s, 0, inputs * cast.bwd.bytes};
   }
 
   // --- attention core
@@ -817,7 +886,9 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
     ew += 2.0 * e * (q + kv) / t * T;
     lc.extra_host_ops_per_pass += 2.0;
   }
-  Op elementwise_fwd = elementwise(c, ew);
+  // The norms before QKV and the dense fc1 write fp8 where Transformer Engine fuses the cast.
+  const double norm_saved = (m.moe() ? 1.0 : 2.0) * norm_fp8_write_saved_bytes(c, T_rep, h);
+  Op elementwise_fwd = elementwise(c, ew - norm_saved);
   lc.fwd += elementwise_fwd;
   lc.bwd += elementwise(c, kBackwardElementwiseFactor * ew);
   if (m.attention == AttentionKernel::kMaterialized) add_megatron_local_layer_kernels(c, m, p, T, lc);
