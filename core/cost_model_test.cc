@@ -2064,6 +2064,30 @@ TEST(LayerCosts, TransformerEngineNormsQuantizeTheirOwnOutput) {
   EXPECT_DOUBLE_EQ(block.bwd.bytes, delayed.bwd.bytes);
 }
 
+// The backward's fp8 casts of the output gradients: QKV's and fc1's gradients are the rank's own
+// columns of all T rows; the projection's and fc2's arrive sequence-sharded, and Transformer
+// Engine quantizes the T / tp shard before gathering it. Current scaling reads each cast's
+// input once more for its amax and adds two kernels per cast, so its backward over delayed
+// scaling's is that read of exactly the elements each cast quantizes.
+TEST(LayerCosts, RowParallelGradientsAreQuantizedBeforeTheirGather) {
+  Scenario s = llama8b("H100-SXM", 8);
+  s.training.precision = Precision::kFp8;
+  const ModelShape m = model_shape(s.model);
+  Plan p;
+  p.tp = 4;
+  p.dp = 2;
+  p.sequence_parallel = true;
+  const double T = 8192, h = 4096, q = 4096, kv = 1024, f = 14336, t = 4, e = 2;
+  s.training.fp8_recipe = Fp8Recipe::kDelayed;
+  const cost_detail::Ctx c = cost_detail::make_ctx(s);
+  const cost_detail::Op delayed = cost_detail::layer_compute(c, m, p).bwd;
+  s.training.fp8_recipe = Fp8Recipe::kTensorwise;
+  const cost_detail::Op tensorwise = cost_detail::layer_compute(cost_detail::make_ctx(s), m, p).bwd;
+  const double cast_elements = T * (q + 2.0 * kv) / t + T * 2.0 * f / t + 2.0 * (T / t) * h;
+  EXPECT_NEAR(tensorwise.bytes - delayed.bytes, e * cast_elements, 1e-9 * e * cast_elements);
+  EXPECT_NEAR(tensorwise.s - delayed.s, e * cast_elements / c.hbm + 4.0 * 2.0 * cost_detail::kKernelGap_s, 1e-12);
+}
+
 TEST(Iteration, MoeWithTensorParallelismNeedsSequenceParallelism) {
   const Scenario s = moe_on(64);
   Plan p;

@@ -431,21 +431,47 @@ Op fp8_quantize(const Ctx& c, double elements, double cast_bytes, double tensors
   return Op{bytes / c.hbm + kernels * kKernelGap_s, 0, bytes};
 }
 
+// Rows of a linear layer's output gradient that its backward quantizes: all m in one
+// cast-transpose, or, where Transformer Engine gathers the gradient of a row-parallel linear
+// under sequence parallelism (grad_output_preprocess, module/base.py, TE 2.7), the rank's shard
+// before the all-gather, row-wise only (per-tensor scaled fp8 gathers row-wise,
+// supports_only_rowwise_all_gather), and the weight gradient's transposed copy made from the
+// gathered m rows (grad_output.update_usage(columnwise_usage=True), module/linear.py): a
+// transpose kernel reading and writing 1 byte per element.
+struct GradCast {
+  double shard_rows = -1;  // < 0: no gather, all m rows cast in one pass
+};
+
+// Transposing `tensors` fp8 tensors of `elements` in all (the column-wise copy a weight-gradient
+// GEMM reads, made from fp8 rows): read and write 1 byte per element, one kernel each.
+Op fp8_transpose(const Ctx& c, double elements, double tensors) {
+  const double bytes = 2.0 * kFp8BytesPerElement * elements;
+  return Op{bytes / c.hbm + tensors * kKernelGap_s, 0, bytes};
+}
+
 // A linear layer's fp8 casts, added to its GEMMs: the forward casts its input (and makes the
 // transposed copy the weight gradient reads), the backward its output gradient. `tensors`
 // separately quantized tensors make up each (one per expert of a grouped linear).
-void add_fp8_casts(const Ctx& c, double m, double n, double k, double batch, InputCast cast, double tensors, GemmCost& g) {
+void add_fp8_casts(const Ctx& c, double m, double n, double k, double batch, InputCast cast, double tensors, GemmCost& g,
+                   GradCast grad = {}) {
   const double cast_rows = cast.cast_rows < 0 ? m : cast.cast_rows;
   const double transpose_rows = cast.transpose_rows < 0 ? m : cast.transpose_rows;
   const double input_bytes = (kFp8CastBytesPerElement - kFp8TransposeBytesPerElement) * cast_rows +
                              kFp8TransposeBytesPerElement * transpose_rows;
   if (input_bytes > 0) g.fwd += fp8_quantize(c, cast_rows * k * batch, input_bytes * k * batch, tensors);
-  g.bwd += fp8_quantize(c, m * n * batch, kFp8CastBytesPerElement * m * n * batch, tensors);
+  if (grad.shard_rows < 0) {
+    g.bwd += fp8_quantize(c, m * n * batch, kFp8CastBytesPerElement * m * n * batch, tensors);
+    return;
+  }
+  const double shard = grad.shard_rows * n * batch;
+  g.bwd += fp8_quantize(c, shard, (kFp8CastBytesPerElement - kFp8TransposeBytesPerElement) * shard, tensors);
+  g.bwd += fp8_transpose(c, m * n * batch, tensors);
 }
 
-GemmCost linear(const Ctx& c, double m, double n, double k, bool fp8_ok, double batch = 1.0, InputCast cast = {}) {
+GemmCost linear(const Ctx& c, double m, double n, double k, bool fp8_ok, double batch = 1.0, InputCast cast = {},
+                GradCast grad = {}) {
   GemmCost g = linear_gemms(c, m, n, k, fp8_ok, batch);
-  if (fp8_ok && c.prec == Precision::kFp8) add_fp8_casts(c, m, n, k, batch, cast, 1.0, g);
+  if (fp8_ok && c.prec == Precision::kFp8) add_fp8_casts(c, m, n, k, batch, cast, 1.0, g, grad);
   return g;
 }
 
@@ -479,7 +505,7 @@ NormInputCast te_norm_input_cast(const Ctx& c, const Plan& p, double T, double k
   const double local = gathered ? T / static_cast<double>(p.tp) : T;
   const double fp8 = kFp8BytesPerElement;
   auto pass = [&c](double bytes, double kernels) { return Op{bytes / c.hbm + kernels * kKernelGap_s, 0, bytes}; };
-  const Op transpose = pass(2.0 * fp8 * T * k, 1.0);
+  const Op transpose = fp8_transpose(c, T * k, 1.0);
   NormInputCast out;
   switch (c.fp8_recipe) {
     case Fp8Recipe::kDelayed:
@@ -729,7 +755,11 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
                          ? sum_of(linear(c, T, q / t, h, true, 1.0, first_cast), linear(c, T, kv / t, h, true, 1.0, other_cast),
                                   linear(c, T, kv / t, h, true, 1.0, other_cast))
                          : linear(c, T, (q + 2.0 * kv) / t, h, true, 1.0, norm_input_cast);
-  gemms[n_gemms++] = linear(c, T, h, q / t, true);               // attention projection
+  // The projection's and fc2's output gradients arrive sequence-sharded under sequence
+  // parallelism; Transformer Engine quantizes the shard before gathering it (GradCast).
+  const GradCast row_parallel_grad =
+      norm_quantizes && p.sequence_parallel && p.tp > 1 ? GradCast{T / t} : GradCast{};
+  gemms[n_gemms++] = linear(c, T, h, q / t, true, 1.0, {}, row_parallel_grad);  // attention projection
   if (m.moe()) {
     // Token flow (model_math.h MoeTokenFlow): the router sees the T / tp tokens of this rank's
     // sequence shard; each of the E / ep local experts computes on its capacity slots from every
@@ -747,7 +777,7 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
     gemms[n_gemms++] = c.separate_projections && m.gated_mlp
                            ? sum_of(linear(c, T, f / t, h, true, 1.0, first_cast), linear(c, T, f / t, h, true, 1.0, other_cast))
                            : linear(c, T, (m.gated_mlp ? 2.0 : 1.0) * f / t, h, true, 1.0, norm_input_cast);
-    gemms[n_gemms++] = linear(c, T, h, f / t, true);                               // fc2
+    gemms[n_gemms++] = linear(c, T, h, f / t, true, 1.0, {}, row_parallel_grad);  // fc2
   }
   // TP communication overlap with sequence parallelism splits each forward GEMM that an
   // all-gather feeds (QKV, fc1) or a reduce-scatter drains (projection, fc2) into tp chunks of
