@@ -2039,10 +2039,7 @@ TEST(LayerCosts, TransformerEngineNormsQuantizeTheirOwnOutput) {
     return cost_detail::layer_compute(cost_detail::make_ctx(s), m, p);
   };
   const double hbm = cost_detail::make_ctx(s).hbm;
-  Plan sp;
-  sp.tp = 4;
-  sp.dp = 2;
-  sp.sequence_parallel = true;
+  const Plan sp = tp4_sp_plan();
   cost_detail::LayerCompute delayed = compute(Fp8Recipe::kDelayed, sp), block = compute(Fp8Recipe::kBlockwise, sp);
   const double shard = T / 4.0;
   // Two norm-linears (QKV, fc1): block scaling reads 2 and writes 1 + 1 bytes per shard element;
@@ -2073,10 +2070,7 @@ TEST(LayerCosts, RowParallelGradientsAreQuantizedBeforeTheirGather) {
   Scenario s = llama8b("H100-SXM", 8);
   s.training.precision = Precision::kFp8;
   const ModelShape m = model_shape(s.model);
-  Plan p;
-  p.tp = 4;
-  p.dp = 2;
-  p.sequence_parallel = true;
+  const Plan p = tp4_sp_plan();
   const double T = 8192, h = 4096, q = 4096, kv = 1024, f = 14336, t = 4, e = 2;
   s.training.fp8_recipe = Fp8Recipe::kDelayed;
   const cost_detail::Ctx c = cost_detail::make_ctx(s);
