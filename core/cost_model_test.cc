@@ -2027,8 +2027,8 @@ TEST(LayerCosts, CurrentScalingQuantizesEachExpertAfterAnAmaxPass) {
 // writes their fp8 input itself (1 byte where it would write 2, no cast kernel) and the weight
 // gradient's transposed copy is a transpose of the fp8 rows; block scaling casts the norm's
 // 16-bit output in a kernel of its own that writes both copies. With sequence parallelism the
-// rank quantizes its T / tp rows before the all-gather and the backward transposes the gathered
-// T rows; without it, all T rows right after the norm.
+// rank quantizes its T / tp rows before the all-gather and, under delayed scaling, the backward
+// transposes the gathered T rows; without it, all T rows right after the norm.
 TEST(LayerCosts, TransformerEngineNormsQuantizeTheirOwnOutput) {
   Scenario s = llama8b("H100-SXM", 8);
   s.training.precision = Precision::kFp8;
@@ -2047,9 +2047,13 @@ TEST(LayerCosts, TransformerEngineNormsQuantizeTheirOwnOutput) {
   const double fwd_bytes = 2.0 * ((e + 2.0) + (e - 1.0)) * shard * h;
   EXPECT_NEAR(block.fwd.bytes - delayed.fwd.bytes, fwd_bytes, 1e-9 * fwd_bytes);
   EXPECT_NEAR(block.fwd.s - delayed.fwd.s, fwd_bytes / hbm + 2.0 * gap, 1e-12);
-  const double transpose_bytes = 2.0 * 2.0 * T * h;  // read and write 1 byte of each gathered row
+  // The backward transposes the gathered rows of both inputs (read and write 1 byte each). The
+  // projection's and fc2's output gradients too: delayed scaling casts their shards row-wise
+  // (read 2, write 1) and transposes the gathered rows, block scaling casts both copies of the
+  // shards (read 2, write 1 + 1) and gathers them.
+  const double transpose_bytes = 2.0 * 2.0 * T * h + 2.0 * (2.0 * T * h - shard * h);
   EXPECT_NEAR(delayed.bwd.bytes - block.bwd.bytes, transpose_bytes, 1e-9 * transpose_bytes);
-  EXPECT_NEAR(delayed.bwd.s - block.bwd.s, transpose_bytes / hbm + 2.0 * gap, 1e-12);
+  EXPECT_NEAR(delayed.bwd.s - block.bwd.s, transpose_bytes / hbm + 4.0 * gap, 1e-12);
   // Without tensor parallelism both transposes run in the forward, after the norm.
   Plan dp;
   dp.dp = 8;

@@ -434,10 +434,11 @@ Op fp8_quantize(const Ctx& c, double elements, double cast_bytes, double tensors
 // Rows of a linear layer's output gradient that its backward quantizes: all m in one
 // cast-transpose, or, where Transformer Engine gathers the gradient of a row-parallel linear
 // under sequence parallelism (grad_output_preprocess, module/base.py, TE 2.7), the rank's shard
-// before the all-gather, row-wise only (per-tensor scaled fp8 gathers row-wise,
-// supports_only_rowwise_all_gather), and the weight gradient's transposed copy made from the
-// gathered m rows (grad_output.update_usage(columnwise_usage=True), module/linear.py): a
-// transpose kernel reading and writing 1 byte per element.
+// before the all-gather. Per-tensor scaled fp8 (delayed, tensorwise) is quantized and gathered
+// row-wise only (supports_only_rowwise_all_gather), and the weight gradient's transposed copy is
+// made from the gathered m rows (grad_output.update_usage(columnwise_usage=True),
+// module/linear.py): a transpose kernel reading and writing 1 byte per element. MXFP8 and block
+// scaling quantize both copies of the shard in one cast and gather them.
 struct GradCast {
   double shard_rows = -1;  // < 0: no gather, all m rows cast in one pass
 };
@@ -464,6 +465,10 @@ void add_fp8_casts(const Ctx& c, double m, double n, double k, double batch, Inp
     return;
   }
   const double shard = grad.shard_rows * n * batch;
+  if (c.fp8_recipe == Fp8Recipe::kMxfp8 || c.fp8_recipe == Fp8Recipe::kBlockwise) {
+    g.bwd += fp8_quantize(c, shard, kFp8CastBytesPerElement * shard, tensors);
+    return;
+  }
   g.bwd += fp8_quantize(c, shard, (kFp8CastBytesPerElement - kFp8TransposeBytesPerElement) * shard, tensors);
   g.bwd += fp8_transpose(c, m * n * batch, tensors);
 }
