@@ -53,6 +53,8 @@ struct Op {
     return *this;
   }
 };
+// The same op run n times.
+inline Op operator*(double n, const Op& o) { return Op{n * o.s, n * o.flops, n * o.bytes}; }
 
 struct Ctx {
   const GpuSpec* gpu;

@@ -421,12 +421,14 @@ GemmCost linear_gemms(const Ctx& c, double m, double n, double k, bool fp8_ok, d
 // 16-bit input first, then a kernel that turns the amax into the scale, then the cast
 // (Float8CurrentScalingQuantizer::quantize_impl, transformer_engine/pytorch/csrc/quantizer.cpp,
 // TE 2.7: nvte_compute_amax, nvte_compute_scale_from_amax, nvte_quantize_v2).
+// `amax_found`: the kernel that wrote the input also found its amax (a Transformer Engine norm,
+// te_norm_input_cast), so current scaling runs only the scale and the cast.
 constexpr double kCurrentScalingKernelsPerCast = 3.0;
-Op fp8_quantize(const Ctx& c, double elements, double cast_bytes, double tensors) {
+Op fp8_quantize(const Ctx& c, double elements, double cast_bytes, double tensors, bool amax_found = false) {
   double kernels = tensors, bytes = cast_bytes;
   if (c.fp8_recipe == Fp8Recipe::kTensorwise) {
-    kernels *= kCurrentScalingKernelsPerCast;
-    bytes += c.e * elements;  // the amax pass reads the input once more
+    kernels *= kCurrentScalingKernelsPerCast - (amax_found ? 1.0 : 0.0);
+    if (!amax_found) bytes += c.e * elements;  // the amax pass reads the input once more
   }
   return Op{bytes / c.hbm + kernels * kKernelGap_s, 0, bytes};
 }
@@ -507,9 +509,7 @@ struct NormInputCast {
 };
 NormInputCast te_norm_input_cast(const Ctx& c, const Plan& p, double T, double k) {
   const bool gathered = p.sequence_parallel && p.tp > 1;
-  const double local = gathered ? T / static_cast<double>(p.tp) : T;
-  const double fp8 = kFp8BytesPerElement;
-  auto pass = [&c](double bytes, double kernels) { return Op{bytes / c.hbm + kernels * kKernelGap_s, 0, bytes}; };
+  const double local = (gathered ? T / static_cast<double>(p.tp) : T) * k;  // elements quantized
   const Op transpose = fp8_transpose(c, T * k, 1.0);
   NormInputCast out;
   switch (c.fp8_recipe) {
@@ -518,15 +518,15 @@ NormInputCast te_norm_input_cast(const Ctx& c, const Plan& p, double T, double k
       break;
     case Fp8Recipe::kTensorwise:
       if (gathered) {
-        out.fwd = pass((c.e + fp8) * local * k, kCurrentScalingKernelsPerCast - 1.0);
+        out.fwd = fp8_quantize(c, local, (kFp8CastBytesPerElement - kFp8TransposeBytesPerElement) * local, 1.0, true);
         out.bwd = transpose;
       } else {
-        out.fwd = pass((c.e + 2.0 * fp8) * local * k, kCurrentScalingKernelsPerCast - 1.0);
+        out.fwd = fp8_quantize(c, local, kFp8CastBytesPerElement * local, 1.0, true);
       }
       break;
     case Fp8Recipe::kMxfp8:
     case Fp8Recipe::kBlockwise:
-      out.fwd = pass((c.e + 2.0 * fp8) * local * k, 1.0);
+      out.fwd = fp8_quantize(c, local, kFp8CastBytesPerElement * local, 1.0);
       break;
   }
   return out;
@@ -546,7 +546,7 @@ GemmCost expert_linear(const Ctx& c, double m, double n, double k, double expert
   const double at_once = std::min(c.expert_gemms_at_once, experts);
   const double rounds = std::floor(experts / at_once), rest = experts - rounds * at_once;
   GemmCost g = linear_gemms(c, m, n, k, true, at_once);
-  for (Op* o : {&g.fwd, &g.bwd}) *o = Op{rounds * o->s, rounds * o->flops, rounds * o->bytes};
+  for (Op* o : {&g.fwd, &g.bwd}) *o = rounds * *o;
   if (rest > 0) g = sum_of(g, linear_gemms(c, m, n, k, true, rest));
   if (c.prec == Precision::kFp8) {
     const bool fused = c.fp8_recipe == Fp8Recipe::kDelayed && c.framework == Framework::kMegatron;
@@ -798,18 +798,17 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
     const double dims[4][2] = {{(q + 2.0 * kv) / t, h}, {h, q / t},
                                {(m.gated_mlp ? 2.0 : 1.0) * static_cast<double>(m.ffn) / t, h},
                                {h, static_cast<double>(m.ffn) / t}};
-    auto chunked = [t](const Op& one) { return Op{t * one.s, t * one.flops, t * one.bytes}; };
     // Each chunk casts its share of what the whole GEMM casts (float8 TP: the shard, before the
     // gather).
     for (int i = 0; i < 4; ++i) {
       const InputCast whole_cast = i % 2 == 0 ? norm_input_cast : InputCast{};
       const InputCast chunk_cast{whole_cast.cast_rows < 0 ? -1 : whole_cast.cast_rows / t,
                                  whole_cast.transpose_rows < 0 ? -1 : whole_cast.transpose_rows / t};
-      gemms[i].fwd = chunked(linear(c, T / t, dims[i][0], dims[i][1], true, 1.0, chunk_cast).fwd);
+      gemms[i].fwd = t * linear(c, T / t, dims[i][0], dims[i][1], true, 1.0, chunk_cast).fwd;
     }
     for (int i : {1, 3}) {
       const Op whole = linear_dgrad(c, T, dims[i][0], dims[i][1], true);
-      const Op parts = chunked(linear_dgrad(c, T / t, dims[i][0], dims[i][1], true));
+      const Op parts = t * linear_dgrad(c, T / t, dims[i][0], dims[i][1], true);
       gemms[i].bwd += Op{parts.s - whole.s, parts.flops - whole.flops, parts.bytes - whole.bytes};
     }
     if (c.te_userbuffers) {
@@ -835,8 +834,8 @@ LayerCompute layer_compute(const Ctx& c, const ModelShape& m, const Plan& p) {
   if (norm_quantizes) {  // QKV's input, and the dense fc1's (an MoE layer's experts cast their own)
     const NormInputCast cast = te_norm_input_cast(c, p, T, h);
     const double inputs = m.moe() ? 1.0 : 2.0;
-    lc.fwd += Op{inputs * cast.fwd.s, 0, inputs * cast.fwd.bytes};
-    lc.bwd += Op{inputs * cast.bwd.s, 0, inputs * cast.bwd.bytes};
+    lc.fwd += inputs * cast.fwd;
+    lc.bwd += inputs * cast.bwd;
   }
 
   // --- attention core
