@@ -246,7 +246,26 @@ struct LayerCosts {
   // Pipeline: activation message per micro-batch per stage boundary (its time depends on the
   // hop: p2p_time_s with pp_hop_crosses_nodes).
   int64_t pp_message_bytes = 0;
+
+  // Activation offloading (Plan::activation_offload_layers): the bytes an offloaded layer copies
+  // to host memory per micro-batch, and back (its saved activations), and the seconds per layer
+  // and micro-batch (the stage's offload_stall_s over its layers) that the forward and the
+  // backward wait for those copies. The waits count as exposed communication.
+  int64_t offload_bytes = 0;
+  double offload_forward_s = 0, offload_backward_s = 0;
 };
+
+// Seconds one pass over `layers` layers of `layer_s` each waits for Transformer Engine's CPU
+// offloading (DefaultOffloadSynchronizer, transformer_engine/pytorch/cpu_offload.py) when
+// `offloaded` of them copy their activations in `copy_s` each over the host link, one copy at a
+// time on the offload stream. Forward: layer i < offloaded starts its copy when its forward ends
+// (fwd_step of the next layer) and must have finished it before layer i + (layers - offloaded)
+// starts (finish_offload_map), so that the GPU never holds more than layers - offloaded layers'
+// activations. The backward is the same in reverse: the reload of the n-th offloaded layer from
+// the end starts when the n-th backward has freed its set (start_reload_map) and must finish
+// before that layer's backward. So both passes are this one recurrence; with copy_s <= layer_s
+// and at least two sets on the GPU nothing waits.
+double offload_stall_s(int64_t layers, int64_t offloaded, double layer_s, double copy_s);
 
 LayerCosts layer_costs(const Scenario& scenario, const Plan& plan);
 
@@ -268,6 +287,12 @@ struct QuickEstimate {
   std::string reject_reason;  // empty when it fits
 };
 QuickEstimate quick_estimate(const Scenario& scenario, const Plan& plan);
+
+// The fewest layers whose activations `plan` must offload (Plan::activation_offload_layers) for
+// its peak memory to fit the GPU's usable memory: 0 when it fits without, -1 when offloading
+// cannot run with the plan (activation_offload_problem) or no number of layers makes it fit.
+// Offloading never makes a plan faster, so the search tries only this one.
+int64_t fewest_offload_layers_to_fit(const Scenario& scenario, const Plan& plan);
 
 // The full result entry of the analytical backend.
 BackendResult estimate_plan(const Scenario& scenario, const Plan& plan);

@@ -2258,3 +2258,109 @@ TEST(Iteration, AScheduleThatCannotRunIsRefusedWithItsReason) {
 
 }  // namespace
 }  // namespace monarch
+
+namespace monarch {
+namespace {
+
+// Llama 3 70B on 64 GPUs of `gpu` in fp8, FSDP over all of them with micro-batches of 2, as
+// Megatron-Bridge's GB200 recipe runs it (LLAMA3_70B_GB200_FP8_CS_BASE_CONFIG), recompute none.
+std::pair<Scenario, Plan> llama70b_fsdp(const char* gpu) {
+  Scenario s = llama8b(gpu, 64, Precision::kFp8);
+  s.model.num_layers = 80;
+  s.model.hidden_size = 8192;
+  s.model.num_attention_heads = 64;
+  s.model.ffn_hidden_size = 28672;
+  s.training.global_batch_size = 256;
+  Plan p;
+  p.dp = 64;
+  p.micro_batch_size = 2;
+  p.zero_stage = 3;
+  return {s, p};
+}
+
+// Transformer Engine's default offload schedule: a copy starts as its layer's forward ends and
+// must end before the layer `layers - offloaded` later starts. Copies no longer than a layer
+// hide; with one set on the GPU every copy waits; longer copies queue on the stream.
+TEST(ActivationOffload, CopiesHideBehindTheLayersUntilTheyAreLonger) {
+  EXPECT_EQ(offload_stall_s(80, 40, 1.0, 1.0), 0.0);
+  EXPECT_EQ(offload_stall_s(80, 0, 1.0, 5.0), 0.0);
+  // 3 layers, 2 offloaded, one set on the GPU: both copies wait, 0.5 each.
+  EXPECT_DOUBLE_EQ(offload_stall_s(3, 2, 1.0, 0.5), 1.0);
+  // 4 layers, 2 offloaded, copies of 3: layer 2 waits for copy 0 (1..4), layer 3 for copy 1
+  // (4..7), so the pass ends at 8 instead of 4.
+  EXPECT_DOUBLE_EQ(offload_stall_s(4, 2, 1.0, 3.0), 4.0);
+  // 80 layers, 40 offloaded, copies twice a layer: the last copy ends at 1 + 40 x 2 = 81, so
+  // the last layer runs 81..82.
+  EXPECT_DOUBLE_EQ(offload_stall_s(80, 40, 1.0, 2.0), 2.0);
+}
+
+// The offloaded layers' activations leave the GPU, exactly those bytes per layer; and on a
+// GB200 the fewest layers that fit the 70B plan without recompute are what the search tries.
+TEST(ActivationOffload, FreesTheOffloadedLayersActivationsAndFindsTheFewestThatFit) {
+  auto [s, p] = llama70b_fsdp("GB200");
+  const ModelShape m = model_shape(s.model);
+  const double per_layer = plan_layer_activation_bytes(m, s, p);
+  const double all = stage_memory(m, s, p, 0, m.layers).activations_bytes;
+  Plan off = p;
+  off.activation_offload_layers = 30;
+  EXPECT_NEAR(all - stage_memory(m, s, off, 0, m.layers).activations_bytes, 30 * per_layer, 1e-6 * per_layer);
+
+  ASSERT_FALSE(quick_estimate(s, p).fits) << quick_estimate(s, p).peak_memory_gib;
+  const int64_t n = fewest_offload_layers_to_fit(s, p);
+  ASSERT_GT(n, 0);
+  ASSERT_LT(n, 80);
+  off.activation_offload_layers = n;
+  EXPECT_TRUE(quick_estimate(s, off).fits) << quick_estimate(s, off).reject_reason;
+  off.activation_offload_layers = n - 1;
+  EXPECT_FALSE(quick_estimate(s, off).fits);
+  EXPECT_EQ(fewest_offload_layers_to_fit(s, off), n);  // the plan's own count does not matter
+
+  // Where offloading cannot run: a pipeline, recompute, another framework.
+  Plan piped = p;
+  piped.pp = 2;
+  piped.dp = 32;
+  EXPECT_EQ(fewest_offload_layers_to_fit(s, piped), -1);
+  Plan recomputed = p;
+  recomputed.recompute = Recompute::kSelective;
+  EXPECT_EQ(fewest_offload_layers_to_fit(s, recomputed), -1);
+  Scenario titan = s;
+  titan.training.framework = Framework::kTorchtitan;
+  EXPECT_EQ(fewest_offload_layers_to_fit(titan, p), -1);
+  off.activation_offload_layers = 10;
+  EXPECT_NE(quick_estimate(titan, off).reject_reason.find("torchtitan has none"), std::string::npos)
+      << quick_estimate(titan, off).reject_reason;
+}
+
+// The copies cost time only where the host link is much slower than the layers: over GB200's
+// NVLink-C2C (half a Grace's LPDDR5X per GPU) the 70B layer's copy hides behind the layers kept on
+// the GPU; over a B200's PCIe 5.0 it does not, and the forward and the backward wait as offload_stall_s says, on every
+// micro-batch, counted as exposed communication.
+TEST(ActivationOffload, CopiesOverPcieStallTheLayersAndOverC2cHide) {
+  for (const char* gpu : {"GB200", "B200"}) {
+    auto [s, p] = llama70b_fsdp(gpu);
+    Plan off = p;
+    off.activation_offload_layers = 40;
+    const LayerCosts L = layer_costs(s, off);
+    const double copy_s = static_cast<double>(L.offload_bytes) / host_link_bytes_per_s(s.cluster.gpu);
+    EXPECT_NEAR(static_cast<double>(L.offload_bytes), plan_layer_activation_bytes(model_shape(s.model), s, off), 1.0);
+    const double stall = offload_stall_s(80, 40, L.forward_s + L.host_forward_s, copy_s) +
+                         offload_stall_s(80, 40, L.backward_s + L.host_backward_s, copy_s);
+    const double micro_batches = 256.0 / (64 * 2);
+    const BackendResult with = estimate_plan(s, off), without = estimate_plan(s, p);
+    EXPECT_NEAR(with.iteration_time_s - without.iteration_time_s, micro_batches * stall, 1e-9) << gpu;
+    EXPECT_NEAR(with.time_breakdown_s.exposed_comm - without.time_breakdown_s.exposed_comm, micro_batches * stall, 1e-9) << gpu;
+    if (std::string(gpu) == "GB200") {
+      EXPECT_NEAR(stall, 0.0, 1e-12);  // a copy a little longer than a forward, 40 layers to end in
+      EXPECT_LT(copy_s, L.backward_s);
+    } else {
+      EXPECT_GT(copy_s, L.forward_s);
+      EXPECT_GT(stall, 0.0);
+    }
+  }
+  // The host link: PCIe 5.0 x16 less its packet overhead; a Grace's memory shared by two GPUs.
+  EXPECT_NEAR(host_link_bytes_per_s(find_gpu_preset("B200")->spec), 63e9 * 256 / 280, 1e3);
+  EXPECT_NEAR(host_link_bytes_per_s(find_gpu_preset("GB200")->spec), 511e9 / 2, 1e3);
+}
+
+}  // namespace
+}  // namespace monarch

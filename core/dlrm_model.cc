@@ -28,15 +28,6 @@ const double kUvmCacheLoadFactor = 0.2;
 namespace {
 
 constexpr double kBytesPerGib = 1024.0 * 1024.0 * 1024.0;
-// Host links, one direction: PCIe 4.0 x16 (A100) 16 GT/s x 16 lanes x 128b/130b = 31.5 GB/s,
-// PCIe 5.0 x16 (H100, H200, B200) 63 GB/s, NVLink-C2C (Grace: GH200, GB200) 450 GB/s (NVIDIA
-// Grace Hopper / GB200 datasheets: 900 GB/s bidirectional). PCIe carries 256-byte TLP payloads
-// with about 24 bytes of header, sequence number and LCRC each (PCIe Base Specification), so a
-// bulk copy moves at most 256 / 280 of the link rate.
-constexpr double kPcie4x16_GBps = 31.5;
-constexpr double kPcie5x16_GBps = 63.0;
-constexpr double kNvlinkC2c_GBps = 450.0;
-constexpr double kPcieTlpPayloadFraction = 256.0 / 280.0;
 // Optimizer state of FBGEMM's fused TBE optimizers (fbgemm_gpu EmbOptimType; TorchRec passes
 // the table's optimizer into the TBE kernel): row-wise Adagrad keeps one fp32 accumulator per
 // row (EXACT_ROWWISE_ADAGRAD), Adagrad one fp32 per element (EXACT_ADAGRAD), Adam fp32 first
@@ -205,23 +196,16 @@ DlrmDenseShape dlrm_dense_shape(const DlrmConfig& d) {
   return s;
 }
 
-double dlrm_host_link_bytes_per_s(const GpuSpec& gpu) {
-  const std::string& n = gpu.name;
-  if (n.find("GB200") != std::string::npos || n.find("GH200") != std::string::npos) return kNvlinkC2c_GBps * 1e9;
-  const double pcie_GBps = n.find("A100") != std::string::npos ? kPcie4x16_GBps : kPcie5x16_GBps;
-  return pcie_GBps * 1e9 * kPcieTlpPayloadFraction;
-}
-
 double dlrm_lookup_forward_s(const Scenario& sc, const DlrmRankLoad& l) {
   const GpuSpec& gpu = sc.cluster.gpu;
   return l.lookup_forward_bytes / (gpu.memory_bandwidth_GBps * 1e9 * kEmbeddingGatherEfficiency) +
-         l.host_forward_bytes / dlrm_host_link_bytes_per_s(gpu);
+         l.host_forward_bytes / host_link_bytes_per_s(gpu);
 }
 
 double dlrm_lookup_backward_s(const Scenario& sc, const DlrmRankLoad& l) {
   const GpuSpec& gpu = sc.cluster.gpu;
   return l.lookup_backward_bytes / (gpu.memory_bandwidth_GBps * 1e9 * kEmbeddingGatherEfficiency) +
-         l.host_backward_bytes / dlrm_host_link_bytes_per_s(gpu);
+         l.host_backward_bytes / host_link_bytes_per_s(gpu);
 }
 
 double dlrm_embedding_bytes_per_element(const Scenario& sc) { return bytes_per_element(sc.training.precision); }

@@ -109,11 +109,9 @@ struct DlrmRankLoad {
 std::vector<DlrmRankLoad> dlrm_rank_loads(const Scenario& scenario, const DlrmShardingPlan& plan);
 
 // Seconds of one GPU's TBE kernels: HBM traffic at kEmbeddingGatherEfficiency of the peak
-// bandwidth plus, for UVM-cached shards, the host-link traffic (dlrm_host_link_bytes_per_s).
+// bandwidth plus, for UVM-cached shards, the host-link traffic (host_link_bytes_per_s, core/model_math.h).
 double dlrm_lookup_forward_s(const Scenario& scenario, const DlrmRankLoad& load);
 double dlrm_lookup_backward_s(const Scenario& scenario, const DlrmRankLoad& load);
-// Bytes per second one GPU moves to or from host memory in one direction.
-double dlrm_host_link_bytes_per_s(const GpuSpec& gpu);
 
 // Bytes of one element of a pooled embedding (and of its gradient): the training precision.
 double dlrm_embedding_bytes_per_element(const Scenario& scenario);

@@ -209,6 +209,9 @@ void export_torchtitan(const Scenario& s, const Plan& p, Problems& refuse, Expor
   if (p.ep_comm_overlap)
     refuse.push_back({where, "torchtitan has no EP communication overlap (Megatron-Core's combined 1F1B, "
                              "--overlap-moe-expert-parallel-comm); the plan has ep_comm_overlap"});
+  if (p.activation_offload_layers > 0)
+    refuse.push_back({where, "torchtitan has no layer-wise activation offloading (Megatron-Core's "
+                             "--cpu-offloading-num-layers); the plan offloads " + str(p.activation_offload_layers) + " layers"});
   if (s.training.compile) {
     t.set("compile", "enable", "true");
     t.set("compile", "components", "[\"model\", \"loss\"]");
@@ -379,6 +382,9 @@ void export_megatron(const Scenario& s, const Plan& p, Problems& refuse, Exporte
     f.add("--overlap-moe-expert-parallel-comm");
     f.add("--delay-wgrad-compute");
   }
+  // TransformerConfig.cpu_offloading_num_layers as Megatron-LM's argument parser generates it
+  // (arguments.py sets cpu_offloading when it is above 0).
+  if (p.activation_offload_layers > 0) f.add("--cpu-offloading-num-layers", str(p.activation_offload_layers));
   if (s.training.cuda_graphs) {
     f.add("--cuda-graph-impl", "transformer_engine");
     if (!cuda_graphs_capture_whole_layer(s.model)) f.add("--cuda-graph-scope", "attn");
@@ -435,6 +441,8 @@ void export_deepspeed(const Scenario& s, const Plan& p, Problems& refuse, Export
   if (p.tp_comm_overlap) refuse.push_back({where, "Megatron-DeepSpeed has no TP communication overlap (--tp-comm-overlap)"});
   if (p.ep_comm_overlap)
     refuse.push_back({where, "Megatron-DeepSpeed has no EP communication overlap (--overlap-moe-expert-parallel-comm)"});
+  if (p.activation_offload_layers > 0)
+    refuse.push_back({where, "Megatron-DeepSpeed has no layer-wise activation offloading (--cpu-offloading-num-layers)"});
   if (s.training.cuda_graphs) refuse.push_back({where, "Megatron-DeepSpeed trains without CUDA graphs (training.cuda_graphs)"});
   if (s.model.is_moe() && s.model.moe_ffn_hidden_size > 0 && s.model.moe_ffn_hidden_size != s.model.ffn_hidden_size)
     refuse.push_back({where, "Megatron-DeepSpeed's experts take --ffn-hidden-size (it has no --moe-ffn-hidden-size); "
@@ -604,6 +612,13 @@ void export_bridge(const Scenario& s, const Plan& p, Problems& refuse, ExportedC
   if (m.is_moe()) {
     set("comm_overlap.overlap_moe_expert_parallel_comm", flag(p.ep_comm_overlap));
     set("comm_overlap.delay_wgrad_compute", flag(p.ep_comm_overlap));
+  }
+  // As Megatron-Bridge's performance scripts set it (scripts/performance/utils/helpers.py):
+  // activations only.
+  set("model.cpu_offloading", flag(p.activation_offload_layers > 0));
+  if (p.activation_offload_layers > 0) {
+    set("model.cpu_offloading_num_layers", str(p.activation_offload_layers));
+    set("model.cpu_offloading_weights", "false");
   }
   set("model.cross_entropy_loss_fusion", flag(s.training.cross_entropy_loss_fusion.value_or(true)));
   if (s.training.cuda_graphs) {
@@ -918,6 +933,8 @@ void import_megatron_like(Importer& in, bool deepspeed_flags) {
     in.assign("parallelism." + name, in.boolean(k).value_or(false) ? "true" : "false");
   }
   import_cuda_graphs(in, "--cuda-graph-impl", "--enable-cuda-graph", "--cuda-graph-scope");
+  if (!deepspeed_flags)  // off unless given (TransformerConfig's default 0)
+    in.assign("parallelism.activation_offload_layers", str(in.integer("--cpu-offloading-num-layers").value_or(0)));
   // Recompute.
   const auto granularity = in.text("--recompute-granularity");
   const bool checkpoint_activations = deepspeed_flags && in.boolean("--checkpoint-activations").value_or(false);
@@ -1293,6 +1310,13 @@ void import_bridge(Importer& in) {
   if (auto v = in.boolean("comm_overlap.overlap_moe_expert_parallel_comm"))
     in.assign("parallelism.ep_comm_overlap", *v ? "true" : "false");
   (void)in.boolean("comm_overlap.delay_wgrad_compute");
+  // Activation offloading: model.cpu_offloading with its layer count (weights offloading is a
+  // no-op in Transformer Engine 2.x, "Offloading weights is deprecated").
+  // Off unless model.cpu_offloading is set (TransformerConfig's default).
+  const bool offload = in.boolean("model.cpu_offloading").value_or(false);
+  const int64_t offload_layers = in.integer("model.cpu_offloading_num_layers").value_or(0);
+  in.assign("parallelism.activation_offload_layers", str(offload ? offload_layers : 0));
+  (void)in.boolean("model.cpu_offloading_weights");
   if (auto v = in.boolean("model.cross_entropy_loss_fusion")) in.assign("training.cross_entropy_loss_fusion", *v ? "true" : "false");
   (void)in.text("model.cross_entropy_fusion_impl");
   import_cuda_graphs(in, "model.cuda_graph_impl", "model.enable_cuda_graph", "model.cuda_graph_scope");

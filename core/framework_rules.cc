@@ -1,5 +1,7 @@
 #include "core/framework_rules.h"
 
+#include <algorithm>
+
 namespace monarch {
 
 std::string framework_problem(Framework f, const Plan& p) {
@@ -51,6 +53,29 @@ std::string ep_overlap_problem(const TrainingConfig& t, const ModelConfig& m, co
   if (t.precision == Precision::kFp32)
     return "EP communication overlap needs a 16-bit model (\"only supported with bf16 or fp16 model\"): expected "
            "precision bf16, fp16 or fp8";
+  return {};
+}
+
+std::string activation_offload_problem(const Scenario& sc, const Plan& p) {
+  const int64_t n = p.activation_offload_layers;
+  if (n == 0) return {};
+  if (sc.training.framework != Framework::kMegatron)
+    return std::string("activation offloading is Megatron-Core's (--cpu-offloading-num-layers, Transformer Engine's CPU "
+                       "offloading); ") +
+           to_string(sc.training.framework) + " has none: expected activation_offload_layers 0";
+  if (n < 0 || n >= sc.model.num_layers)
+    return "activation offloading covers fewer layers than the model's " + std::to_string(sc.model.num_layers) +
+           " (\"CPU offloading can be done only for layers less than num_layers\"): expected activation_offload_layers "
+           "0.." + std::to_string(std::max<int64_t>(sc.model.num_layers - 1, 0));
+  if (p.pp > 1)
+    return "activation offloading does not run with pipeline parallelism (\"Currently there is no support for Pipeline "
+           "parallelism with CPU offloading\"): expected pipeline_parallel_degree 1, or activation_offload_layers 0";
+  if (p.recompute != Recompute::kNone)
+    return "activation offloading does not run with recompute (\"CPU offloading does not work when activation "
+           "recomputation is enabled\"): expected activation_recompute none, or activation_offload_layers 0";
+  if (sc.training.cuda_graphs)
+    return "activation offloading does not run with per-layer CUDA graphs (\"CUDA graphs not supported with CPU "
+           "offloading\"): expected training.cuda_graphs false, or activation_offload_layers 0";
   return {};
 }
 

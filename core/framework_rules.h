@@ -49,6 +49,18 @@ std::string async_tp_problem(Framework framework, bool compile, bool tp_comm_ove
 // torchtitan and DeepSpeed have no such schedule.
 std::string ep_overlap_problem(const TrainingConfig& training, const ModelConfig& model, const Plan& plan);
 
+// Why `plan` cannot offload its activations to host memory (Plan::activation_offload_layers), or
+// empty. The offloading is Transformer Engine's (get_cpu_offload_context), driven by
+// Megatron-Core's TransformerBlock; TransformerConfig.__post_init__
+// (megatron/core/transformer/transformer_config.py) accepts it only for fewer layers than the
+// model has ("CPU offloading can be done only for layers less than num_layers"), without
+// pipeline parallelism ("no support for Pipeline parallelism with CPU offloading"), without
+// recompute ("does not work when activation recomputation is enabled") and without per-layer
+// CUDA graphs ("CUDA graphs not supported with CPU offloading" unless the whole iteration is
+// captured; training.cuda_graphs is the per-layer kind). torchtitan and DeepSpeed have no
+// layer-wise activation offloading.
+std::string activation_offload_problem(const Scenario& sc, const Plan& plan);
+
 // Whether TP communication overlap hides the backward reduce-scatter of a block's input
 // gradient (the gradient of its sequence-parallel all-gather). Transformer Engine's userbuffers
 // run it beside the block's weight-gradient GEMM (the bulk qkv_wgrad / fc1_wgrad overlaps,

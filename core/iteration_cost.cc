@@ -82,6 +82,7 @@ std::string plan_problem(const Scenario& sc, const Plan& p, const ModelShape& m)
   if (std::string why = async_tp_problem(sc.training.framework, sc.training.compile, p.tp_comm_overlap); !why.empty())
     return why;
   if (std::string why = ep_overlap_problem(sc.training, sc.model, p); !why.empty()) return why;
+  if (std::string why = activation_offload_problem(sc, p); !why.empty()) return why;
   return framework_problem(sc.training.framework, p);
 }
 
@@ -289,7 +290,8 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
 
   const double layer_compute_s = lc.fwd.s + lc.bwd.s + lc.recompute.s;
   const double layer_host_s = L.host_forward_s + L.host_backward_s + L.host_recompute_s;
-  const double layer_exposed_s = L.tp_exposed_s + L.cp_exposed_s + L.ep_exposed_s;
+  const double layer_exposed_s =
+      L.tp_exposed_s + L.cp_exposed_s + L.ep_exposed_s + L.offload_forward_s + L.offload_backward_s;
   // The schedule's chunks with their times and sends (pipeline plans only).
   const PipelineShape shape = pp > 1 ? pipeline_shape(sc, p, m, lc, L) : PipelineShape{};
 
@@ -578,6 +580,26 @@ QuickEstimate quick_estimate(const Scenario& sc, const Plan& p) {
                       " minus the framework reserve)";
   }
   return q;
+}
+
+int64_t fewest_offload_layers_to_fit(const Scenario& sc, const Plan& plan) {
+  Plan p = plan;
+  p.activation_offload_layers = 1;
+  if (!activation_offload_problem(sc, p).empty()) return -1;
+  p.activation_offload_layers = 0;
+  const ModelShape m = model_shape(sc.model);
+  const double usable_bytes = usable_memory_gib(sc.cluster.gpu) * kGiB;
+  const double over = stage_memory(m, sc, p, 0, m.layers).total_bytes() - usable_bytes;
+  if (over <= 0) return 0;
+  const double per_layer = plan_layer_activation_bytes(m, sc, p);
+  if (per_layer <= 0) return -1;
+  // The smallest n with n x per_layer >= over; one more where rounding left it a byte short.
+  auto n = static_cast<int64_t>(std::ceil(over / per_layer));
+  for (int tries = 0; tries < 2 && n < m.layers; ++tries, ++n) {
+    p.activation_offload_layers = n;
+    if (stage_memory(m, sc, p, 0, m.layers).total_bytes() <= usable_bytes) return n;
+  }
+  return -1;
 }
 
 BackendResult estimate_plan(const Scenario& sc, const Plan& p) {

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/collectives.h"
 #include "core/framework_rules.h"
@@ -1320,10 +1321,39 @@ LayerCosts layer_costs_impl(const Scenario& sc, const Plan& p, const ModelShape&
   // all-gathers it over the slice group on arrival (deepspeed/runtime/pipe/engine.py,
   // is_pipe_partitioned / is_grad_partitioned, on by default since the engine's first version).
   if (p.pp > 1) out.pp_message_bytes = static_cast<int64_t>(e * T * h / t);
+
+  // --- activation offloading (pp 1: the stage is the whole model)
+  if (p.activation_offload_layers > 0) {
+    out.offload_bytes = static_cast<int64_t>(plan_layer_activation_bytes(m, sc, p));
+    const double copy_s = static_cast<double>(out.offload_bytes) / host_link_bytes_per_s(cl.gpu);
+    const double layers = static_cast<double>(m.layers);
+    out.offload_forward_s =
+        offload_stall_s(m.layers, p.activation_offload_layers, out.forward_s + out.host_forward_s, copy_s) / layers;
+    out.offload_backward_s =
+        offload_stall_s(m.layers, p.activation_offload_layers, out.backward_s + out.host_backward_s, copy_s) / layers;
+  }
   return out;
 }
 
 }  // namespace cost_detail
+
+double offload_stall_s(int64_t layers, int64_t offloaded, double layer_s, double copy_s) {
+  if (offloaded <= 0 || layers <= offloaded) return 0.0;
+  const int64_t on_gpu = layers - offloaded;  // activation sets the GPU may hold
+  std::vector<double> copy_end(static_cast<size_t>(offloaded));
+  double now = 0, stream_free = 0;
+  for (int64_t k = 0; k < layers; ++k) {
+    // Layer k may start once the copy of layer k - on_gpu has finished (its memory is free).
+    const int64_t wait_for = k - on_gpu;
+    if (wait_for >= 0 && wait_for < offloaded) now = std::max(now, copy_end[static_cast<size_t>(wait_for)]);
+    now += layer_s;
+    if (k < offloaded) {
+      stream_free = std::max(now, stream_free) + copy_s;
+      copy_end[static_cast<size_t>(k)] = stream_free;
+    }
+  }
+  return std::max(0.0, now - static_cast<double>(layers) * layer_s);  // not a rounding residue below 0
+}
 
 int64_t sp_grad_reduce_bytes(const LayerCosts& L, int64_t layers, bool first, bool last) {
   const double params = static_cast<double>(layers) * L.sp_grad_params_per_layer + (first ? L.sp_grad_params_first : 0.0) +

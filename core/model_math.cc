@@ -429,6 +429,12 @@ namespace {
 constexpr double kCudaGraphActivationOverhead = 0.20;
 }  // namespace
 
+double plan_layer_activation_bytes(const ModelShape& m, const Scenario& sc, const Plan& plan) {
+  return layer_activation_bytes(m, plan.micro_batch_size, plan.tp, plan.cp, plan.sequence_parallel, plan.recompute,
+                                bytes_per_element(sc.training.precision), plan.etp,
+                                saved_gemm_input_bytes(sc.training.precision), sc.training.framework);
+}
+
 MemoryBreakdown stage_memory(const ModelShape& m, const Scenario& sc, const Plan& plan, int64_t stage,
                              int64_t layers) {
   MemoryBreakdown mem;
@@ -461,13 +467,17 @@ MemoryBreakdown stage_memory(const ModelShape& m, const Scenario& sc, const Plan
   const int64_t n_mb = std::max<int64_t>(num_micro_batches(sc, plan), 1);
   const double in_flight = micro_batches_in_flight(plan, stage, n_mb, sc.training.framework);
   const double g_in = saved_gemm_input_bytes(sc.training.precision);
-  const double per_layer = layer_activation_bytes(m, mbs, plan.tp, plan.cp, plan.sequence_parallel, plan.recompute, e, plan.etp, g_in,
-                                                  sc.training.framework);
+  const double per_layer = plan_layer_activation_bytes(m, sc, plan);
   const double t = static_cast<double>(plan.tp);
   const double sp_div = plan.sequence_parallel ? t : 1.0;
   const double T = static_cast<double>(m.seq) / static_cast<double>(plan.cp) * static_cast<double>(mbs);
   const double h = static_cast<double>(m.hidden);
-  double act = static_cast<double>(layers) * per_layer * in_flight;
+  // Activation offloading (pp 1, activation_offload_problem): the offloaded layers' activations
+  // are in host memory but for the layers - n most recent; Transformer Engine's default schedule
+  // stalls the forward (and the reloads) to keep it so (DefaultOffloadSynchronizer: "peak memory
+  // usage of saving activations is (num_layers - num_offloaded_layers) * T").
+  const int64_t offloaded = stage == 0 ? std::min(plan.activation_offload_layers, layers) : 0;
+  double act = static_cast<double>(layers - offloaded) * per_layer * in_flight;
   if (stage == 0 && m.dropout) act += T * h / sp_div * in_flight;  // embedding dropout mask
   // Full recompute re-runs one layer's forward at a time in the backward pass (Megatron's
   // checkpointed layers, granularity full, one layer per checkpoint): that layer's whole
@@ -536,6 +546,16 @@ MemoryBreakdown stage_memory(const ModelShape& m, const Scenario& sc, const Plan
 
 double usable_memory_gib(const GpuSpec& gpu) {
   return gpu.memory_gib * (1.0 - kFragmentationFraction) - kCudaContextReserve_gib - kNcclReserve_gib;
+}
+
+double host_link_bytes_per_s(const GpuSpec& gpu) {
+  const std::string& n = gpu.name;
+  const bool two_gpu_grace = n.find("GB200") != std::string::npos || n.find("GB300") != std::string::npos;
+  if (two_gpu_grace) return std::min(kNvlinkC2c_GBps, kGraceMemory_GBps / 2.0) * 1e9;
+  if (n.find("GH200") != std::string::npos) return std::min(kNvlinkC2c_GBps, kGraceMemory_GBps) * 1e9;
+  const bool ampere = n.find("A100") != std::string::npos || n.find("A800") != std::string::npos;
+  const double pcie_GBps = ampere ? kPcie4x16_GBps : kPcie5x16_GBps;
+  return pcie_GBps * 1e9 * kPcieTlpPayloadFraction;
 }
 
 }  // namespace monarch

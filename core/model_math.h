@@ -215,6 +215,11 @@ double layer_activation_bytes(const ModelShape& m, int64_t micro_batch, int64_t 
                               bool sequence_parallel, Recompute r, double element_bytes, int64_t etp = 0,
                               double gemm_input_bytes = 0, Framework framework = Framework::kMegatron);
 
+// layer_activation_bytes for `plan` (its micro-batch, degrees and recompute) in the scenario's
+// precision and framework: what one layer keeps per micro-batch, and what an offloaded layer
+// copies to host memory and back (Plan::activation_offload_layers).
+double plan_layer_activation_bytes(const ModelShape& m, const Scenario& sc, const Plan& plan);
+
 // Bytes per element of a saved linear-layer input. Fp8 training (Transformer Engine Linear,
 // LayerNormLinear, LayerNormMLP) casts each GEMM input to fp8 in the forward and saves that fp8
 // copy for the weight-gradient GEMM instead of the 16-bit tensor: 1 byte (kFp8WeightBytes'
@@ -312,5 +317,25 @@ inline constexpr double kFragmentationFraction = 0.05;  // PyTorch caching alloc
 
 // GPU memory usable for the model after the reserve, GiB.
 double usable_memory_gib(const GpuSpec& gpu);
+
+// Host links, one direction: PCIe 4.0 x16 (A100, A800) 16 GT/s x 16 lanes x 128b/130b = 31.5 GB/s,
+// PCIe 5.0 x16 (H100, H200, B200) 63 GB/s, NVLink-C2C (Grace superchips: GH200, GB200, GB300)
+// 450 GB/s (NVIDIA Grace Hopper / GB200 datasheets: 900 GB/s bidirectional). PCIe carries
+// 256-byte TLP payloads with about 24 bytes of header, sequence number and LCRC each (PCIe Base
+// Specification), so a bulk copy moves at most 256 / 280 of the link rate.
+inline constexpr double kPcie4x16_GBps = 31.5;
+inline constexpr double kPcie5x16_GBps = 63.0;
+inline constexpr double kNvlinkC2c_GBps = 450.0;
+inline constexpr double kPcieTlpPayloadFraction = 256.0 / 280.0;
+// A Grace CPU's LPDDR5X: 18.4 TB/s over the 36 Grace CPUs of a GB200 NVL72 rack (NVIDIA GB200
+// NVL72 datasheet, "CPU memory bandwidth") = 511 GB/s per Grace; GH200's Grace the same
+// (NVIDIA Grace Hopper Superchip datasheet, up to 512 GB/s). A GB200 / GB300 superchip's two
+// GPUs share one Grace, so when both copy at once each gets half of its memory's bandwidth.
+inline constexpr double kGraceMemory_GBps = 511.0;
+
+// Bytes per second one GPU moves to or from host memory in one direction while every GPU of the
+// node does the same (data-parallel ranks offload, fetch UVM rows or copy checkpoints together):
+// the host link's rate, and on Grace superchips no more than its share of the Grace's memory.
+double host_link_bytes_per_s(const GpuSpec& gpu);
 
 }  // namespace monarch

@@ -173,6 +173,7 @@ std::string describe(const Plan& p, PlanDetail detail) {
   s += std::string(" ") + to_string(p.schedule) + (p.sequence_parallel ? " sp" : "") +
        (p.tp_comm_overlap && p.tp > 1 ? " tp-overlap" : "") + (p.ep_comm_overlap && p.ep > 1 ? " ep-overlap" : "") +
        " recompute=" + to_string(p.recompute) +
+       (p.activation_offload_layers > 0 ? " offload=" + std::to_string(p.activation_offload_layers) : "") +
        " zero" + std::to_string(p.zero_stage);
   if (detail == PlanDetail::kWithLayers && !p.layers_per_stage.empty()) {
     s += " layers=[";

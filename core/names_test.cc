@@ -29,6 +29,8 @@ TEST(Names, PlanLabelShowsTheSwitches) {
   EXPECT_EQ(describe(p), "tp1 pp1 dp2 cp1 ep1 vpp1 mbs1 1f1b sp recompute=none zero1");
   p.ep = 2;
   EXPECT_EQ(describe(p), "tp1 pp1 dp2 cp1 ep2 vpp1 mbs1 1f1b sp ep-overlap recompute=none zero1");
+  p.activation_offload_layers = 20;
+  EXPECT_EQ(describe(p), "tp1 pp1 dp2 cp1 ep2 vpp1 mbs1 1f1b sp ep-overlap recompute=none offload=20 zero1");
 }
 
 TEST(Names, CollectivesAreNamedTheNcclWay) {

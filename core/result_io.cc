@@ -154,7 +154,7 @@ const std::set<std::string>& plan_keys() {
       "context_parallel_degree", "expert_parallel_degree", "virtual_pipeline_degree",
       "expert_tensor_parallel_degree", "etp", "micro_batch_size", "pipeline_schedule", "sequence_parallel", "activation_recompute",
       "zero_stage", "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap", "ep_comm_overlap",
-      "layers_per_stage", "embedding_sharding"};
+      "activation_offload_layers", "layers_per_stage", "embedding_sharding"};
   return keys;
 }
 
@@ -183,6 +183,7 @@ void read_plan(Reader& r, const json& j, const std::string& path, Plan& p) {
   r.get_bool(j, path, "overlap_param_gather", p.overlap_param_gather, false);
   r.get_bool(j, path, "tp_comm_overlap", p.tp_comm_overlap, false);
   r.get_bool(j, path, "ep_comm_overlap", p.ep_comm_overlap, false);
+  r.get_int(j, path, "activation_offload_layers", p.activation_offload_layers, false, 0, kAny);
   r.get_string(j, path, "embedding_sharding", p.embedding_sharding, false);
   if (const json* lps = r.find(j, path, "layers_per_stage", false)) {
     std::string lpath = path + "/layers_per_stage";
@@ -227,6 +228,7 @@ json plan_to_json(const Plan& p) {
       {"tp_comm_overlap", p.tp_comm_overlap},
   };
   if (p.ep_comm_overlap) j["ep_comm_overlap"] = true;  // absent = false
+  if (p.activation_offload_layers > 0) j["activation_offload_layers"] = p.activation_offload_layers;  // absent = 0
   if (p.expert_tp() != p.tp) j["expert_tensor_parallel_degree"] = p.etp;  // absent = tp
   if (!p.layers_per_stage.empty()) j["layers_per_stage"] = p.layers_per_stage;
   if (!p.embedding_sharding.empty()) j["embedding_sharding"] = p.embedding_sharding;  // absent: a transformer plan

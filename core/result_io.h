@@ -26,7 +26,8 @@
 namespace monarch {
 
 // Plan object of the result file: tensor_parallel_degree ... zero_stage, the overlap switches
-// (overlap_grad_reduce, overlap_param_gather, tp_comm_overlap; ep_comm_overlap when on) and,
+// (overlap_grad_reduce, overlap_param_gather, tp_comm_overlap; ep_comm_overlap when on),
+// activation_offload_layers when above 0 and,
 // when set, layers_per_stage and (recommendation models) embedding_sharding.
 nlohmann::json plan_to_json(const Plan& plan);
 Expected<Plan> plan_from_json(const nlohmann::json& j, const std::string& json_path);

@@ -166,6 +166,22 @@ TEST(PlanJson, EpOverlapIsWrittenOnlyWhenOn) {
   EXPECT_FALSE(plan_from_json(j, "/plan").ok());
 }
 
+// The offloaded layer count likewise: written only above 0, read back, refused when negative.
+TEST(PlanJson, ActivationOffloadIsWrittenOnlyWhenOn) {
+  Plan p = sample_plan();
+  EXPECT_FALSE(plan_to_json(p).contains("activation_offload_layers"));
+  p.activation_offload_layers = 40;
+  EXPECT_EQ(plan_to_json(p)["activation_offload_layers"], 40);
+  Expected<Plan> back = plan_from_json(json::parse(plan_to_json(p).dump()), "/plan");
+  ASSERT_TRUE(back.ok()) << back.problems()[0].to_string();
+  EXPECT_EQ(*back, p);
+  json j = plan_to_json(p);
+  j["activation_offload_layers"] = -1;
+  Expected<Plan> bad = plan_from_json(j, "/plan");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.problems()[0].where, "/plan/activation_offload_layers");
+}
+
 TEST(PlanJson, ExpertTpIsWrittenOnlyWhenItDiffersFromTp) {
   Plan p = sample_plan();  // tp 8
   EXPECT_FALSE(plan_to_json(p).contains("expert_tensor_parallel_degree"));  // etp 0 = tp

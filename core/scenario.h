@@ -222,6 +222,11 @@ struct ParallelismConstraints {
   // --delay-wgrad-compute; Megatron-Bridge's comm_overlap.overlap_moe_expert_parallel_comm):
   // absent = searched where it applies (ep_overlap_problem in core/framework_rules.h).
   std::optional<bool> ep_comm_overlap;
+  // Activation CPU offloading (Megatron-Core --cpu-offloading-num-layers, Megatron-Bridge
+  // model.cpu_offloading_num_layers): how many of the first transformer layers keep their saved
+  // activations in host memory between the forward and the backward. Absent = searched (the
+  // fewest layers that make a plan fit, where activation_offload_problem allows it); 0 = off.
+  std::optional<int64_t> activation_offload_layers;
   // Explicit split: transformer layers of each pipeline stage, first to last; with vpp > 1 of
   // each virtual stage (model chunk) in model order (chunk c of stage s is entry c x pp + s).
   // Sums to num_layers. Absent: split automatically (strategies/partition.h).
@@ -288,6 +293,12 @@ struct Plan {
   // another's backward, layer by layer, so each EP all-to-all runs beside the other
   // micro-batch's compute (core/layer_cost.cc, ep_overlap_exposed_s).
   bool ep_comm_overlap = false;
+  // Transformer Engine's CPU offloading (Megatron-Core --cpu-offloading-num-layers): the first
+  // `activation_offload_layers` layers copy their saved activations to host memory as each
+  // forward ends and back before their backward, so at most layers - n layers' activations are
+  // on the GPU at once (core/framework_rules.h activation_offload_problem; the copies' time in
+  // core/layer_cost.cc). 0 = off.
+  int64_t activation_offload_layers = 0;
   // Layers per pipeline stage (size pp); empty = even split. Filled by the partitioner.
   std::vector<int64_t> layers_per_stage;
   // Recommendation models: the embedding-table sharding (core/dlrm_model.h describe form,
@@ -306,7 +317,8 @@ struct Plan {
 // kDegrees "tp8 pp2 dp4 cp1 ep1 vpp2 mbs1" (" etpN" after ep when expert TP differs from tp);
 // kFull adds " 1f1b sp recompute=selective zero1" (" sp" only with sequence parallelism,
 // " tp-overlap" after it with TP communication overlap and tp > 1, " ep-overlap" with EP
-// communication overlap and ep > 1);
+// communication overlap and ep > 1; " offload=N" after the recompute word with N layers'
+// activations offloaded);
 // kWithLayers adds " layers=[5 5 6 6]" when the pipeline split is set. A recommendation plan
 // ends, at every detail, with " tables=[t0:tw@3 t1:rw]" (its embedding sharding).
 enum class PlanDetail : uint8_t { kDegrees, kFull, kWithLayers };

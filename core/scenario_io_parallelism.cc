@@ -29,7 +29,8 @@ const std::vector<DegreeKey> kDegreeKeys = {
 };
 const std::vector<std::string> kParallelismOtherKeys = {
     "pipeline_schedule", "sequence_parallel", "activation_recompute", "zero_stage",
-    "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap", "ep_comm_overlap", "layers_per_stage",
+    "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap", "ep_comm_overlap", "activation_offload_layers",
+    "layers_per_stage",
     "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split", "embedding_sharding"};
 
 std::vector<std::string> parallelism_keys() {
@@ -181,6 +182,9 @@ void read_parallelism(Ctx& ctx, const json* pj, ParallelismConstraints& p) {
   if (auto v = get_bool(ctx, o, "overlap_param_gather")) p.overlap_param_gather = *v;
   if (auto v = get_bool(ctx, o, "tp_comm_overlap")) p.tp_comm_overlap = *v;
   if (auto v = get_bool(ctx, o, "ep_comm_overlap")) p.ep_comm_overlap = *v;
+  if (auto v = get_int(ctx, o, "activation_offload_layers", 0, kMaxNumLayers,
+                       "an integer >= 0 (transformer layers whose activations are offloaded to host memory)"))
+    p.activation_offload_layers = *v;
   if (auto v = get_bool(ctx, o, "account_for_embedding_in_pipeline_split")) p.account_for_embedding = *v;
   if (auto v = get_bool(ctx, o, "account_for_loss_in_pipeline_split")) p.account_for_loss = *v;
   if (auto v = get_str(ctx, o, "embedding_sharding")) p.embedding_sharding = *v;
@@ -351,6 +355,16 @@ void cross_check(Ctx& ctx, const json* pj, Scenario& s) {
     probe.recompute = p.recompute.value_or(Recompute::kNone);
     if (const std::string why = ep_overlap_problem(s.training, m, probe); !why.empty())
       ctx.add("/parallelism/ep_comm_overlap", why);
+  }
+  if (transformer && p.activation_offload_layers && *p.activation_offload_layers > 0) {
+    // The pinned pipeline degree and recompute against the offloading's rule; a searched
+    // pipeline takes pp 1 and a searched recompute none.
+    Plan probe;
+    probe.activation_offload_layers = *p.activation_offload_layers;
+    probe.pp = ok(p.pp) ? *p.pp : 1;
+    probe.recompute = p.recompute.value_or(Recompute::kNone);
+    if (const std::string why = activation_offload_problem(s, probe); !why.empty())
+      ctx.add("/parallelism/activation_offload_layers", why);
   }
   if (transformer && s.training.cuda_graphs && p.recompute)
     if (const std::string why = cuda_graph_problem(s.model, *p.recompute); !why.empty())

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "core/dlrm_model.h"
+#include "core/model_math.h"
 #include "core/presets.h"
 #include "core/units.h"
 
@@ -122,7 +123,7 @@ void read_reliability(Ctx& ctx, const json* rj, Scenario& s) {
   }
   if (auto a = get_bool(ctx, co, "async")) r.async_checkpoint = *a;
   if (auto h = get_num(ctx, co, "host_copy_GBps", 0, kMaxBandwidth_GBps, true)) r.host_copy_GBps = *h;
-  else if (!co.has("host_copy_GBps")) r.host_copy_GBps = dlrm_host_link_bytes_per_s(s.cluster.gpu) / kGB;
+  else if (!co.has("host_copy_GBps")) r.host_copy_GBps = host_link_bytes_per_s(s.cluster.gpu) / kGB;
   co.finish();
 
   const json* sj = section(ctx, o.get("storage"), o.at("storage"));

@@ -120,6 +120,7 @@ nlohmann::json scenario_to_json(const Scenario& s) {
   if (p.overlap_param_gather) pj["overlap_param_gather"] = *p.overlap_param_gather;
   if (p.tp_comm_overlap) pj["tp_comm_overlap"] = *p.tp_comm_overlap;
   if (p.ep_comm_overlap) pj["ep_comm_overlap"] = *p.ep_comm_overlap;
+  if (p.activation_offload_layers) pj["activation_offload_layers"] = *p.activation_offload_layers;
   if (p.layers_per_stage) pj["layers_per_stage"] = *p.layers_per_stage;
   if (p.account_for_embedding) pj["account_for_embedding_in_pipeline_split"] = true;
   if (p.account_for_loss) pj["account_for_loss_in_pipeline_split"] = true;

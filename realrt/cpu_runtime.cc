@@ -434,6 +434,10 @@ Problems check_runtime_config(const RuntimeConfig& cfg) {
   if (p.ep_comm_overlap)
     bad("/plan/ep_comm_overlap", "the CPU runtime runs each micro-batch's passes in turn, not Megatron-Core's combined 1F1B; "
                                  "ep_comm_overlap must be false");
+  if (p.activation_offload_layers > 0)
+    bad("/plan/activation_offload_layers",
+        "the CPU runtime keeps every activation in memory (it has no host copies to offload to); "
+        "activation_offload_layers must be 0");
   if (m.moe()) {
     // Expert layout (core/placement.h): etp x ep must divide the tp x cp x dp ranks of a stage.
     const int64_t etp = p.expert_tp(), stage = p.tp * p.cp * p.dp;

@@ -142,6 +142,9 @@ TEST(RuntimeConfig, MixtureOfExpertsPlansTheRuntimeCannotRunAreRefusedByKey) {
   c.plan.ep_comm_overlap = true;  // nor the combined 1F1B that overlaps the all-to-alls
   EXPECT_EQ(first_where(c), "/plan/ep_comm_overlap");
   c = cfg;
+  c.plan.activation_offload_layers = 1;  // nor host copies of the activations
+  EXPECT_EQ(first_where(c), "/plan/activation_offload_layers");
+  c = cfg;
   c.model.experts = 0;  // dense model with ep 2
   EXPECT_EQ(first_where(c), "/plan/ep");
   c.plan.ep = 1;

@@ -35,6 +35,7 @@ Expected<Plan> resolve_plan(const Scenario& s) {
   if (c.overlap_param_gather) base.overlap_param_gather = *c.overlap_param_gather;
   if (c.tp_comm_overlap) base.tp_comm_overlap = *c.tp_comm_overlap;
   if (c.ep_comm_overlap) base.ep_comm_overlap = *c.ep_comm_overlap;
+  if (c.activation_offload_layers) base.activation_offload_layers = *c.activation_offload_layers;
   if (std::string w = world_size_problem(base, s.cluster.num_gpus); !w.empty()) return Expected<Plan>::fail("/parallelism", w);
 
   std::vector<int64_t> mbs;
@@ -80,6 +81,22 @@ Expected<Plan> resolve_plan(const Scenario& s) {
   double best_time = std::numeric_limits<double>::infinity();
   double least_mem = std::numeric_limits<double>::infinity();
   std::string last_reason;
+  auto consider = [&](const Plan& p) {
+    if (!runnable(p)) return;
+    const QuickEstimate e = quick_estimate(s, p);
+    if (e.iteration_time_s <= 0) {  // the plan cannot run at all
+      last_reason = e.reject_reason;
+      return;
+    }
+    if (e.fits && e.iteration_time_s < best_time) {
+      best_time = e.iteration_time_s;
+      best = p;
+    }
+    if (e.peak_memory_gib < least_mem) {
+      least_mem = e.peak_memory_gib;
+      smallest = p;
+    }
+  };
   for (int64_t b : mbs)
     for (int64_t z : zero)
       for (Recompute r : rec)
@@ -89,20 +106,14 @@ Expected<Plan> resolve_plan(const Scenario& s) {
           p.zero_stage = z;
           p.recompute = r;
           p.sequence_parallel = q;
-          if (!runnable(p)) continue;
-          const QuickEstimate e = quick_estimate(s, p);
-          if (e.iteration_time_s <= 0) {  // the plan cannot run at all
-            last_reason = e.reject_reason;
-            continue;
-          }
-          if (e.fits && e.iteration_time_s < best_time) {
-            best_time = e.iteration_time_s;
-            best = p;
-          }
-          if (e.peak_memory_gib < least_mem) {
-            least_mem = e.peak_memory_gib;
-            smallest = p;
-          }
+          consider(p);
+          // Activation offloading left open: the fewest layers that make the plan fit, as the
+          // search tries it (fewest_offload_layers_to_fit).
+          if (!c.activation_offload_layers)
+            if (const int64_t n = fewest_offload_layers_to_fit(s, p); n > 0) {
+              p.activation_offload_layers = n;
+              consider(p);
+            }
         }
   if (best_time < std::numeric_limits<double>::infinity()) return best;
   if (least_mem < std::numeric_limits<double>::infinity()) return smallest;

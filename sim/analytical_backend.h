@@ -20,7 +20,8 @@ BackendResult run_analytical(const Scenario& scenario, const Plan& plan);
 // defaults (smallest micro-batch, ZeRO 0, no recompute, no sequence parallelism; with it for
 // MoE with tp > 1, which Megatron requires; expert TP = tp when etp is absent) when that
 // plan fits in memory, else the fitting choice with the shortest predicted iteration (the
-// least memory when none fits). Only plans that keep the plan rules (strategies/plan_check.h)
+// least memory when none fits); an open activation_offload_layers is 0, or where a plan fits
+// only with it, the fewest layers that make it fit. Only plans that keep the plan rules (strategies/plan_check.h)
 // are candidates. Problems name the parallelism key at fault.
 Expected<Plan> resolve_plan(const Scenario& scenario);
 

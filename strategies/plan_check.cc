@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "core/framework_rules.h"
 #include "core/model_math.h"
 #include "core/pipeline_schedule.h"
 #include "core/placement.h"
@@ -148,6 +149,8 @@ std::string zero_stage(const Scenario&, const Plan& p) {
   return "found " + to_string(p.zero_stage) + ", expected 0..3";
 }
 
+std::string activation_offload(const Scenario& s, const Plan& p) { return activation_offload_problem(s, p); }
+
 }  // namespace
 
 const std::vector<PlanRule>& plan_rules() {
@@ -179,6 +182,7 @@ const std::vector<PlanRule>& plan_rules() {
       {"batch", L::kMicroBatch, "/training/global_batch_size", batch_micro},
       {"schedule", L::kMicroBatch, "/parallelism/pipeline_schedule", schedule},
       {"zero-stage", L::kSwitches, "/parallelism/zero_stage", zero_stage},
+      {"activation-offload", L::kSwitches, "/parallelism/activation_offload_layers", activation_offload},
   };
   return rules;
 }

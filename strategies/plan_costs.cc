@@ -34,9 +34,10 @@ LoweringCosts lowering_costs(const Scenario& sc, const Plan& p) {
   const DType dt = dtype_of(sc.training.precision);
   const double e = bytes_per_element(sc.training.precision);
 
-  // The host floor stretches each layer pass: the stream waits for the host's launches.
-  c.layer_fwd = {L.forward_flops, L.forward_mem_bytes, L.forward_s + L.host_forward_s};
-  c.layer_bwd = {L.backward_flops, L.backward_mem_bytes, L.backward_s + L.host_backward_s};
+  // The host floor stretches each layer pass: the stream waits for the host's launches; so do
+  // the waits for offloaded activations' copies.
+  c.layer_fwd = {L.forward_flops, L.forward_mem_bytes, L.forward_s + L.host_forward_s + L.offload_forward_s};
+  c.layer_bwd = {L.backward_flops, L.backward_mem_bytes, L.backward_s + L.host_backward_s + L.offload_backward_s};
   c.layer_recompute = {L.recompute_flops, L.recompute_mem_bytes, L.recompute_s + L.host_recompute_s};
   c.moe_fwd = {L.moe_forward_flops, L.moe_forward_mem_bytes, L.moe_forward_s};
   c.moe_bwd = {L.moe_backward_flops, L.moe_backward_mem_bytes, L.moe_backward_s};
@@ -181,8 +182,11 @@ LoweringCosts lowering_costs(const Scenario& sc, const Plan& p) {
   c.embedding_memory = states(first_extra, 0);
   c.output_memory = states(last_extra, 0);
   c.layer_gathered_param_bytes = sb.weights * (layer_dense + layer_expert);
-  c.layer_activation_bytes = layer_activation_bytes(m, p.micro_batch_size, p.tp, p.cp, p.sequence_parallel, p.recompute, e, p.etp,
-                                                    saved_gemm_input_bytes(sc.training.precision), sc.training.framework);
+  // With activation offloading (pp 1) the GPU keeps layers - n of the layers' sets at its peak
+  // (stage_memory): per layer, that share.
+  c.layer_activation_bytes = plan_layer_activation_bytes(m, sc, p) *
+                             static_cast<double>(m.layers - std::min(p.activation_offload_layers, m.layers)) /
+                             static_cast<double>(std::max<int64_t>(m.layers, 1));
   {
     // Korthikanti et al. 2022 section 4.3, as in stage_memory: final norm and output
     // projection inputs and the fp32 logits, per micro-batch on the last stage.

@@ -234,8 +234,11 @@ class PlanEnumerator {
             p_.ep_comm_overlap = ep_overlap;
             for (int64_t z : fixed_or(c_.zero_stage, zeros)) {
               p_.zero_stage = z;
-              if (stop_()) return;
-              if (!pruned(PlanLevel::kSwitches)) emit_(p_);
+              for (int64_t offload : offload_options()) {
+                p_.activation_offload_layers = offload;
+                if (stop_()) return;
+                if (!pruned(PlanLevel::kSwitches)) emit_(p_);
+              }
             }
           }
         }
@@ -267,6 +270,18 @@ class PlanEnumerator {
     Plan probe = p_;
     probe.ep_comm_overlap = true;
     return ep_overlap_problem(sc_.training, m_, probe).empty() ? std::vector<bool>{false, true} : std::vector<bool>{false};
+  }
+
+  // Activation offloading when the scenario leaves it open: off, and where the plan without it
+  // does not fit but can offload (activation_offload_problem: Megatron, pp 1, no recompute, no
+  // per-layer CUDA graphs), also the fewest layers that make it fit (offloading only adds copies,
+  // so more layers than that are never faster).
+  std::vector<int64_t> offload_options() {
+    if (c_.activation_offload_layers) return {*c_.activation_offload_layers};
+    if (p_.pp != 1 || p_.recompute != Recompute::kNone) return {0};  // the common case, without a memory estimate
+    p_.activation_offload_layers = 0;
+    const int64_t n = fewest_offload_layers_to_fit(sc_, p_);
+    return n > 0 ? std::vector<int64_t>{0, n} : std::vector<int64_t>{0};
   }
 
   const Scenario& sc_;

@@ -290,6 +290,40 @@ TEST(Search, TriesEpCommOverlapWhereMegatronRunsItAndTheScenarioLeavesItOpen) {
   EXPECT_EQ(search_plans(s, o).plans_in_space, 1);
 }
 
+// Activation offloading left open: where a plan without recompute does not fit and Megatron-Core
+// can offload (pp 1), the search tries the fewest layers that make it fit beside recompute; on
+// Megatron-Bridge's GB200 70B recipe (FSDP 64, micro-batches of 2, fp8) the copies hide behind
+// the layers over NVLink-C2C, so offloading beats recomputing, as the recipe chose. Pinned to 0,
+// or under torchtitan, recompute it is.
+TEST(Search, OffloadsTheFewestLayersThatFitWhereTheScenarioLeavesItOpen) {
+  Scenario s = preset_scenario(
+      R"({"model": {"preset": "llama3-70b"},
+          "cluster": {"gpu": "GB200", "num_gpus": 64, "gpus_per_node": 72},
+          "training": {"global_batch_size": 256, "micro_batch_size": 2, "precision": "fp8"},
+          "parallelism": {"tensor_parallel_degree": 1, "pipeline_parallel_degree": 1, "context_parallel_degree": 1,
+                          "data_parallel_degree": 64, "zero_stage": 3}})");
+  SearchOptions o;
+  o.evaluate = analytical_evaluator();
+  const SearchResult open = search_plans(s, o);
+  ASSERT_TRUE(open.any_fits());
+  const Plan& best = open.ranked.front().plan;
+  EXPECT_EQ(best.recompute, Recompute::kNone);
+  Plan none = best;
+  none.activation_offload_layers = 0;
+  EXPECT_EQ(best.activation_offload_layers, fewest_offload_layers_to_fit(s, none));
+  EXPECT_GT(best.activation_offload_layers, 0);
+  // Recompute instead: slower.
+  s.parallelism.activation_offload_layers = 0;
+  const SearchResult off = search_plans(s, o);
+  ASSERT_TRUE(off.any_fits());
+  EXPECT_NE(off.ranked.front().plan.recompute, Recompute::kNone);
+  EXPECT_GT(off.ranked.front().estimate.iteration_time_s, open.ranked.front().estimate.iteration_time_s);
+  s.parallelism.activation_offload_layers.reset();
+  s.training.framework = Framework::kTorchtitan;
+  const SearchResult titan = search_plans(s, o);
+  for (const RankedPlan& r : titan.ranked) EXPECT_EQ(r.plan.activation_offload_layers, 0);
+}
+
 // TP communication overlap left open is tried on and off where it changes the cost; a pinned
 // value and a framework without it (DeepSpeed) leave one plan.
 TEST(Search, TriesTpCommOverlapOnlyWhereTheFrameworkHasItAndTheScenarioLeavesItOpen) {

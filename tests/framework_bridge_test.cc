@@ -559,6 +559,48 @@ TEST(FrameworkBridge, Fp8RecipeTravelsBothWays) {
   EXPECT_NE(bridge->text.find("mixed_precision=bf16_with_mxfp8_mixed"), std::string::npos) << bridge->text;
 }
 
+// Activation offloading: Megatron-LM's --cpu-offloading-num-layers and Megatron-Bridge's
+// model.cpu_offloading keys both ways; an argument list without them reads back as off;
+// torchtitan and Megatron-DeepSpeed refuse it.
+TEST(FrameworkBridge, ActivationOffloadingTravelsBothWays) {
+  Case c = cases()[0];
+  c.plan.recompute = Recompute::kNone;
+  c.plan.activation_offload_layers = 12;
+  for (const ConfigFormat format : {ConfigFormat::kMegatron, ConfigFormat::kMegatronBridge}) {
+    auto out = export_plan(c.scenario, c.plan, format);
+    ASSERT_TRUE(out.ok()) << to_string(format) << ": " << out.problems().front().to_string();
+    const std::vector<std::string> written =
+        format == ConfigFormat::kMegatron
+            ? std::vector<std::string>{"--cpu-offloading-num-layers 12"}
+            : std::vector<std::string>{"model.cpu_offloading=true", "model.cpu_offloading_num_layers=12",
+                                       "model.cpu_offloading_weights=false"};
+    for (const std::string& w : written) EXPECT_NE(out->text.find(w), std::string::npos) << w << "\n" << out->text;
+    auto imported = import_framework_config(write_temp("offload_" + std::string(to_string(format)) + extension(format), out->text),
+                                            import_options(c, format));
+    ASSERT_TRUE(imported.ok()) << to_string(format) << ": " << imported.problems().front().to_string();
+    auto again = scenario_from_json(imported->scenario);
+    ASSERT_TRUE(again.ok()) << again.problems().front().to_string();
+    ASSERT_TRUE(again->parallelism.activation_offload_layers.has_value()) << to_string(format);
+    EXPECT_EQ(*again->parallelism.activation_offload_layers, 12) << to_string(format);
+  }
+  Case off = cases()[0];
+  auto megatron = export_plan(off.scenario, off.plan, ConfigFormat::kMegatron);
+  ASSERT_TRUE(megatron.ok());
+  EXPECT_EQ(megatron->text.find("--cpu-offloading"), std::string::npos);
+  auto imported = import_framework_config(write_temp("offload_off.sh", megatron->text), import_options(off, ConfigFormat::kMegatron));
+  ASSERT_TRUE(imported.ok()) << imported.problems().front().to_string();
+  auto again = scenario_from_json(imported->scenario);
+  ASSERT_TRUE(again.ok() && again->parallelism.activation_offload_layers.has_value());
+  EXPECT_EQ(*again->parallelism.activation_offload_layers, 0);
+  for (const ConfigFormat format : {ConfigFormat::kTorchtitan, ConfigFormat::kDeepspeed}) {
+    auto refused = export_plan(c.scenario, c.plan, format);
+    ASSERT_FALSE(refused.ok()) << to_string(format);
+    bool named = false;
+    for (const auto& p : refused.problems()) named = named || p.message.find("activation offloading") != std::string::npos;
+    EXPECT_TRUE(named) << to_string(format) << ": " << refused.problems().front().to_string();
+  }
+}
+
 // EP communication overlap and the router's forced load balancing: Megatron-LM's flags and
 // Megatron-Bridge's keys both ways; an MoE argument list without the overlap flag is Megatron's
 // default, off; torchtitan carries the forced balancing (its debug option) but has no overlap,

@@ -135,6 +135,15 @@ TEST(ScenarioEditor, ProblemsAtTheFieldWithTheCommandLineMessage) {
   EXPECT_TRUE(editor.field_problem("/parallelism/ep_comm_overlap").contains("expert parallelism"));
   editor.set_field_text("/parallelism/ep_comm_overlap", "");
   EXPECT_TRUE(editor.scenario());
+  // Activation offloading is an integer; with recompute it is reported at the key.
+  ASSERT_TRUE(editor.set_field_text("/parallelism/activation_offload_layers", "2"));
+  EXPECT_EQ(editor.document()["parallelism"]["activation_offload_layers"], 2);
+  ASSERT_TRUE(editor.set_field_text("/parallelism/activation_recompute", "full"));
+  EXPECT_FALSE(editor.scenario());
+  EXPECT_TRUE(editor.field_problem("/parallelism/activation_offload_layers").contains("recompute"));
+  editor.set_field_text("/parallelism/activation_recompute", "");
+  editor.set_field_text("/parallelism/activation_offload_layers", "");
+  EXPECT_TRUE(editor.scenario());
 
   // A power limit turns the GPU named by its preset into the object form; another preset keeps
   // the limit, and one above the board's TDP is reported at the key.

@@ -170,6 +170,9 @@ void ScenarioEditor::build_forms() {
   f("Parallelism", "zero_stage", {"/parallelism/zero_stage"}, K::kInteger, {}, "0..3");
   f("Parallelism", "ep_comm_overlap", {"/parallelism/ep_comm_overlap"}, K::kChoice, none_true_false,
     "MoE all-to-alls beside another micro-batch's compute (Megatron's combined 1F1B); empty = searched");
+  f("Parallelism", "activation_offload_layers", {"/parallelism/activation_offload_layers"}, K::kInteger, {},
+    "layers whose activations go to host memory (Megatron --cpu-offloading-num-layers; pp 1, no recompute); "
+    "empty = searched");
   f("Search", "top_k", {"/search/top_k"}, K::kInteger);
   f("Search", "objective", {"/search/objective"}, K::kChoice, {QString(), "iteration_time", "memory"});
 

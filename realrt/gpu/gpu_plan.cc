@@ -21,6 +21,9 @@ Problems check_gpu_plan(const Plan& plan) {
   if (plan.recompute != Recompute::kNone)
     pr.push_back({"/plan/activation_recompute", std::string("found \"") + to_string(plan.recompute) +
                                                     "\", the GPU runtime keeps every activation (none) only yet"});
+  if (plan.activation_offload_layers > 0)
+    pr.push_back({"/plan/activation_offload_layers", "found " + std::to_string(plan.activation_offload_layers) +
+                                                         ", the GPU runtime keeps every activation on the GPU only yet; use 0"});
   return pr;
 }
 

@@ -27,5 +27,6 @@ ddp.data_parallel_sharding_strategy=optim_grads_params
 ddp.overlap_grad_reduce=true
 ddp.overlap_param_gather=true
 comm_overlap.tp_comm_overlap=false
+model.cpu_offloading=false
 model.cross_entropy_loss_fusion=true
 mixed_precision=bf16_mixed

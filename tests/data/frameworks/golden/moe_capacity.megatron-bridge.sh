@@ -32,5 +32,6 @@ ddp.overlap_param_gather=false
 comm_overlap.tp_comm_overlap=false
 comm_overlap.overlap_moe_expert_parallel_comm=false
 comm_overlap.delay_wgrad_compute=false
+model.cpu_offloading=false
 model.cross_entropy_loss_fusion=true
 mixed_precision=bf16_mixed

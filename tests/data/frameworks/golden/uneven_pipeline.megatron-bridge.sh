@@ -28,5 +28,6 @@ ddp.use_distributed_optimizer=false
 ddp.overlap_grad_reduce=true
 ddp.overlap_param_gather=false
 comm_overlap.tp_comm_overlap=false
+model.cpu_offloading=false
 model.cross_entropy_loss_fusion=true
 mixed_precision=bf16_mixed
