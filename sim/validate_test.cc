@@ -130,18 +130,18 @@ TEST(Validate, VtrainMultiNodeSetHoldsTheFidelityReached) {
 
 // The sets every developer and CI run has beside the project (../shared/validation): the vTrain
 // runs meet their target (7.85%, with the NVLink preset's all-reduces where the project's copy
-// takes the node's measured table). Calibration (3.93%) and published-runs (6.93%) are held at
+// takes the node's measured table). Calibration (3.87%) and published-runs (6.93%) are held at
 // the figures reached: their Korthikanti 2022 and NeMo Launcher GPT-3 5B cases leave the
 // attention kernel open, so they are predicted with flash attention (the scenario format's
 // default), where those runs materialized the scores (-1..-16% and -23..-32%; the project's
-// copies pin it and meet 1.37% and 4.41%). Its MLPerf GPT-3 cases leave the interleaving open
+// copies pin it and meet 1.31% and 4.41%). Its MLPerf GPT-3 cases leave the interleaving open
 // and the search takes 7 chunks per stage (96 layers in chunks of 1 and 2): the schedule's own
 // makespan puts them at +1.5..+6.0% (the earlier closed form, optimistic with uneven chunks,
 // at -0.7..+3.4%).
 TEST(Validate, SharedSetsHoldTheFidelityReached) {
   const std::string dir = std::string(MONARCH_SOURCE_DIR) + "/../shared/validation";
   if (!std::filesystem::exists(dir)) GTEST_SKIP() << "no " << dir << " beside the project";
-  expect_within({"calibration.json", 18, 4.0, 16.5}, dir);
+  expect_within({"calibration.json", 18, 3.9, 16.5}, dir);
   expect_within({"published-runs.json", 45, 7.0, 32.5}, dir);
   expect_within({"vtrain-single.json", 240, 8.0, 29.0}, dir);
 }
@@ -160,13 +160,14 @@ TEST(Validate, TorchtitanRunsHoldTheFidelityReached) {
 // Megatron-Bridge's published dense Llama 3 runs in FP8 (tests/data/validation/
 // megatron-bridge-published.json, from its docs/performance-summary-archive.md, releases 25.11
 // and 26.02) on DGX H100, DGX B200 and DGX GB200, 8-1024 GPUs, reducing gradients in bf16 as
-// the performance recipes do, with their per-tensor current scaling. Reached 6.04% and 12.6%
-// (the B200 runs 5-12% too fast: B200 / GB200 have no calibration runs and take Hopper's
-// sustained clock; the GB200 70B FSDP runs 7-13% too slow: their recipes offload 40 layers'
-// activations to the Grace CPU, which no key states, so the prediction recomputes them); a
-// regression guard.
+// the performance recipes do, with their per-tensor current scaling. Reached 7.72% and 21.9%:
+// the Blackwell runs are too fast (B200 / GB200 have no calibration runs and take Hopper's
+// sustained clock), the B200 runs by 5-12% and the GB200 70B FSDP runs by 14% (25.11) and 22%
+// (26.02, the same recipe 6% slower than in 25.11), since they offload 40 layers' activations
+// to the Grace CPU as their recipes do (activation_offload_layers) instead of recomputing them;
+// a regression guard.
 TEST(Validate, MegatronBridgeRunsHoldTheFidelityReached) {
-  expect_within({"megatron-bridge-published.json", 10, 6.5, 13.5});
+  expect_within({"megatron-bridge-published.json", 10, 8.0, 22.5});
 }
 
 // Megatron-Bridge's published Qwen3 MoE runs (tests/data/validation/mbridge-moe-published.json):
@@ -201,11 +202,13 @@ TEST(Validate, LlmFoundryRunsHoldTheFidelityReached) {
 // from docs/source/performance/performance_summary.md, container 24.07) on 8-512 DGX H100:
 // GPT-3, Llama 2 / 3 and Nemotron. The 24.07 launcher switched cuDNN's attention off, so the
 // cases say attention_kernel "flash2", and the GPT-3, Llama 2 and Nemotron-340B ones the unfused
-// cross entropy their launcher configs leave on. Reached 4.09% and 13.8% (Nemotron-8B +13.8%, no
+// cross entropy their launcher configs leave on. Reached 4.48% and 13.8% (Nemotron-8B +13.8%, no
 // mechanism found; Nemotron-340B fits without recompute only with the bf16 gradients its launcher
-// config states, at 73.9 of 74 GiB); a regression guard.
+// config states, at 73.9 of 74 GiB; GPT-3 20B fits the distributed optimizer without recompute
+// only by offloading 3 layers' activations, which the search takes, +7.2%, -2.6% with ZeRO-2);
+// a regression guard.
 TEST(Validate, NemoPerformanceSummaryRunsHoldTheFidelityReached) {
-  expect_within({"nemo-24.07-published.json", 12, 4.5, 14.0});
+  expect_within({"nemo-24.07-published.json", 12, 4.75, 14.0});
 }
 
 // NeMo's long-sequence tables (tests/data/validation/nemo-long-sequence-published.json, from
