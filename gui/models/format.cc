@@ -28,4 +28,11 @@ QString format_bytes(double bytes) {
 
 QString plan_summary(const Plan& p) { return QString::fromStdString(describe(p, PlanDetail::kFull)); }
 
+QString activations_text(const Plan& p) {
+  QString text = QString::fromLatin1(to_string(p.recompute));
+  if (p.activation_offload_layers > 0)
+    text += QStringLiteral(", offload %1 layers").arg(p.activation_offload_layers);
+  return text;
+}
+
 }  // namespace monarch::gui

@@ -71,6 +71,17 @@ TEST(PlansModel, ShowsEachPlansWarnings) {
   EXPECT_EQ(filter.rowCount(), 1);
 }
 
+// The recompute column says what the plan does with its activations, offloading included.
+TEST(PlansModel, RecomputeColumnShowsActivationOffloading) {
+  PlansModel model;
+  BackendResult offloaded = make_result(1, 1, 64, 6.5, true);
+  offloaded.plan.activation_offload_layers = 38;
+  model.set_results({make_result(8, 8, 1, 13.8, true), offloaded});
+  EXPECT_EQ(cell(model, 0, PlansModel::kRecompute), QString::fromLatin1(to_string(model.result(0).plan.recompute)));
+  EXPECT_EQ(cell(model, 1, PlansModel::kRecompute), "none, offload 38 layers");
+  EXPECT_TRUE(model.data(model.index(1, PlansModel::kTp), Qt::ToolTipRole).toString().contains("offload=38"));
+}
+
 TEST(PlansModel, PassesModelTesterAndShowsEachPlan) {
   PlansModel model;
   Tester tester(&model, Tester::FailureReportingMode::Fatal);

@@ -72,7 +72,7 @@ QVariant PlansModel::data(const QModelIndex& index, int role) const {
       case kBackend:
       case kWarnings: return data(index, kSortRole);
       case kSequenceParallel: return yes_no(p.sequence_parallel);
-      case kRecompute: return QString::fromLatin1(to_string(p.recompute));
+      case kRecompute: return activations_text(p);
       case kFits: return yes_no(r.memory.fits);
       case kIterationTime: return format_seconds(r.iteration_time_s);
       case kTokensPerS: return QString::number(r.tokens_per_s, 'f', 0);
@@ -173,7 +173,7 @@ QVariant RejectedModel::data(const QModelIndex& index, int role) const {
       case kVpp: return qint64(p.vpp);
       case kMicroBatch: return qint64(p.micro_batch_size);
       case kSchedule: return QString::fromLatin1(to_string(p.schedule));
-      case kRecompute: return QString::fromLatin1(to_string(p.recompute));
+      case kRecompute: return activations_text(p);
       case kZero: return qint64(p.zero_stage);
       case kReason: return QString::fromStdString(r.reason);
     }
