@@ -356,6 +356,9 @@ void cross_check(Ctx& ctx, const json* pj, Scenario& s) {
     if (const std::string why = ep_overlap_problem(s.training, m, probe); !why.empty())
       ctx.add("/parallelism/ep_comm_overlap", why);
   }
+  if (!transformer && p.activation_offload_layers && *p.activation_offload_layers > 0)
+    ctx.add("/parallelism/activation_offload_layers", "found " + fmt_int(*p.activation_offload_layers) +
+                                                          ", expected 0: a dlrm model has no transformer layers to offload");
   if (transformer && p.activation_offload_layers && *p.activation_offload_layers > 0) {
     // The pinned pipeline degree and recompute against the offloading's rule; a searched
     // pipeline takes pp 1 and a searched recompute none.

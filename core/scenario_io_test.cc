@@ -848,6 +848,21 @@ TEST(ScenarioIo, DlrmEmbeddingDtypeReadsAndRoundTrips) {
   EXPECT_EQ(bad.problems().front().where, "/model/embedding_dtype") << all_messages(bad.problems());
 }
 
+// parallelism.activation_offload_layers offloads transformer layers: on a dlrm model it is
+// refused at its path, and 0 (off) is accepted there.
+TEST(ScenarioIo, ActivationOffloadOnADlrmModelIsRefused) {
+  std::ifstream in(std::string(MONARCH_SOURCE_DIR) + "/scenarios/dlrm-dcnv2-8-h100.json");
+  ASSERT_TRUE(in);
+  json j = json::parse(in);
+  j["parallelism"]["activation_offload_layers"] = 4;
+  auto bad = scenario_from_json(j);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.problems().front().where, "/parallelism/activation_offload_layers") << all_messages(bad.problems());
+  EXPECT_NE(bad.problems().front().message.find("no transformer layers"), std::string::npos);
+  j["parallelism"]["activation_offload_layers"] = 0;
+  EXPECT_TRUE(scenario_from_json(j).ok());
+}
+
 // parallelism.embedding_sharding: a dlrm model's given sharding, read and written back; a word
 // that is not a placement, a plan for the wrong number of tables, a rank off the cluster and the
 // key on a transformer are refused at its path.
