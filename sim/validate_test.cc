@@ -158,16 +158,15 @@ TEST(Validate, TorchtitanRunsHoldTheFidelityReached) {
 }
 
 // Megatron-Bridge's published dense Llama 3 runs in FP8 (tests/data/validation/
-// megatron-bridge-published.json, from its docs/performance-summary-archive.md, releases 25.11
-// and 26.02) on DGX H100, DGX B200 and DGX GB200, 8-1024 GPUs, reducing gradients in bf16 as
-// the performance recipes do, with their per-tensor current scaling. Reached 7.72% and 21.9%:
-// the Blackwell runs are too fast (B200 / GB200 have no calibration runs and take Hopper's
-// sustained clock), the B200 runs by 5-12% and the GB200 70B FSDP runs by 14% (25.11) and 22%
-// (26.02, the same recipe 6% slower than in 25.11), since they offload 40 layers' activations
-// to the Grace CPU as their recipes do (activation_offload_layers) instead of recomputing them;
-// a regression guard.
+// megatron-bridge-published.json, from its docs/performance-summary-archive.md, releases 25.09,
+// 25.11 and 26.02) on DGX H100, DGX B200 and DGX GB200, 8-1024 GPUs, reducing gradients in bf16
+// as the performance recipes do, with their per-tensor current scaling. Reached 11.00% and
+// 31.4%: the Blackwell runs are too fast (B200 / GB200 have no calibration runs and take
+// Hopper's sustained clock), the B200 and GB200 8B runs by 5-12%, and the GB200 FSDP runs that
+// offload activations to the Grace CPU as their recipes do (activation_offload_layers: 70B 40
+// layers, 405B 95) by 14-31%, with copies the model hides behind the layers; a regression guard.
 TEST(Validate, MegatronBridgeRunsHoldTheFidelityReached) {
-  expect_within({"megatron-bridge-published.json", 10, 8.0, 22.5});
+  expect_within({"megatron-bridge-published.json", 12, 11.5, 32.0});
 }
 
 // Megatron-Bridge's published Qwen3 MoE runs (tests/data/validation/mbridge-moe-published.json):
