@@ -472,10 +472,10 @@ MemoryBreakdown stage_memory(const ModelShape& m, const Scenario& sc, const Plan
   const double sp_div = plan.sequence_parallel ? t : 1.0;
   const double T = static_cast<double>(m.seq) / static_cast<double>(plan.cp) * static_cast<double>(mbs);
   const double h = static_cast<double>(m.hidden);
-  // Activation offloading (pp 1, activation_offload_problem): the offloaded layers' activations
-  // are in host memory but for the layers - n most recent; Transformer Engine's default schedule
-  // stalls the forward (and the reloads) to keep it so (DefaultOffloadSynchronizer: "peak memory
-  // usage of saving activations is (num_layers - num_offloaded_layers) * T").
+  // Activation offloading (pp 1, activation_offload_problem): the GPU holds at most layers - n
+  // layers' activations at once; Transformer Engine's default schedule stalls the forward (and
+  // the reloads) to keep it so (DefaultOffloadSynchronizer: "peak memory usage of saving
+  // activations is (num_layers - num_offloaded_layers) * T").
   const int64_t offloaded = stage == 0 ? std::min(plan.activation_offload_layers, layers) : 0;
   double act = static_cast<double>(layers - offloaded) * per_layer * in_flight;
   if (stage == 0 && m.dropout) act += T * h / sp_div * in_flight;  // embedding dropout mask
