@@ -1310,9 +1310,9 @@ void import_bridge(Importer& in) {
   if (auto v = in.boolean("comm_overlap.overlap_moe_expert_parallel_comm"))
     in.assign("parallelism.ep_comm_overlap", *v ? "true" : "false");
   (void)in.boolean("comm_overlap.delay_wgrad_compute");
-  // Activation offloading: model.cpu_offloading with its layer count (weights offloading is a
-  // no-op in Transformer Engine 2.x, "Offloading weights is deprecated").
-  // Off unless model.cpu_offloading is set (TransformerConfig's default).
+  // Activation offloading: model.cpu_offloading with its layer count, off unless it is set
+  // (TransformerConfig's default); weights offloading is a no-op in Transformer Engine 2.x
+  // ("Offloading weights is deprecated").
   const bool offload = in.boolean("model.cpu_offloading").value_or(false);
   const int64_t offload_layers = in.integer("model.cpu_offloading_num_layers").value_or(0);
   in.assign("parallelism.activation_offload_layers", str(offload ? offload_layers : 0));
