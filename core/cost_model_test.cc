@@ -2266,10 +2266,7 @@ namespace {
 // Megatron-Bridge's GB200 recipe runs it (LLAMA3_70B_GB200_FP8_CS_BASE_CONFIG), recompute none.
 std::pair<Scenario, Plan> llama70b_fsdp(const char* gpu) {
   Scenario s = llama8b(gpu, 64, Precision::kFp8);
-  s.model.num_layers = 80;
-  s.model.hidden_size = 8192;
-  s.model.num_attention_heads = 64;
-  s.model.ffn_hidden_size = 28672;
+  s.model = find_model_preset("llama3-70b")->config;
   s.training.global_batch_size = 256;
   Plan p;
   p.dp = 64;
