@@ -5,13 +5,13 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
-#include <unistd.h>
 
 #include "app/commands.h"
 #include "core/framework_bridge.h"
 #include "core/plan_io.h"
 #include "core/result_io.h"
 #include "core/scenario_io.h"
+#include "core/text_file.h"
 #include "strategies/plan_check.h"
 
 namespace monarch::app {
@@ -86,29 +86,6 @@ Expected<Chosen> read_chosen(const std::string& path, int64_t rank) {
 
 }  // namespace
 
-// Writes `text` to `path` through a temporary file beside it renamed into place, so a failed
-// write leaves nothing half-written. Returns "" or the problem.
-std::string write_file_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return "cannot be written (no such directory, or no permission)";
-    out << text;
-    out.flush();
-    if (!out) {
-      out.close();
-      std::remove(tmp.c_str());
-      return "writing failed (disk full?)";
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::remove(tmp.c_str());
-    return "cannot be written: " + ec.message();
-  }
-  return "";
-}
 
 int cmd_export(const ExportOptions& opts) {
   ConfigFormat format;
@@ -132,7 +109,7 @@ int cmd_export(const ExportOptions& opts) {
     std::cout << exported->text;
     return kExitOk;
   }
-  if (std::string e = write_file_atomically(opts.output_path, exported->text); !e.empty()) {
+  if (std::string e = write_text_file_atomically(opts.output_path, exported->text); !e.empty()) {
     print_error(opts.output_path, e);
     return kExitInvalid;
   }

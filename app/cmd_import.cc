@@ -4,6 +4,7 @@
 
 #include "app/commands.h"
 #include "core/framework_io.h"
+#include "core/text_file.h"
 
 namespace monarch::app {
 
@@ -34,7 +35,7 @@ int cmd_import(const ImportCliOptions& opts) {
     std::cout << text;
     return kExitOk;
   }
-  if (std::string e = write_file_atomically(opts.output_path, text); !e.empty()) {
+  if (std::string e = write_text_file_atomically(opts.output_path, text); !e.empty()) {
     print_error(opts.output_path, e);
     return kExitInvalid;
   }

@@ -22,6 +22,7 @@
 #include "app/commands.h"
 #include "app/interrupt.h"
 #include "app/sweep_driver.h"
+#include "core/text_file.h"
 #include "run/sweep.h"
 
 #ifndef MONARCH_SWEEP_MPI_DEFAULT
@@ -55,7 +56,7 @@ int run_point_child(const SweepOptions& opts) {
   control.cancelled = [] { return interrupted(); };
   run::PointOutcome out = run::run_sweep_point(*spec, static_cast<size_t>(*opts.point), control);
   if (out.cancelled) return kExitInterrupted;
-  const std::string err = write_file_atomically(opts.point_output, run::point_outcome_to_json(out));
+  const std::string err = write_text_file_atomically(opts.point_output, run::point_outcome_to_json(out));
   if (!err.empty()) {
     print_error("--point-output", err);
     return 1;

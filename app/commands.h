@@ -100,10 +100,6 @@ struct ImportCliOptions {
 };
 int cmd_import(const ImportCliOptions&);
 
-// Writes `text` to `path` through a temporary file renamed into place (nothing half-written);
-// returns "" or what went wrong.
-std::string write_file_atomically(const std::string& path, const std::string& text);
-
 // Prints one problem line per item to stderr: "monarch-sim: error: WHERE: MESSAGE".
 void print_error(const std::string& where, const std::string& message);
 

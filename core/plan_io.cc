@@ -8,6 +8,7 @@
 
 #include "core/result_io.h"
 #include "core/scenario_io.h"
+#include "core/text_file.h"
 
 namespace monarch {
 namespace {
@@ -372,22 +373,8 @@ Expected<PlanGraph> plan_graph_from_json(const json& j) {
 }
 
 Problems write_plan_file(const std::string& path, const PlanGraph& graph, const Scenario* scenario) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return {Problem{path, "cannot open " + tmp + " for writing"}};
-    out << plan_graph_to_json(graph, scenario).dump() << '\n';
-    out.flush();
-    if (!out) {
-      out.close();
-      std::remove(tmp.c_str());
-      return {Problem{path, "write failed (disk full?)"}};
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return {Problem{path, "cannot rename " + tmp + " to it"}};
-  }
+  if (std::string why = write_text_file_atomically(path, plan_graph_to_json(graph, scenario).dump() + "\n"); !why.empty())
+    return {Problem{path, why}};
   return {};
 }
 

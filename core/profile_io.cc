@@ -5,11 +5,12 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
-#include <random>
 #include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
+
+#include "core/text_file.h"
 
 namespace monarch {
 
@@ -349,26 +350,8 @@ Problems write_profile(const std::string& path, const CalibrationProfile& profil
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   if (!fs::is_directory(dir, ec)) return {Problem{path, "folder " + dir.string() + " does not exist"}};
 
-  std::random_device rd;
-  const fs::path tmp = dir / ("." + target.filename().string() + ".tmp" + std::to_string(rd()));
-  const std::string text = profile_to_json(profile);
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return {Problem{path, "cannot create a file in " + dir.string()}};
-    out << text;
-    out.flush();
-    if (!out) {
-      out.close();
-      fs::remove(tmp, ec);
-      return {Problem{path, "cannot write the profile (disk full?)"}};
-    }
-  }
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    const std::string why = ec.message();
-    fs::remove(tmp, ec);
-    return {Problem{path, "cannot rename the temporary file into place: " + why}};
-  }
+  if (std::string why = write_text_file_atomically(path, profile_to_json(profile)); !why.empty())
+    return {Problem{path, why}};
   return {};
 }
 
