@@ -128,6 +128,11 @@ int main_cli(int argc, char** argv) {
                            ->type_name("N")
                            ->check(CLI::PositiveNumber);
   validate->add_flag("--plans", val.show_plans, "list the plan each case was predicted with (what the search chose for what the case leaves open)");
+  validate->add_option("--save", val.save_path, "also write the report (every case's prediction, error, time terms and plan) to this JSON file")
+      ->type_name("REPORT.json");
+  validate->add_option("--against", val.against_path,
+                       "compare with a report saved by --save: each group's MAPE then and now, each case whose error moved and the time term that moved it")
+      ->type_name("REPORT.json");
 
   // export / import: framework configs (core/framework_bridge.h).
   ExportOptions exp;

@@ -21,6 +21,8 @@ int cmd_validate(const ValidateOptions& opts) {
   settings.max_mape_pct = opts.max_mape_pct;
   settings.max_gpus = opts.max_gpus;
   settings.show_plans = opts.show_plans;
+  settings.save_path = opts.save_path;
+  settings.against_path = opts.against_path;
   if (opts.backends.size() > 1) {
     print_error("--backend", "validate runs one backend at a time (analytical or simgrid)");
     return kExitInvalid;
@@ -30,6 +32,7 @@ int cmd_validate(const ValidateOptions& opts) {
     print_error("--backend", std::string("validate runs the analytical or the simgrid backend; found \"") + to_string(b) + "\"");
     return kExitInvalid;
   }
+  settings.backend_name = to_string(b);
   if (b == Backend::kSimgrid) {
     // The run library's SimGrid backend (it lowers and verifies each plan), as `monarch-sim
     // --backend simgrid` runs it, without the per-task timeline.

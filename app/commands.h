@@ -56,12 +56,15 @@ struct SweepOptions {
 int cmd_sweep(const SweepOptions&);
 
 // monarch-sim validate CASES.json [--max-mape PCT] [--backend analytical|simgrid] [--max-gpus N]
+//   [--plans] [--save REPORT.json] [--against REPORT.json]
 struct ValidateOptions {
   std::string cases_path;
   std::optional<double> max_mape_pct;
   std::optional<int64_t> max_gpus;  // --max-gpus: skip cases whose plan uses more GPUs
   std::vector<Backend> backends;  // --backend
   bool show_plans = false;        // --plans
+  std::string save_path;          // --save: write the report (sim/validate_report.h)
+  std::string against_path;       // --against: the change against a saved report
   bool quiet = false;
 };
 int cmd_validate(const ValidateOptions&);

@@ -11,7 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/scenario_io.h"
+#include "core/text_file.h"
 #include "sim/analytical_backend.h"
+#include "sim/validate_report.h"
 #include "strategies/dlrm_sharding.h"
 #include "strategies/plan_costs.h"
 
@@ -304,15 +306,41 @@ int run_validate(const std::string& cases_path, const ValidationSettings& settin
     err << "--max-gpus: found " << *settings.max_gpus << ", expected at least 1\n";
     return 2;
   }
+  std::optional<SavedValidation> against;
+  if (!settings.against_path.empty()) {
+    Expected<SavedValidation> saved = read_validation_report(settings.against_path);
+    if (!saved) {
+      for (const Problem& p : saved.problems()) err << "--against: " << p.to_string() << "\n";
+      return 2;
+    }
+    against = std::move(*saved);
+  }
   Expected<ValidationReport> rep = validate_cases(cases_path, settings);
   if (!rep) {
     for (const Problem& p : rep.problems()) err << p.to_string() << "\n";
     return 2;
   }
+  if (!settings.save_path.empty()) {
+    const std::string why = write_text_file_atomically(settings.save_path,
+                                                       validation_report_json(*rep, cases_path, settings.backend_name));
+    if (!why.empty()) {
+      err << "--save: " << settings.save_path << ": " << why << "\n";
+      return 2;
+    }
+  }
   print_rows(*rep, out);
   if (settings.show_plans) print_plans(*rep, out);
   print_stats(*rep, out);
   print_worst(*rep, settings.worst_cases, out);
+  if (against) {
+    const std::string label = settings.against_path + " (" + against->backend + " on " + against->cases_file + ")";
+    ReportChange change = compare_reports(against->rows, rep->rows);
+    // A case skipped by --max-gpus this time is not one the saved report alone holds.
+    std::erase_if(change.removed, [&](const std::string& id) {
+      return std::find(rep->skipped.begin(), rep->skipped.end(), id) != rep->skipped.end();
+    });
+    print_report_change(change, label, settings.min_change_pct, settings.changed_cases, out);
+  }
   char line[512];
   if (!rep->skipped.empty()) {
     std::snprintf(line, sizeof line, "skipped %zu case(s) above --max-gpus %lld\n", rep->skipped.size(),

@@ -83,6 +83,11 @@ struct ValidationSettings {
   std::optional<double> max_mape_pct; // run_validate returns 1 above it
   size_t worst_cases = 5;             // how many worst cases run_validate lists
   bool show_plans = false;            // run_validate lists the plan each case was predicted with
+  std::string save_path;              // run_validate writes the report there (sim/validate_report.h)
+  std::string against_path;           // run_validate prints the change against this saved report
+  std::string backend_name = "analytical";  // the backend a saved report names
+  double min_change_pct = 0.05;       // with against_path: cases whose error moved this many points are listed
+  size_t changed_cases = 25;          // with against_path: at most this many of them
 };
 
 // Figures over the rows of `group` (every row when nullopt; "" = the rows without a group).
@@ -92,8 +97,11 @@ ErrorStats error_stats(const std::vector<ValidationRow>& rows, const std::option
 Expected<ValidationReport> validate_cases(const std::string& cases_path, const ValidationSettings& settings = {});
 
 // Print one row per case (with the shares of the predicted time), the figures per group and
-// overall, the worst cases and the MAPE to `out`; problems to `err`. Returns 0, 1 when
-// `max_mape_pct` is given and the MAPE exceeds it, 2 when the file or a case is invalid.
+// overall, the worst cases and the MAPE to `out`; problems to `err`. With `save_path` the report
+// is written there too; with `against_path` the change against that saved report is printed (the
+// saved report is read first, so a bad one costs no predictions). Returns 0, 1 when
+// `max_mape_pct` is given and the MAPE exceeds it, 2 when the file, a case, the saved report or
+// the file to save is bad.
 int run_validate(const std::string& cases_path, const ValidationSettings& settings, std::ostream& out, std::ostream& err);
 int run_validate(const std::string& cases_path, std::optional<double> max_mape_pct, std::ostream& out,
                  std::ostream& err);

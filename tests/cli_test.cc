@@ -247,6 +247,28 @@ TEST_F(Cli, ValidateReportsTheErrorOfEveryCase) {
   EXPECT_EQ(strict.status, 1) << "a bound no model meets fails";
 }
 
+// validate --save writes the report; --against reads one back and shows what moved. A report
+// that cannot be read is refused with exit 2 before any prediction.
+TEST_F(Cli, ValidateSavesAReportAndComparesAgainstIt) {
+  const std::string cases = std::string(MONARCH_SOURCE_DIR) + "/tests/data/validation/calibration.json";
+  const std::string saved = (dir_ / "report.json").string();
+  Result first = run({"validate", cases, "--save", saved});
+  ASSERT_EQ(first.status, 0) << first.err;
+  json j = json::parse(slurp(saved));
+  EXPECT_EQ(j["format"], "monarch-validation-report/1");
+  EXPECT_EQ(j["backend"], "analytical");
+  EXPECT_EQ(j["cases"].size(), 18u);
+  Result again = run({"validate", cases, "--against", saved});
+  ASSERT_EQ(again.status, 0) << again.err;
+  EXPECT_NE(again.out.find("the 18 case(s) predicted in both"), std::string::npos) << again.out;
+  EXPECT_NE(again.out.find("or whose plan changed: 0"), std::string::npos) << again.out;
+  const std::string bad = write("bad_report.json", "{\"format\": \"monarch-validation-report/1\", \"cases_file\": 3}");
+  Result refused = run({"validate", cases, "--against", bad});
+  EXPECT_EQ(refused.status, 2);
+  EXPECT_NE(refused.err.find("/cases_file"), std::string::npos) << refused.err;
+  EXPECT_TRUE(refused.out.empty()) << refused.out;
+}
+
 #ifdef MONARCH_TEST_SIMGRID
 // validate --backend simgrid predicts every case through the run library's SimGrid backend; the
 // figures differ from the analytical model's (contention, the real schedule).
