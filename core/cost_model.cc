@@ -168,6 +168,10 @@ const GpuProfile& gpu_profile(const GpuSpec& gpu) {
 
 bool gpu_runs_tp_comm_overlap(const GpuSpec& gpu) { return gpu.peak_tflops.fp8 > 0; }
 
+double nccl_overlap_sm_share(const GpuSpec& gpu) {
+  return kNcclOverlapSms / static_cast<double>(gpu_profile(gpu).sm_count);
+}
+
 bool gpu_runs_mxfp8(const GpuSpec& gpu) {
   const GpuProfile& p = gpu_profile(gpu);
   return &p != &kA100 && &p != &kH100 && &p != &kH200;

@@ -111,6 +111,13 @@ double static_power_W(double tdp_W);
 // others generic).
 const GpuProfile& gpu_profile(const GpuSpec& gpu);
 
+// The share of the GPU's SMs a data-parallel collective or an overlapped EP all-to-all holds
+// while it runs beside compute (kNcclOverlapSms of the profile's SMs, core/cost_model_internal.h):
+// the compute it hides behind runs that much slower for as long as it runs. The analytical model
+// charges it in overlapped_comm_cost_s; the SimGrid backend takes it from the GPU host's speed
+// while such a collective is in flight.
+double nccl_overlap_sm_share(const GpuSpec& gpu);
+
 // Whether TP communication overlap (Transformer Engine userbuffers, Megatron-LM
 // --tp-comm-overlap, NeMo tp_comm_overlap) runs on this GPU: userbuffers rely on CUDA multicast
 // handles inside the NVLink domain (a maintainer's answer in NVIDIA/TransformerEngine GitHub

@@ -2,6 +2,8 @@
 // compute; collective_cost.cc; layer_cost.cc; iteration_cost.cc). Not a public header.
 #pragma once
 
+#include <algorithm>
+
 #include "core/cost_model.h"
 #include "core/profile.h"
 
@@ -11,19 +13,28 @@ namespace monarch::cost_detail {
 // ~2-4 us in Nsight Systems traces of Megatron-LM layers.
 inline constexpr double kKernelGap_s = 2.5e-6;
 // Communication overlapped with compute slows both down (SMs and HBM shared): hidden up to
-// this fraction of the compute window (NCCL uses 8-32 SMs of 108-132; Megatron reports
-// ~5-10% compute slowdown with overlapped DP communication).
+// this fraction of the compute window (NCCL uses 16-32 SMs of 108-132, kNcclOverlapSms).
 inline constexpr double kOverlapEfficiency = 0.9;
-// SMs an NCCL collective holds while it runs beside compute (one CTA per channel): a hidden
-// data-parallel reduce-scatter or all-gather slows the compute it hides behind by this share of
-// the GPU's SMs for as long as it runs, 6-7% on 108-132 SMs, within the 5-10% above.
-inline constexpr double kNcclOverlapSms = 8.0;
+// SMs an NCCL collective holds while it runs beside compute: a hidden data-parallel
+// reduce-scatter or all-gather (or EP all-to-all) slows the compute it hides behind by this share
+// of the GPU's SMs for as long as it runs. NCCL launches one CTA per channel (src/enqueue.cc:
+// grid = nChannels); a ring's channels are the topology search's, duplicated (src/graph/
+// search.cc, connect.cc "Duplication"; on sm90 across nodes doubled again below 16), 16-32 on
+// DGX A100 / H100 nodes. An H100 all-gather beside a GEMM runs 24 CTAs in an Nsight Systems trace
+// (NVIDIA developer forums, "Compute-Communication Overlap Causes Severe GEMM Performance
+// Degradation because of Tail Effect", 2025). Agrawal et al. 2025 (arXiv 2507.03114) measure an
+// average 18.9% (at most 40%) compute slowdown when collectives overlap GPT and Llama layers on
+// A100 and H100; 24 of 108-132 SMs is 18-22%. The GEMM that loses SMs also runs extra tile
+// waves (the trace's tail); the SM share is the first-order term.
+inline constexpr double kNcclOverlapSms = 24.0;
 // Seconds a collective of `comm_s` adds when it overlaps `window_s` of compute on a GPU of
-// `sm_count` SMs while its kernels hold `held_sms` of them: what the window cannot hide, plus
-// the hidden part's share of the SMs.
+// `sm_count` SMs while its kernels hold `held_sms` of them (a share s). Both start together;
+// while the collective runs the compute gets 1 - s of the GPU, so it ends s x comm_s late when
+// the collective ends first, and the collective's own end paces the pair when it does not:
+// max(s x comm_s, comm_s - window). The window hides at most kOverlapEfficiency of itself.
 inline double overlapped_comm_cost_s(double comm_s, double window_s, double held_sms, int64_t sm_count) {
-  const double exposed = comm_s > kOverlapEfficiency * window_s ? comm_s - kOverlapEfficiency * window_s : 0.0;
-  return exposed + (comm_s - exposed) * held_sms / static_cast<double>(sm_count);
+  const double share = held_sms / static_cast<double>(sm_count);
+  return std::max(comm_s * share, comm_s - kOverlapEfficiency * window_s);
 }
 
 // The calibration profile the GPU names, or nullptr when it names none (or it cannot be read).

@@ -1158,7 +1158,7 @@ TEST(LayerCosts, MegatronLocalLayersRunTheBiasAndCopyKernelsThatTransformerEngin
 // DeepSpeed one gather per submodule with partitioned parameters (the 4 linears of a GPT layer:
 // its LayerNorms and biases are under the persistence threshold and stay whole) and reduce
 // buckets of 5e8 elements. Over 1536 ranks every call pays ~3.6 ms of ring latency, so
-// DeepSpeed's 770 gathers per step (without full recompute) cost seconds more than FSDP2's 194.
+// DeepSpeed's 770 gathers per step (without full recompute) cost more per byte than FSDP2's 194.
 // With full recompute DeepSpeed's submodule hooks gather once more inside the backward (1155),
 // FSDP2 not.
 TEST(Iteration, Zero3CollectivesArePerModuleAndPayTheirLatency) {
@@ -1184,7 +1184,9 @@ TEST(Iteration, Zero3CollectivesArePerModuleAndPayTheirLatency) {
   const GroupSpan g = group_span(GroupKind::kDpCp, p, s.cluster.gpus_per_node);
   const double latency_s = collective_time_s(CollectiveKind::kAllGather, 1, g, s.cluster);
   EXPECT_GT(latency_s, 3e-3);
-  EXPECT_GE(ds.iteration_time_s, fsdp2.iteration_time_s);
+  // The finer calls pay more latency per byte gathered.
+  EXPECT_GT(gathers(ds).time_s / static_cast<double>(gathers(ds).bytes),
+            gathers(fsdp2).time_s / static_cast<double>(gathers(fsdp2).bytes));
   // Selective recompute keeps the submodules' forward out of the backward: two passes. The
   // gathers carry the same bf16 weights (the gradients differ: DeepSpeed reduces them in bf16,
   // FSDP2 in fp32), so the extra gather calls' latency shows in the gathers alone.
@@ -1252,7 +1254,9 @@ TEST(Iteration, DeepspeedGathersTheUpdatedWeightsInItsStep) {
   const CommEntry* ag = find_comm(ds1.communication, CollectiveKind::kAllGather, GroupKind::kDp);
   ASSERT_NE(ag, nullptr);
   EXPECT_GE(ds1.time_breakdown_s.exposed_comm, ag->time_s);
-  EXPECT_LT(megatron.time_breakdown_s.exposed_comm, 0.5 * ag->time_s);
+  // Megatron hides the gather behind the next forward (all but what the short forward of 8
+  // layers cannot hide, and the SMs it holds).
+  EXPECT_GT(ds1.time_breakdown_s.exposed_comm - megatron.time_breakdown_s.exposed_comm, 0.25 * ag->time_s);
   p.zero_stage = 0;
   const BackendResult ds0 = estimate_plan(s, p);
   const CommEntry* ag0 = find_comm(ds0.communication, CollectiveKind::kAllGather, GroupKind::kDp);
@@ -1407,7 +1411,10 @@ TEST(Iteration, OverlapHidesDataParallelCommunication) {
   const BackendResult exposed = estimate_plan(s, p);
   EXPECT_GT(hidden.time_breakdown_s.dp_comm, 0);
   EXPECT_NEAR(hidden.time_breakdown_s.dp_comm, exposed.time_breakdown_s.dp_comm, 1e-12);
-  EXPECT_GT(exposed.time_breakdown_s.exposed_comm, hidden.time_breakdown_s.exposed_comm + 0.85 * exposed.time_breakdown_s.dp_comm);
+  // Hiding saves the collectives' time but the share of the SMs they hold while they run.
+  const double share = nccl_overlap_sm_share(s.cluster.gpu);
+  EXPECT_GT(exposed.time_breakdown_s.exposed_comm,
+            hidden.time_breakdown_s.exposed_comm + (0.85 - share) * exposed.time_breakdown_s.dp_comm);
   EXPECT_GT(exposed.iteration_time_s, hidden.iteration_time_s);
 }
 
@@ -1425,8 +1432,9 @@ TEST(Iteration, HiddenDataParallelCollectivesCostTheSmsTheyHold) {
   ASSERT_NE(rs2, nullptr);
   EXPECT_EQ(rs2->count, 8 * rs1->count);
   EXPECT_GT(zero1.time_breakdown_s.exposed_comm, 0);
-  // Each reduce-scatter adds its SM share: 8 of the H100's 132 SMs.
-  EXPECT_NEAR(zero2.time_breakdown_s.exposed_comm - zero1.time_breakdown_s.exposed_comm, 7.0 * rs1->time_s * 8.0 / 132.0,
+  // Each reduce-scatter adds its SM share: 24 of the H100's 132 SMs.
+  EXPECT_DOUBLE_EQ(nccl_overlap_sm_share(s.cluster.gpu), 24.0 / 132.0);
+  EXPECT_NEAR(zero2.time_breakdown_s.exposed_comm - zero1.time_breakdown_s.exposed_comm, 7.0 * rs1->time_s * 24.0 / 132.0,
               1e-6);
   EXPECT_GT(zero2.iteration_time_s, zero1.iteration_time_s);
 }
@@ -1503,16 +1511,20 @@ TEST(Iteration, MegatronsLastGradientBucketIsExposed) {
   const GroupSpan span = group_span(GroupKind::kDpCp, p, s.cluster.gpus_per_node);
   const double tail = collective_time_s(CollectiveKind::kReduceScatter, static_cast<int64_t>(4.0 * embedding), span, s.cluster) +
                       collective_time_s(CollectiveKind::kAllGather, static_cast<int64_t>(2.0 * embedding), span, s.cluster);
+  const double share = nccl_overlap_sm_share(s.cluster.gpu);
   EXPECT_GT(r.time_breakdown_s.exposed_comm, tail);
-  EXPECT_LT(r.time_breakdown_s.exposed_comm, tail + 0.1 * r.time_breakdown_s.dp_comm);
-  // DeepSpeed's engine reduces through its own buckets, with no such tail, but gathers all of
-  // the updated weights inside its optimizer step.
+  EXPECT_LT(r.time_breakdown_s.exposed_comm, tail + (share + 0.04) * r.time_breakdown_s.dp_comm);
+  // DeepSpeed's engine reduces through its own buckets, with no such tail: its reduction hides
+  // whole and pays only its SMs; but it gathers all of the updated weights inside its optimizer
+  // step.
   s.training.framework = Framework::kDeepspeed;
   const BackendResult ds = estimate_plan(s, p);
   const CommEntry* ag = find_comm(ds.communication, CollectiveKind::kAllGather, GroupKind::kDp);
+  const CommEntry* rs = find_comm(ds.communication, CollectiveKind::kReduceScatter, GroupKind::kDp);
   ASSERT_NE(ag, nullptr);
+  ASSERT_NE(rs, nullptr);
   EXPECT_GE(ds.time_breakdown_s.exposed_comm, ag->time_s);
-  EXPECT_LT(ds.time_breakdown_s.exposed_comm - ag->time_s, tail - collective_time_s(CollectiveKind::kAllGather, static_cast<int64_t>(2.0 * embedding), span, s.cluster));
+  EXPECT_LE(ds.time_breakdown_s.exposed_comm - ag->time_s, share * rs->time_s * (1.0 + 1e-9));
 }
 
 TEST(Iteration, RejectsPlansThatDoNotFitOrCannotRun) {

@@ -225,12 +225,18 @@ TEST(SimgridAgreement, ExpertParallelOnly) {
 // EP communication overlap with the EP group over two nodes of 4: in the lowered graph each
 // paired step's all-to-alls run beside the compute after them and the step's end waits for
 // them; the closed form hides each behind one window of the other pass. Both predict the
-// overlap's gain over the blocking all-to-alls. Measured 2026-12-07 (SimGrid / lowered graph /
-// closed form): off 0.2398 / 0.2394 / 0.2370 s, on 0.1969 / 0.1966 / 0.1989 s.
+// overlap's gain over the blocking all-to-alls, and both take the all-to-alls' SMs from the
+// compute beside them (nccl_overlap_sm_share); the lowered graph's own time, with fixed task
+// durations, does not, so SimGrid may exceed it by that share of the all-to-alls' time.
+// Measured 2026-12-07 (SimGrid / lowered graph / closed form): off 0.2404 / 0.2394 / 0.2378 s,
+// on 0.2053 / 0.1966 / 0.2046 s.
 TEST(SimgridAgreement, ExpertParallelOverlapAcrossNodes) {
   const auto off = run_all(scenario(R"({"tp": 1, "pp": 1, "dp": 8, "ep": 8, "ep_comm_overlap": false})", 8, 4, 4, 64, "", kMoeModel));
-  const auto on = run_all(scenario(R"({"tp": 1, "pp": 1, "dp": 8, "ep": 8, "ep_comm_overlap": true})", 8, 4, 4, 64, "", kMoeModel));
-  EXPECT_NEAR(on.simgrid_s, on.graph_s, 0.03 * on.graph_s);
+  const Scenario on_sc = scenario(R"({"tp": 1, "pp": 1, "dp": 8, "ep": 8, "ep_comm_overlap": true})", 8, 4, 4, 64, "", kMoeModel);
+  const auto on = run_all(on_sc);
+  const double share = nccl_overlap_sm_share(on_sc.cluster.gpu);
+  EXPECT_GE(on.simgrid_s, 0.99 * on.graph_s);
+  EXPECT_LE(on.simgrid_s, on.graph_s + share * on.simgrid_a2a.time_s + 0.01 * on.graph_s);
   EXPECT_NEAR(on.simgrid_s, on.analytical_s, 0.03 * on.analytical_s);
   EXPECT_LT(on.simgrid_s, off.simgrid_s);
   EXPECT_LT(on.analytical_s, off.analytical_s);

@@ -153,6 +153,31 @@ TEST(SimgridAgreement, TensorParallelTrainingStepSerializesComputeAndAllReduce) 
   EXPECT_NEAR(r.time_breakdown_s.exposed_comm, r.time_breakdown_s.tp_comm, 1e-9);
 }
 
+// A data-parallel collective holds NCCL's SMs while it runs: compute beside it on the same rank
+// gets the rest of the GPU and ends late by the held share of the collective's time; a TP
+// collective beside the same compute costs it nothing (the analytical model's rule).
+TEST(SimgridAgreement, ComputeBesideADataParallelCollectiveLosesTheSmsItHolds) {
+  auto sc = make_scenario(make_cluster(8, 8, 8, 300, 2, 25, 5));
+  const int64_t bytes = 256 << 20;
+  const double collective_s = run_ok(sc, collective_graph(8, iota(0, 8), CollectiveKind::kAllReduce, bytes)).iteration_time_s;
+  ASSERT_GT(collective_s, 0);
+  const double compute_s = 3.0 * collective_s;
+  auto beside = [&](GroupKind kind) {
+    PlanGraph g = collective_graph(8, iota(0, 8), CollectiveKind::kAllReduce, bytes, 1, kind);
+    for (auto& prog : g.ranks) {
+      Task c;
+      c.kind = TaskKind::kCompute;
+      c.stream = Stream::kCompute;
+      c.duration_s = compute_s;
+      prog.tasks.push_back(c);
+    }
+    return run_ok(sc, g).iteration_time_s;
+  };
+  const double share = nccl_overlap_sm_share(sc.cluster.gpu);
+  EXPECT_NEAR(beside(GroupKind::kDp), compute_s + share * collective_s, 1e-6 * compute_s);
+  EXPECT_NEAR(beside(GroupKind::kTp), compute_s, 1e-6 * compute_s);
+}
+
 TEST(SimgridAgreement, CountStandsForBackToBackCalls) {
   auto sc = make_scenario(make_cluster(8, 8, 8, 300, 2, 25, 5));
   auto g = collective_graph(8, iota(0, 8), CollectiveKind::kAllReduce, 8 << 20, 1, GroupKind::kTp);

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <deque>
+#include <limits>
 #include <map>
 #include <memory>
 #include <unordered_map>
@@ -30,8 +31,9 @@ using Direction = sg::LinkInRoute::Direction;
 
 namespace {
 
-// Host speed of a GPU host. Unused for timing: compute tasks take the cost model's durations
-// (as sleeps), so the value only has to be positive.
+// Host speed of a GPU host. A compute task of the cost model's duration d runs as an execution
+// of d x this speed on its rank's GPU host, so alone it takes d; the value only has to be
+// positive. Beside a collective that holds SMs it gets the rest of the host (`SmHold`).
 constexpr double kGpuHostSpeedFlops = 1e9;
 // Stack of one SimGrid actor (KiB). Actors here are shallow loops; SimGrid's default (8 MiB)
 // would reserve 40 GiB of address space for 5000 actors.
@@ -454,15 +456,57 @@ void progress(Sim& sim) {
                static_cast<long long>(sim.tasks_total), sg::Engine::get_clock());
 }
 
+// A data-parallel collective or an EP all-to-all holds SMs beside the compute it hides behind
+// (nccl_overlap_sm_share, core/cost_model.h, as the analytical model's overlapped_comm_cost_s):
+// while it is in flight on a rank, an execution bounded at that share of the GPU host's speed
+// runs on the rank's GPU host, and the rank's compute gets the rest. TP and CP collectives are
+// priced without it, as in the analytical model. The execution ends with the collective, or
+// with the exception that stops it.
+class SmHold {
+ public:
+  SmHold(const Sim& sim, const RankRt& r, const Task& t) {
+    if (t.stream != Stream::kDpComm && t.stream != Stream::kEpComm) return;
+    const double share = nccl_overlap_sm_share(sim.jobs[static_cast<size_t>(r.job)].scenario->cluster.gpu);
+    if (!(share > 0)) return;
+    // Work it never finishes: it is cancelled when the collective ends.
+    held_ = sg::this_actor::exec_init(std::numeric_limits<double>::max() / 4);
+    held_->set_bound(share * kGpuHostSpeedFlops);
+    held_->start();
+  }
+  void release() {
+    if (held_) held_->cancel();
+    held_ = nullptr;
+  }
+
+ private:
+  sg::ExecPtr held_;
+};
+
+double run_held_collective(Sim& sim, RankRt& r, const Task& t) {
+  SmHold hold(sim, r, t);
+  double start = 0;
+  try {
+    start = run_collective(sim, r, t);
+  } catch (const simgrid::Exception&) {
+    hold.release();
+    throw;
+  } catch (const FailedEndpoint&) {
+    hold.release();
+    throw;
+  }
+  hold.release();
+  return start;
+}
+
 // Runs one task whose dependencies are done; returns its span start.
 double run_task(Sim& sim, RankRt& r, const Task& t, int32_t id, double start) {
   switch (t.kind) {
     case TaskKind::kCompute: {
       const double d = t.duration_s * r.slowdown;
-      if (d > 0) sg::this_actor::sleep_for(d);
+      if (d > 0) sg::this_actor::execute(d * kGpuHostSpeedFlops);
       break;
     }
-    case TaskKind::kCollective: return run_collective(sim, r, t);
+    case TaskKind::kCollective: return run_held_collective(sim, r, t);
     case TaskKind::kSend:
     case TaskKind::kRecv: {
       int64_t fid = -1;
