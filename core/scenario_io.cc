@@ -4,6 +4,8 @@
 // or JSON value read section by section (one file per section: core/scenario_io_*.cc), and the
 // backend names.
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "core/scenario_io_detail.h"
 
@@ -60,6 +62,19 @@ Expected<nlohmann::json> parse_json_text(std::string_view text, const std::strin
     auto pos = what.find("] ");
     return Expected<json>::fail(source_name, "JSON number out of range: " + (pos == std::string::npos ? what : what.substr(pos + 2)));
   }
+}
+
+Expected<nlohmann::json> read_json_file(const std::string& path) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec) return Expected<nlohmann::json>::fail(path, "cannot read: " + ec.message());
+  if (size > static_cast<uintmax_t>(kMaxScenarioFileBytes))
+    return Expected<nlohmann::json>::fail(path, "larger than " + std::to_string(kMaxScenarioFileBytes) + " bytes");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Expected<nlohmann::json>::fail(path, "cannot open");
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return parse_json_text(buf.str(), path);
 }
 
 Expected<Scenario> read_scenario_file(const std::string& path, const std::vector<std::string>& overrides) {

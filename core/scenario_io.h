@@ -58,6 +58,10 @@ inline constexpr int kMaxJsonDepth = 64;
 // (where = "SOURCE:LINE:COLUMN").
 Expected<nlohmann::json> parse_json_text(std::string_view text, const std::string& source_name);
 
+// Read and parse a JSON file of at most kMaxScenarioFileBytes; problems name the file (and the
+// line and column of a syntax error).
+Expected<nlohmann::json> read_json_file(const std::string& path);
+
 // Read, apply overrides ("parallelism.tp=4" or "/parallelism/tp=4"; the value is parsed as
 // JSON, else taken as a string), validate.
 Expected<Scenario> read_scenario_file(const std::string& path,

@@ -4,10 +4,7 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <tuple>
 
 #include <nlohmann/json.hpp>
@@ -125,16 +122,7 @@ std::string validation_report_json(const ValidationReport& report, const std::st
 }
 
 Expected<SavedValidation> read_validation_report(const std::string& path) {
-  std::error_code ec;
-  const auto size = std::filesystem::file_size(path, ec);
-  if (ec) return Expected<SavedValidation>::fail(path, "cannot read: " + ec.message());
-  if (size > static_cast<uintmax_t>(kMaxScenarioFileBytes))
-    return Expected<SavedValidation>::fail(path, "larger than " + std::to_string(kMaxScenarioFileBytes) + " bytes");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Expected<SavedValidation>::fail(path, "cannot open");
-  std::stringstream buf;
-  buf << in.rdbuf();
-  Expected<json> parsed = parse_json_text(buf.str(), path);
+  Expected<json> parsed = read_json_file(path);
   if (!parsed) return parsed.problems();
   const json& j = *parsed;
   const std::string at = path + ": ";
