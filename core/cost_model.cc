@@ -172,6 +172,12 @@ double nccl_overlap_sm_share(const GpuSpec& gpu) {
   return kNcclOverlapSms / static_cast<double>(gpu_profile(gpu).sm_count);
 }
 
+double compute_end_beside_s(double compute_s, double comm_s, double share) {
+  if (!(share > 0) || !(comm_s > 0)) return compute_s;
+  if (share >= 1.0) return compute_s + comm_s;
+  return comm_s * (1.0 - share) >= compute_s ? compute_s / (1.0 - share) : compute_s + share * comm_s;
+}
+
 bool gpu_runs_mxfp8(const GpuSpec& gpu) {
   const GpuProfile& p = gpu_profile(gpu);
   return &p != &kA100 && &p != &kH100 && &p != &kH200;

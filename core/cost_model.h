@@ -118,6 +118,11 @@ const GpuProfile& gpu_profile(const GpuSpec& gpu);
 // while such a collective is in flight.
 double nccl_overlap_sm_share(const GpuSpec& gpu);
 
+// When `compute_s` of compute ends beside a collective of `comm_s` in flight that holds `share`
+// of the SMs, both starting together: s x comm_s late when the collective ends first, else at
+// compute_s / (1 - share).
+double compute_end_beside_s(double compute_s, double comm_s, double share);
+
 // Whether TP communication overlap (Transformer Engine userbuffers, Megatron-LM
 // --tp-comm-overlap, NeMo tp_comm_overlap) runs on this GPU: userbuffers rely on CUDA multicast
 // handles inside the NVLink domain (a maintainer's answer in NVIDIA/TransformerEngine GitHub

@@ -1399,6 +1399,16 @@ TEST(Iteration, PhysicalOrderings) {
 
 // Overlap hides the data-parallel reduction but Megatron's last bucket (the embedding's: 6.5%
 // of Llama 3 8B's parameters, see MegatronsLastGradientBucketIsExposed).
+// Compute beside a collective that holds a share of the SMs: late by the share of the
+// collective's time when the collective ends first, else running at 1 - share throughout.
+TEST(Iteration, ComputeBesideACollectiveEndsLateByTheSharesItHolds) {
+  EXPECT_DOUBLE_EQ(compute_end_beside_s(10.0, 4.0, 0.25), 11.0);
+  EXPECT_DOUBLE_EQ(compute_end_beside_s(1.0, 10.0, 0.25), 1.0 / 0.75);
+  EXPECT_DOUBLE_EQ(compute_end_beside_s(3.0, 4.0, 0.25), 4.0);  // both end together
+  EXPECT_DOUBLE_EQ(compute_end_beside_s(3.0, 4.0, 0.0), 3.0);
+  EXPECT_DOUBLE_EQ(compute_end_beside_s(3.0, 0.0, 0.25), 3.0);
+}
+
 TEST(Iteration, OverlapHidesDataParallelCommunication) {
   Scenario s = llama8b("H100-SXM", 64);
   s.training.global_batch_size = 512;

@@ -129,7 +129,8 @@ Expected<DlrmShardingPlan> parse_dlrm_plan(const std::string& text) {
     const std::string word = text.substr(pos, end - pos);
     pos = end;
     const size_t colon = word.find(':');
-    const std::string expected = "t" + std::to_string(plan.tables.size());
+    std::string expected = "t";  // "t3"; appended, as operator+ trips GCC 12's -Wrestrict false positive
+    expected += std::to_string(plan.tables.size());
     if (colon == std::string::npos || word.substr(0, colon) != expected)
       return fail(word, "expected " + expected + ":KIND (tables in order; KIND dp, rw, tw@RANK or cwK@R1,R2,.., +uvm for host memory)");
     std::string kind = word.substr(colon + 1);
@@ -533,7 +534,12 @@ BackendResult estimate_dlrm(const Scenario& sc, const DlrmShardingPlan& plan) {
   // strategies/dlrm_lowering.cc orders it); what it runs past the forward occupies the
   // network into the backward. (The owner of a heavily pooled table receives every sample's
   // ids of it: the busiest receiver, not the senders, sizes this exchange on many GPUs.)
-  const double ids_past_forward_s = std::max(0.0, id_s - (dense.fwd_s[1] + dense.fwd_s[2]));
+  // The exchange holds NCCL's SMs while it runs (nccl_overlap_sm_share), so the dense compute
+  // beside it ends later (compute_end_beside_s), as it does in the SimGrid backend.
+  const double share = nccl_overlap_sm_share(gpu);
+  const double fwd_window_s = dense.fwd_s[1] + dense.fwd_s[2];
+  const double fwd_end_s = compute_end_beside_s(fwd_window_s, id_s, share);
+  const double ids_past_forward_s = std::max(0.0, id_s - fwd_end_s);
   // The dense modules are wrapped in DistributedDataParallel, whose reducer all-reduces
   // gradient buckets as the backward fills them, the first bucket capped at 1 MiB (c10d
   // reducer kDefaultFirstBucketBytes), so the all-reduce starts with the backward. It crosses
@@ -541,19 +547,21 @@ BackendResult estimate_dlrm(const Scenario& sc, const DlrmShardingPlan& plan) {
   // one after the other: the input dist, the all-reduce (beside the dense backward), then the
   // gradients' all-to-all and all-gather, which the TBE backward waits for; without those the
   // TBE backward runs beside the all-reduce. The optimizer step waits for everything.
+  // The dense backward runs beside that traffic and loses its SMs the same way.
   const double dense_bwd_s = dense.backward_s();
   const double emb_bwd_comm_s = a2a_bwd_s + ag_s;
   const double network_s = ids_past_forward_s + ar_s;
+  const double bwd_end_s = compute_end_beside_s(dense_bwd_s, network_s, share);
   const double backward_phase_s =
-      emb_bwd_comm_s > 0 ? std::max(dense_bwd_s, network_s) + emb_bwd_comm_s + lookup_bwd_s
-                         : std::max(std::max(dense_bwd_s, ids_past_forward_s) + lookup_bwd_s, network_s);
+      emb_bwd_comm_s > 0 ? std::max(bwd_end_s, network_s) + emb_bwd_comm_s + lookup_bwd_s
+                         : std::max(std::max(bwd_end_s, ids_past_forward_s) + lookup_bwd_s, network_s);
   const double backward_exposed_s = backward_phase_s - (dense_bwd_s + emb_bwd_comm_s + lookup_bwd_s);
   TimeBreakdown& t = r.time_breakdown_s;
   t.compute = lookup_s + dense_s;
   t.ep_comm = a2a_s + a2a_bwd_s + id_s + rs_s + ag_s;
   t.dp_comm = ar_s;
   t.optimizer = opt_s;
-  t.exposed_comm = a2a_s + rs_s + emb_bwd_comm_s + backward_exposed_s;
+  t.exposed_comm = a2a_s + rs_s + emb_bwd_comm_s + backward_exposed_s + (fwd_end_s - fwd_window_s);
   r.iteration_time_s = t.compute + t.optimizer + t.exposed_comm;
 
   // ---- figures; "tokens" are samples for a recommendation model.

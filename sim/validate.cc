@@ -102,9 +102,11 @@ Expected<ValidationReport> validate_cases(const std::string& path, const Validat
       continue;
     }
     ValidationRow row;
-    // A case without an id is named by its index ("#3"; insert, not operator+, which trips
-    // GCC 12's -Wrestrict false positive).
-    row.id = c.contains("id") && c["id"].is_string() ? c["id"].get<std::string>() : std::to_string(i).insert(0, "#");
+    // A case without an id is named by its index ("#3"; appended, as operator+ trips GCC 12's
+    // -Wrestrict false positive).
+    row.id = "#";
+    if (c.contains("id") && c["id"].is_string()) row.id = c["id"].get<std::string>();
+    else row.id += std::to_string(i);
     if (c.contains("group")) {
       if (!c["group"].is_string()) {
         problems.push_back({at + "/group", "expected a string"});

@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "core/cost_model.h"
 #include "core/graph_time.h"
 #include "core/scenario_io.h"
 #include "strategies/dlrm_sharding.h"
@@ -45,7 +46,15 @@ std::vector<DlrmShardingPlan> plans_of(const Scenario& s) {
   return out;
 }
 
-TEST(DlrmLowering, GraphTimeEqualsAnalyticalOnEveryPlan) {
+// The lowered graph's uncontended time against the analytical model's, which adds the SMs a
+// collective in flight takes from the dense compute beside it: at most nccl_overlap_sm_share of
+// the step more.
+void expect_graph_time_within_sm_share(double graph_s, double analytical_s, const Scenario& s) {
+  EXPECT_GE(analytical_s, graph_s * (1.0 - 1e-9));
+  EXPECT_LE(analytical_s, graph_s * (1.0 + nccl_overlap_sm_share(s.cluster.gpu)));
+}
+
+TEST(DlrmLowering, GraphTimeMatchesAnalyticalOnEveryPlan) {
   for (const char* file : {"dlrm-dcnv2-8-h100.json", "dlrm-dcnv2-64-h100.json"}) {
     const Scenario s = scenario_file(file);
     for (const DlrmShardingPlan& plan : plans_of(s)) {
@@ -58,8 +67,10 @@ TEST(DlrmLowering, GraphTimeEqualsAnalyticalOnEveryPlan) {
       auto t = evaluate_graph_time(*g);
       ASSERT_TRUE(t.ok());
       const BackendResult a = estimate_dlrm(s, plan);
-      // The same durations on the same critical path: equal up to rounding.
-      EXPECT_NEAR(t->makespan_s, a.iteration_time_s, 1e-9 * a.iteration_time_s);
+      // The same durations on the same critical path; the analytical model adds the SMs NCCL
+      // holds beside the dense compute (at most that share of the step), which the graph's
+      // uncontended time leaves to SimGrid (sim/simgrid_dlrm_test.cc checks the two agree).
+      expect_graph_time_within_sm_share(t->makespan_s, a.iteration_time_s, s);
     }
   }
 }
@@ -82,7 +93,7 @@ TEST(DlrmLowering, UnevenExchangesCarryTheirPerPeerSizes) {
         EXPECT_EQ(t.send_bytes.size(), static_cast<size_t>(s.cluster.num_gpus));
     auto time = evaluate_graph_time(*g);
     ASSERT_TRUE(time.ok());
-    EXPECT_NEAR(time->makespan_s, estimate_dlrm(s, plan).iteration_time_s, 1e-9 * time->makespan_s);
+    expect_graph_time_within_sm_share(time->makespan_s, estimate_dlrm(s, plan).iteration_time_s, s);
   }
 }
 
