@@ -1,8 +1,12 @@
 // monarch-sim validate: predictions of the analytical model (or SimGrid) against published
 // measurements.
+#include <unistd.h>
+
+#include <cstdio>
 #include <iostream>
 
 #include "app/commands.h"
+#include "app/interrupt.h"
 #include "run/backend.h"
 #include "sim/validate.h"
 
@@ -33,6 +37,14 @@ int cmd_validate(const ValidateOptions& opts) {
     return kExitInvalid;
   }
   settings.backend_name = to_string(b);
+  // Ctrl-C stops between cases (exit 130, nothing written); on a terminal, a progress line.
+  InterruptGuard guard;
+  settings.cancelled = [] { return interrupted(); };
+  if (::isatty(STDERR_FILENO) == 1)
+    settings.progress = [](size_t done, size_t total) {
+      if (total > 0) std::fprintf(stderr, "\rvalidate: %zu / %zu cases", done, total);
+      else std::fprintf(stderr, "\r%40s\r", "");
+    };
   if (b == Backend::kSimgrid) {
     // The run library's SimGrid backend (it lowers and verifies each plan), as `monarch-sim
     // --backend simgrid` runs it, without the per-task timeline.
@@ -45,7 +57,9 @@ int cmd_validate(const ValidateOptions& opts) {
     }
     std::shared_ptr<const run::ExecutionBackend> simgrid = std::move(*made);
     settings.predictor = [simgrid](const Scenario& s, const Plan& plan) {
-      return simgrid->run(s, run::Candidate(plan), run::RunControl{});
+      run::RunControl control;
+      control.cancelled = [] { return interrupted(); };  // Ctrl-C stops the simulation too
+      return simgrid->run(s, run::Candidate(plan), control);
     };
     if (!settings.max_gpus) settings.max_gpus = kSimgridDefaultMaxGpus;
   }

@@ -19,6 +19,8 @@ namespace monarch {
 
 namespace {
 
+constexpr const char* kInterruptedMessage = "interrupted before every case was predicted";
+
 // The plan a case predicts: what the published run fixed is pinned in the scenario, the rest is
 // searched, and the best plan of the search is compared with the measurement. The layers stay
 // split as the run's framework splits them by default (Megatron-LM evenly, Megatron-DeepSpeed's
@@ -95,6 +97,8 @@ Expected<ValidationReport> validate_cases(const std::string& path, const Validat
   ValidationReport report;
   Problems problems;
   for (size_t i = 0; i < j.size(); ++i) {
+    if (settings.cancelled && settings.cancelled()) return Expected<ValidationReport>::fail(path, kInterruptedMessage);
+    if (settings.progress && i > 0) settings.progress(i, j.size());
     const std::string at = path + ": /" + std::to_string(i);
     const nlohmann::json& c = j[i];
     if (!c.is_object()) {
@@ -299,6 +303,11 @@ int run_validate(const std::string& cases_path, const ValidationSettings& settin
     err << "--max-gpus: found " << *settings.max_gpus << ", expected at least 1\n";
     return 2;
   }
+  std::error_code same_ec;
+  if (!settings.save_path.empty() && std::filesystem::equivalent(settings.save_path, cases_path, same_ec)) {
+    err << "--save: " << settings.save_path << " is the cases file; the report would replace it\n";
+    return 2;
+  }
   std::optional<SavedValidation> against;
   if (!settings.against_path.empty()) {
     Expected<SavedValidation> saved = read_validation_report(settings.against_path);
@@ -309,9 +318,11 @@ int run_validate(const std::string& cases_path, const ValidationSettings& settin
     against = std::move(*saved);
   }
   Expected<ValidationReport> rep = validate_cases(cases_path, settings);
+  if (settings.progress) settings.progress(0, 0);  // the end: the caller clears its line
   if (!rep) {
     for (const Problem& p : rep.problems()) err << p.to_string() << "\n";
-    return 2;
+    const bool stopped = rep.problems().size() == 1 && rep.problems().front().message == kInterruptedMessage;
+    return stopped ? kValidateInterrupted : 2;
   }
   if (!settings.save_path.empty()) {
     const std::string why = write_text_file_atomically(settings.save_path,

@@ -88,7 +88,15 @@ struct ValidationSettings {
   std::string backend_name = "analytical";  // the backend a saved report names
   double min_change_pct = 0.05;       // with against_path: cases whose error moved this many points are listed
   size_t changed_cases = 25;          // with against_path: at most this many of them
+  // Called after each case is predicted (cases done, cases in the file); empty: no progress.
+  std::function<void(size_t, size_t)> progress;
+  // Polled between cases: true stops the run (run_validate returns kValidateInterrupted and
+  // writes nothing).
+  std::function<bool()> cancelled;
 };
+
+// run_validate's status when `cancelled` stopped it (the command line's 130, Ctrl-C).
+inline constexpr int kValidateInterrupted = 130;
 
 // Figures over the rows of `group` (every row when nullopt; "" = the rows without a group).
 ErrorStats error_stats(const std::vector<ValidationRow>& rows, const std::optional<std::string>& group);
@@ -101,7 +109,7 @@ Expected<ValidationReport> validate_cases(const std::string& cases_path, const V
 // is written there too; with `against_path` the change against that saved report is printed (the
 // saved report is read first, so a bad one costs no predictions). Returns 0, 1 when
 // `max_mape_pct` is given and the MAPE exceeds it, 2 when the file, a case, the saved report or
-// the file to save is bad.
+// the file to save is bad, kValidateInterrupted when `cancelled` stopped it.
 int run_validate(const std::string& cases_path, const ValidationSettings& settings, std::ostream& out, std::ostream& err);
 int run_validate(const std::string& cases_path, std::optional<double> max_mape_pct, std::ostream& out,
                  std::ostream& err);

@@ -174,5 +174,45 @@ TEST(ValidationReport, RunValidateSavesAndComparesAndRefusesABadReportBeforePred
   EXPECT_FALSE(fs::exists(temp_dir() / "no-such-folder"));
 }
 
+// Progress after each case, then the end; a cancelled run stops between cases, prints no figures
+// and writes no report; the report never replaces the cases file.
+TEST(ValidationReport, RunValidateReportsProgressStopsWhenCancelledAndKeepsTheCasesFile) {
+  const std::string cases = two_calibration_cases();
+  std::vector<std::pair<size_t, size_t>> calls;
+  ValidationSettings settings;
+  settings.progress = [&](size_t done, size_t total) { calls.emplace_back(done, total); };
+  std::ostringstream out, err;
+  ASSERT_EQ(run_validate(cases, settings, out, err), 0) << err.str();
+  const std::vector<std::pair<size_t, size_t>> expected = {{1, 2}, {0, 0}};
+  EXPECT_EQ(calls, expected);
+
+  const std::string saved = (temp_dir() / "cancelled.json").string();
+  fs::remove(saved);
+  ValidationSettings stop;
+  stop.save_path = saved;
+  int polls = 0;
+  stop.cancelled = [&] { return ++polls > 1; };  // after the first case
+  std::ostringstream out2, err2;
+  EXPECT_EQ(run_validate(cases, stop, out2, err2), kValidateInterrupted);
+  EXPECT_TRUE(out2.str().empty()) << out2.str();
+  EXPECT_FALSE(fs::exists(saved));
+
+  const std::string before = [&] {
+    std::ifstream in(cases);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }();
+  ValidationSettings over;
+  over.save_path = cases;
+  std::ostringstream out3, err3;
+  EXPECT_EQ(run_validate(cases, over, out3, err3), 2);
+  EXPECT_NE(err3.str().find("is the cases file"), std::string::npos) << err3.str();
+  std::ifstream in(cases);
+  std::stringstream after;
+  after << in.rdbuf();
+  EXPECT_EQ(after.str(), before);
+}
+
 }  // namespace
 }  // namespace monarch
