@@ -456,8 +456,10 @@ void progress(Sim& sim) {
                static_cast<long long>(sim.tasks_total), sg::Engine::get_clock());
 }
 
-// A data-parallel collective or an EP all-to-all holds SMs beside the compute it hides behind
-// (nccl_overlap_sm_share, core/cost_model.h, as the analytical model's overlapped_comm_cost_s):
+// A data-parallel collective or an EP all-to-all (in a DLRM graph every collective: the
+// embedding exchanges and the all-reduce share that stream) holds SMs beside the compute it
+// hides behind (nccl_overlap_sm_share, core/cost_model.h, as the analytical model's
+// overlapped_comm_cost_s and the DLRM model's compute_end_beside_s):
 // while it is in flight on a rank, an execution bounded at that share of the GPU host's speed
 // runs on the rank's GPU host, and the rank's compute gets the rest. TP and CP collectives are
 // priced without it, as in the analytical model. The execution ends with the collective, or
