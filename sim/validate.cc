@@ -196,11 +196,7 @@ Expected<ValidationReport> validate_cases(const std::string& path, const Validat
   if (!problems.empty()) return problems;
   if (report.rows.empty())
     return Expected<ValidationReport>::fail(path + ": /", "every case is above --max-gpus; nothing to compare");
-  for (const ValidationRow& row : report.rows) {
-    const bool seen = std::any_of(report.groups.begin(), report.groups.end(),
-                                  [&](const ErrorStats& g) { return g.group == row.group; });
-    if (!seen) report.groups.push_back(error_stats(report.rows, row.group));
-  }
+  report.groups = group_stats(report.rows);
   report.overall = error_stats(report.rows, std::nullopt);
   report.mape_pct = report.overall.mape_pct;
   report.max_abs_error_pct = report.overall.max_abs_error_pct;
@@ -229,6 +225,17 @@ ErrorStats error_stats(const std::vector<ValidationRow>& rows, const std::option
   st.mean_signed_error_pct = signed_sum / static_cast<double>(st.cases);
   st.median_error_pct = median_of(signed_errors);
   return st;
+}
+
+std::vector<ErrorStats> group_stats(const std::vector<ValidationRow>& rows) {
+  std::vector<ErrorStats> groups;
+  std::vector<std::string> seen;
+  for (const ValidationRow& r : rows) {
+    if (std::find(seen.begin(), seen.end(), r.group) != seen.end()) continue;
+    seen.push_back(r.group);
+    groups.push_back(error_stats(rows, r.group));
+  }
+  return groups;
 }
 
 namespace {
@@ -321,8 +328,7 @@ int run_validate(const std::string& cases_path, const ValidationSettings& settin
   if (settings.progress) settings.progress(0, 0);  // the end: the caller clears its line
   if (!rep) {
     for (const Problem& p : rep.problems()) err << p.to_string() << "\n";
-    const bool stopped = rep.problems().size() == 1 && rep.problems().front().message == kInterruptedMessage;
-    return stopped ? kValidateInterrupted : 2;
+    return settings.cancelled && settings.cancelled() ? kValidateInterrupted : 2;
   }
   if (!settings.save_path.empty()) {
     const std::string why = write_text_file_atomically(settings.save_path,

@@ -100,6 +100,9 @@ inline constexpr int kValidateInterrupted = 130;
 
 // Figures over the rows of `group` (every row when nullopt; "" = the rows without a group).
 ErrorStats error_stats(const std::vector<ValidationRow>& rows, const std::optional<std::string>& group);
+// Figures per group, one entry per group in order of first appearance (rows without a group
+// form one, "(no group)").
+std::vector<ErrorStats> group_stats(const std::vector<ValidationRow>& rows);
 
 // Read and predict every case. Problems name the file and JSON path ("cases.json: /3/target/value").
 Expected<ValidationReport> validate_cases(const std::string& cases_path, const ValidationSettings& settings = {});

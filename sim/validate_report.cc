@@ -82,17 +82,6 @@ Expected<ValidationRow> row_from_json(const json& c, const std::string& at) {
   return r;
 }
 
-std::vector<ErrorStats> stats_by_group(const std::vector<ValidationRow>& rows) {
-  std::vector<ErrorStats> groups;
-  std::vector<std::string> seen;
-  for (const ValidationRow& r : rows) {
-    if (std::find(seen.begin(), seen.end(), r.group) != seen.end()) continue;
-    seen.push_back(r.group);
-    groups.push_back(error_stats(rows, r.group));
-  }
-  return groups;
-}
-
 }  // namespace
 
 std::string validation_report_json(const ValidationReport& report, const std::string& cases_file,
@@ -186,8 +175,8 @@ ReportChange compare_reports(const std::vector<ValidationRow>& before, const std
   std::stable_sort(ch.cases.begin(), ch.cases.end(), [](const CaseChange& a, const CaseChange& b) {
     return std::fabs(a.error_now_pct - a.error_before_pct) > std::fabs(b.error_now_pct - b.error_before_pct);
   });
-  ch.groups_before = stats_by_group(matched_before);
-  ch.groups_now = stats_by_group(matched_now);
+  ch.groups_before = group_stats(matched_before);
+  ch.groups_now = group_stats(matched_now);
   ch.overall_before = error_stats(matched_before, std::nullopt);
   ch.overall_now = error_stats(matched_now, std::nullopt);
   return ch;

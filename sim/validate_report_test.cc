@@ -115,6 +115,18 @@ TEST(ValidationReport, TheChangeNamesTheTermThatMovedEachCase) {
   EXPECT_NE(text.find("cases only in before.json: gone"), std::string::npos) << text;
 }
 
+// Cases without a group are one group, "(no group)", however many there are.
+TEST(ValidationReport, CasesWithoutAGroupFormOneGroup) {
+  const std::vector<ValidationRow> rows = {row("a", "", -2.0, 1.0, 0.0), row("b", "", 4.0, 1.0, 0.0),
+                                           row("c", "g", 1.0, 1.0, 0.0)};
+  const std::vector<ErrorStats> groups = group_stats(rows);
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0].group, "(no group)");
+  EXPECT_EQ(groups[0].cases, 2u);
+  EXPECT_DOUBLE_EQ(groups[0].mape_pct, 3.0);
+  EXPECT_EQ(groups[1].group, "g");
+}
+
 TEST(ValidationReport, ABadReportIsRefusedNamingTheJsonPath) {
   struct Case {
     std::string text, where;
