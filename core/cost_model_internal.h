@@ -28,13 +28,14 @@ inline constexpr double kOverlapEfficiency = 0.9;
 // waves (the trace's tail); the SM share is the first-order term.
 inline constexpr double kNcclOverlapSms = 24.0;
 // Seconds a collective of `comm_s` adds when it overlaps `window_s` of compute on a GPU of
-// `sm_count` SMs while its kernels hold `held_sms` of them (a share s). Both start together;
-// while the collective runs the compute gets 1 - s of the GPU, so it ends s x comm_s late when
-// the collective ends first, and the collective's own end paces the pair when it does not:
-// max(s x comm_s, comm_s - window). The window hides at most kOverlapEfficiency of itself.
+// `sm_count` SMs while its kernels hold `held_sms` of them (a share s): the pair ends when the
+// later of the compute (slowed while the collective runs, compute_end_beside_s) and the
+// collective does, max(s x comm_s, comm_s - window). The window hides at most
+// kOverlapEfficiency of itself.
 inline double overlapped_comm_cost_s(double comm_s, double window_s, double held_sms, int64_t sm_count) {
+  const double hidden_s = kOverlapEfficiency * window_s;
   const double share = held_sms / static_cast<double>(sm_count);
-  return std::max(comm_s * share, comm_s - kOverlapEfficiency * window_s);
+  return std::max(compute_end_beside_s(hidden_s, comm_s, share), comm_s) - hidden_s;
 }
 
 // The calibration profile the GPU names, or nullptr when it names none (or it cannot be read).
