@@ -1,5 +1,6 @@
 // Speed of the strategy engine: the full plan search for Llama-3 405B on 16,384 H100s (target:
-// at least 100,000 plans per second per core, on one and on two threads), and lowering +
+// at least 100,000 plans per second per core, on one and on two threads) and for GPT-3 175B on
+// 1,024 B200s with many micro-batches per pipeline (one thread), and lowering +
 // checking + timing of the task graph for GPT-3 175B on 1,024 GPUs and Llama-3 405B on 16,384.
 //
 //   ./build/bench/monarch_bench_search
@@ -51,6 +52,23 @@ void BM_SearchLlama3_405B_16384_H100(benchmark::State& state) {
                  static_cast<long long>(r.plans_fitting), describe(r.ranked[0].plan).c_str(), r.ranked[0].estimate.iteration_time_s);
 }
 BENCHMARK(BM_SearchLlama3_405B_16384_H100)->Arg(1)->Arg(2)->Unit(benchmark::kSecond)->Iterations(1)->UseRealTime();
+
+// GPT-3 175B on 1,024 B200s at 8,192 sequences a step: a million plans with 16-512
+// micro-batches per pipeline, where timing each plan's pipeline schedule is most of the work.
+void BM_SearchGpt3_175B_1024_B200_ManyMicroBatches(benchmark::State& state) {
+  const Scenario s = load("gpt3-175b", "B200", 1024, 8192);
+  SearchOptions options;
+  options.jobs = 1;
+  SearchResult r;
+  for (auto _ : state) {
+    r = search_plans_analytical(s, options);
+    benchmark::DoNotOptimize(r);
+  }
+  state.counters["plans_evaluated"] = static_cast<double>(r.plans_evaluated);
+  state.counters["plans_per_s"] = benchmark::Counter(static_cast<double>(r.plans_evaluated) * static_cast<double>(state.iterations()),
+                                                     benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_SearchGpt3_175B_1024_B200_ManyMicroBatches)->Unit(benchmark::kSecond)->Iterations(1)->UseRealTime();
 
 void lower_check_time(benchmark::State& state, const Scenario& s, const Plan& p) {
   size_t tasks = 0;

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
+#include <limits>
+#include <cmath>
 #include <string>
 
 #include "core/pipeline_schedule.h"
@@ -69,6 +72,10 @@ const CompiledSchedule& compiled_schedule(Schedule schedule, Framework framework
   return c;
 }
 
+// When chunk i's output for micro-batch k of the last run reached the next (previous) chunk,
+// at slot i x m + k; negative while it had not been sent.
+thread_local std::vector<double> activation_at, gradient_at;
+
 // The schedule of `m` micro-batches run step by step.
 double run_schedule_s(const PipelineShape& sh, int64_t m) {
   const int64_t p = sh.pp;
@@ -80,11 +87,9 @@ double run_schedule_s(const PipelineShape& sh, int64_t m) {
   const CompiledSchedule& cs = compiled_schedule(sh.schedule, sh.framework, p, m, v, sh.extra_warmup);
 
   thread_local std::vector<size_t> next;
-  thread_local std::vector<double> free_at, activation_at, gradient_at;
+  thread_local std::vector<double> free_at;
   next.assign(cs.begin.begin(), cs.begin.end() - 1);
   free_at.assign(at(p), 0.0);
-  // When chunk i's output for micro-batch k reaches the next (previous) chunk, at slot
-  // i x m + k; negative while it has not been sent.
   activation_at.assign(at(chunks * m), -1.0);
   gradient_at.assign(at(chunks * m), -1.0);
 
@@ -120,6 +125,35 @@ double run_schedule_s(const PipelineShape& sh, int64_t m) {
   return *std::max_element(free_at.begin(), free_at.end());
 }
 
+// The time one lap (p micro-batches) adds in the steady state of the last run of m
+// micro-batches, if it has settled by lap `first`: every step (each chunk's forward and backward
+// of each micro-batch) of laps first + 1 and first + 2 ends one same time after the same step a
+// lap before, within `tolerance_s`. A step waits only for steps at most two laps before it (its
+// stage's previous step, at most the warm-up's forwards back, and its input from the
+// neighbouring chunk), so from then on every lap repeats the last one that much later: the
+// schedule is a max-plus linear system whose state has become its own shift. NaN otherwise.
+double settled_lap_s(int64_t m, int64_t p, int64_t chunks, int64_t first, double tolerance_s) {
+  const int64_t lap_start = first * p;
+  const double lap_s = activation_at[static_cast<size_t>(lap_start + p)] - activation_at[static_cast<size_t>(lap_start)];
+  for (const std::vector<double>* at : {&activation_at, &gradient_at})
+    for (int64_t i = 0; i < chunks; ++i)
+      for (int64_t k = lap_start; k < lap_start + 2 * p; ++k) {
+        const auto slot = static_cast<size_t>(i * m + k);
+        if (!(std::abs((*at)[slot + static_cast<size_t>(p)] - (*at)[slot] - lap_s) <= tolerance_s))
+          return std::numeric_limits<double>::quiet_NaN();
+      }
+  return lap_s;
+}
+
+// Whether the steps of micro-batch k + p follow the same pattern as those of k in the
+// schedule's steady state, whatever the micro-batch count: 1F1B's warm-up depends on p alone,
+// the interleaved orders go by laps of p micro-batches when m is a multiple of p (torch's
+// rounds are then p micro-batches too). GPipe runs every forward before any backward.
+bool repeats_by_lap(const PipelineShape& sh) {
+  if (sh.schedule == Schedule::kOneFOneB) return true;
+  return sh.schedule == Schedule::kInterleaved && sh.micro_batches % std::max<int64_t>(sh.pp, 1) == 0;
+}
+
 }  // namespace
 
 std::string pipeline_length_problem(int64_t pp, int64_t vpp) {
@@ -130,16 +164,64 @@ std::string pipeline_length_problem(int64_t pp, int64_t vpp) {
          " chunk x micro-batch cells, more than " + std::to_string(kPipelineMaxCells);
 }
 
-double pipeline_makespan_s(const PipelineShape& sh, int64_t max_cells) {
+namespace {
+
+// The makespan of a shape, not yet looked up among the last ones timed.
+double time_pipeline_s(const PipelineShape& sh, int64_t max_cells) {
   const int64_t p = std::max<int64_t>(sh.pp, 1), m = sh.micro_batches;
   const int64_t chunks = p * sh.vpp;
   // Micro-batch counts are whole laps here, which every schedule accepts.
   assert(pipeline_length_problem(p, sh.vpp).empty());
-  const int64_t exact_laps = std::max<int64_t>(3, max_cells / (chunks * p));
-  if (m <= exact_laps * p) return run_schedule_s(sh, m);
-  const int64_t m2 = exact_laps * p, m1 = m2 - p;
+  // A run of laps x p micro-batches (plus m's remainder, so that m - run is whole laps) shows
+  // whether the steady state has settled by its lap laps - 6: two laps of warm-up before it,
+  // three of cool-down after the laps compared. Then the makespan grows by the lap's time.
+  if (repeats_by_lap(sh)) {
+    for (int64_t laps = kPipelineSettleLaps; laps * p + m % p < m && (laps * p + m % p) * chunks <= max_cells; laps *= 2) {
+      const int64_t run = laps * p + m % p;
+      const double run_s = run_schedule_s(sh, run);
+      const double lap_s = settled_lap_s(run, p, chunks, laps - 6, kPipelineSettledTolerance * run_s);
+      if (!std::isnan(lap_s)) return run_s + lap_s * static_cast<double>((m - run) / p);
+    }
+  }
+  const int64_t budget_laps = std::max<int64_t>(3, max_cells / (chunks * p));
+  if (m <= budget_laps * p) return run_schedule_s(sh, m);
+  const int64_t m2 = budget_laps * p, m1 = m2 - p;
   const double t2 = run_schedule_s(sh, m2), t1 = run_schedule_s(sh, m1);
   return t2 + (t2 - t1) * static_cast<double>(m - m2) / static_cast<double>(p);
 }
+
+bool same_shape(const PipelineShape& a, const PipelineShape& b) {
+  return a.schedule == b.schedule && a.framework == b.framework && a.pp == b.pp && a.micro_batches == b.micro_batches &&
+         a.vpp == b.vpp && a.extra_warmup == b.extra_warmup && a.forward_s == b.forward_s && a.backward_s == b.backward_s &&
+         a.forward_send_s == b.forward_send_s && a.backward_send_s == b.backward_send_s;
+}
+
+}  // namespace
+
+// A search times plans that differ only in what the pipeline does not see (the ZeRO stage, the
+// data-parallel overlaps, the optimizer) one after another: the last few shapes are kept per
+// thread with their makespans.
+double pipeline_makespan_s(const PipelineShape& sh, int64_t max_cells) {
+  struct Timed {
+    PipelineShape shape;
+    int64_t max_cells = 0;
+    double makespan_s = 0;
+  };
+  constexpr size_t kKept = 8;
+  thread_local std::vector<Timed> kept;
+  thread_local size_t next_slot = 0;
+  for (const Timed& t : kept)
+    if (t.max_cells == max_cells && same_shape(t.shape, sh)) return t.makespan_s;
+  const double makespan_s = time_pipeline_s(sh, max_cells);
+  if (kept.size() < kKept) {
+    kept.push_back(Timed{sh, max_cells, makespan_s});
+  } else {
+    kept[next_slot] = Timed{sh, max_cells, makespan_s};
+    next_slot = (next_slot + 1) % kKept;
+  }
+  return makespan_s;
+}
+
+double pipeline_makespan_every_step_s(const PipelineShape& sh) { return run_schedule_s(sh, sh.micro_batches); }
 
 }  // namespace monarch
