@@ -152,9 +152,11 @@ double head_dim_rate(const HeadDimRates& rates, int64_t head_dim) {
   return rates.at[kHeadDimPoints - 1];
 }
 
-const GpuProfile& gpu_profile(const GpuSpec& gpu) {
+namespace {
+
+const GpuProfile& profile_by_name(const std::string& name) {
   std::string n;
-  for (char c : gpu.name) n.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+  for (char c : name) n.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
   std::string_view v(n);
   // A800 and H800 are the export variants of A100 and H100: the same dies and SM counts, only
   // NVLink capped (400 GB/s both directions), which the cluster's intra_node bandwidth states.
@@ -164,6 +166,19 @@ const GpuProfile& gpu_profile(const GpuSpec& gpu) {
   if (v.find("GB200") != std::string_view::npos) return kGB200;
   if (v.find("B200") != std::string_view::npos || v.find("B100") != std::string_view::npos) return kB200;
   return kGeneric;
+}
+
+}  // namespace
+
+// Every GEMM and collective of every plan asks it; the last name's answer is kept per thread.
+const GpuProfile& gpu_profile(const GpuSpec& gpu) {
+  thread_local std::string last_name;
+  thread_local const GpuProfile* last = nullptr;
+  if (last == nullptr || gpu.name != last_name) {
+    last = &profile_by_name(gpu.name);
+    last_name = gpu.name;
+  }
+  return *last;
 }
 
 bool gpu_runs_tp_comm_overlap(const GpuSpec& gpu) { return gpu.peak_tflops.fp8 > 0; }

@@ -153,18 +153,10 @@ GroupSpan strided_span(int64_t base, int64_t size, int64_t stride, int64_t gpus_
   return s;
 }
 
-GroupSpan group_span(GroupKind kind, const Plan& p, int64_t gpus_per_node) {
+// The slowest of the groups of `kind` (the most nodes, then the sparsest node), from rank 0's
+// `first` on.
+static GroupSpan slowest_group_span(GroupKind kind, const Plan& p, int64_t g, const GroupSpan& first) {
   const int64_t size = group_size(kind, p), stride = group_stride(kind, p);
-  const GroupSpan first = strided_span(group_base(kind, 0, p), size, stride, gpus_per_node);
-  const int64_t g = gpus_per_node;
-  // Every group has rank 0's shape when its blocks tile the nodes (the stride divides a node
-  // and a group's block fits in one or covers whole nodes) or the stride is whole nodes.
-  const bool regular = g <= 0 || size <= 1 || stride % g == 0 ||
-                       (g % stride == 0 && (g % (stride * size) == 0 || (stride * size) % g == 0));
-  if (regular) return first;
-  // Otherwise (a group block that straddles nodes, e.g. TP 16 on 72-GPU NVLink domains):
-  // the group spanning the most nodes paces the collective, then the one whose sparsest node
-  // holds the fewest members (the fewest NICs its ring can cross on).
   GroupSpan worst = first;
   const int64_t world = p.world_size();
   auto slower = [](const GroupSpan& a, const GroupSpan& b) {
@@ -177,6 +169,44 @@ GroupSpan group_span(GroupKind kind, const Plan& p, int64_t gpus_per_node) {
     const GroupSpan s = strided_span(r, size, stride, g);
     if (slower(s, worst)) worst = s;
     worst.rail_aligned = worst.rail_aligned && s.rail_aligned;
+  }
+  return worst;
+}
+
+GroupSpan group_span(GroupKind kind, const Plan& p, int64_t gpus_per_node) {
+  const int64_t size = group_size(kind, p), stride = group_stride(kind, p);
+  const GroupSpan first = strided_span(group_base(kind, 0, p), size, stride, gpus_per_node);
+  const int64_t g = gpus_per_node;
+  // Every group has rank 0's shape when its blocks tile the nodes (the stride divides a node
+  // and a group's block fits in one or covers whole nodes) or the stride is whole nodes.
+  const bool regular = g <= 0 || size <= 1 || stride % g == 0 ||
+                       (g % stride == 0 && (g % (stride * size) == 0 || (stride * size) % g == 0));
+  if (regular) return first;
+  // Otherwise (a group block that straddles nodes, e.g. TP 16 on 72-GPU NVLink domains):
+  // the group spanning the most nodes paces the collective, then the one whose sparsest node
+  // holds the fewest members (the fewest NICs its ring can cross on). That takes a pass over
+  // the ranks, and a search asks it of every plan of one layout (tp, cp, dp, pp, ep, etp), so
+  // the last few layouts' answers are kept per thread.
+  struct Kept {
+    GroupKind kind;
+    int64_t tp, cp, dp, pp, ep, etp, gpus_per_node;
+    GroupSpan span;
+  };
+  constexpr size_t kKept = 16;
+  thread_local std::vector<Kept> kept;
+  thread_local size_t next_slot = 0;
+  const int64_t ep = std::max<int64_t>(p.ep, 1), etp = p.expert_tp();
+  for (const Kept& k : kept)
+    if (k.kind == kind && k.tp == p.tp && k.cp == p.cp && k.dp == p.dp && k.pp == p.pp && k.ep == ep && k.etp == etp &&
+        k.gpus_per_node == g)
+      return k.span;
+  const GroupSpan worst = slowest_group_span(kind, p, g, first);
+  const Kept entry{kind, p.tp, p.cp, p.dp, p.pp, ep, etp, g, worst};
+  if (kept.size() < kKept) {
+    kept.push_back(entry);
+  } else {
+    kept[next_slot] = entry;
+    next_slot = (next_slot + 1) % kKept;
   }
   return worst;
 }
