@@ -106,7 +106,7 @@ int main_cli(int argc, char** argv) {
                         ->type_name("N")
                         ->check(CLI::Range(int64_t{1}, kMaxTopK));
   app.add_flag("--quiet", run.quiet, "no table on stdout (the result file and the store are still written)");
-  app.add_option("--jobs", run.jobs, "threads for the plan search, 0 = one per hardware thread (the ranking is the same for any N)")
+  app.add_option("--jobs", run.jobs, "threads for the plan search; 0, the default, = one per hardware thread (the ranking is the same for any N)")
       ->type_name("N")
       ->check(CLI::Range(int64_t{0}, kMaxSearchJobs));
 

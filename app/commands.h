@@ -38,7 +38,7 @@ struct RunOptions {
   std::vector<std::string> overrides;  // --set PATH=VALUE, in order
   std::optional<int64_t> top_k;   // --top-k
   bool quiet = false;             // --quiet
-  int64_t jobs = 1;               // --jobs: threads of the plan search (0 = every hardware thread)
+  int64_t jobs = 0;               // --jobs: threads of the plan search (0, the default: every hardware thread)
 };
 int cmd_run(const RunOptions&);
 
