@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/pipeline_schedule.h"
+#include "core/recent_entries.h"
 
 namespace monarch {
 
@@ -207,18 +208,11 @@ double pipeline_makespan_s(const PipelineShape& sh, int64_t max_cells) {
     int64_t max_cells = 0;
     double makespan_s = 0;
   };
-  constexpr size_t kKept = 8;
-  thread_local std::vector<Timed> kept;
-  thread_local size_t next_slot = 0;
-  for (const Timed& t : kept)
-    if (t.max_cells == max_cells && same_shape(t.shape, sh)) return t.makespan_s;
+  thread_local RecentEntries<Timed, 8> kept;
+  if (const Timed* t = kept.find([&](const Timed& e) { return e.max_cells == max_cells && same_shape(e.shape, sh); }))
+    return t->makespan_s;
   const double makespan_s = time_pipeline_s(sh, max_cells);
-  if (kept.size() < kKept) {
-    kept.push_back(Timed{sh, max_cells, makespan_s});
-  } else {
-    kept[next_slot] = Timed{sh, max_cells, makespan_s};
-    next_slot = (next_slot + 1) % kKept;
-  }
+  kept.add(Timed{sh, max_cells, makespan_s});
   return makespan_s;
 }
 

@@ -4,6 +4,8 @@
 #include <cassert>
 #include <cstdlib>
 
+#include "core/recent_entries.h"
+
 namespace monarch {
 
 std::string world_size_problem(const Plan& plan, int64_t num_gpus) {
@@ -192,22 +194,15 @@ GroupSpan group_span(GroupKind kind, const Plan& p, int64_t gpus_per_node) {
     int64_t tp, cp, dp, pp, ep, etp, gpus_per_node;
     GroupSpan span;
   };
-  constexpr size_t kKept = 16;
-  thread_local std::vector<Kept> kept;
-  thread_local size_t next_slot = 0;
+  thread_local RecentEntries<Kept, 16> kept;
   const int64_t ep = std::max<int64_t>(p.ep, 1), etp = p.expert_tp();
-  for (const Kept& k : kept)
-    if (k.kind == kind && k.tp == p.tp && k.cp == p.cp && k.dp == p.dp && k.pp == p.pp && k.ep == ep && k.etp == etp &&
-        k.gpus_per_node == g)
-      return k.span;
+  if (const Kept* k = kept.find([&](const Kept& e) {
+        return e.kind == kind && e.tp == p.tp && e.cp == p.cp && e.dp == p.dp && e.pp == p.pp && e.ep == ep &&
+               e.etp == etp && e.gpus_per_node == g;
+      }))
+    return k->span;
   const GroupSpan worst = slowest_group_span(kind, p, g, first);
-  const Kept entry{kind, p.tp, p.cp, p.dp, p.pp, ep, etp, g, worst};
-  if (kept.size() < kKept) {
-    kept.push_back(entry);
-  } else {
-    kept[next_slot] = entry;
-    next_slot = (next_slot + 1) % kKept;
-  }
+  kept.add(Kept{kind, p.tp, p.cp, p.dp, p.pp, ep, etp, g, worst});
   return worst;
 }
 

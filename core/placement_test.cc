@@ -1,4 +1,5 @@
 #include "core/placement.h"
+#include "core/recent_entries.h"
 
 #include <gtest/gtest.h>
 
@@ -244,6 +245,22 @@ TEST(Placement, APlanPlacesOneRankOnEachGpuOrSaysWhyNot) {
   EXPECT_EQ(world_size_problem(make_plan(2, 1, 4, 2), 16), "");
   EXPECT_EQ(world_size_problem(make_plan(2, 1, 2, 2), 16), "tp x pp x dp x cp = 8 but the cluster has 16 GPUs");
   EXPECT_EQ(world_size_problem(make_plan(2, 2, 2, 2), 8), "tp x pp x dp x cp = 16 but the cluster has 8 GPUs");
+}
+
+// The per-thread memo that group_span and the pipeline makespan keep: the last kSize entries,
+// the oldest replaced first.
+TEST(RecentEntries, KeepsTheLastFewReplacingTheOldestFirst) {
+  RecentEntries<int, 3> kept;
+  auto has = [&](int v) { return kept.find([v](int e) { return e == v; }) != nullptr; };
+  EXPECT_FALSE(has(1));
+  for (int v : {1, 2, 3}) kept.add(v);
+  EXPECT_TRUE(has(1) && has(2) && has(3));
+  kept.add(4);  // replaces 1
+  EXPECT_FALSE(has(1));
+  EXPECT_TRUE(has(2) && has(3) && has(4));
+  kept.add(5);  // replaces 2
+  EXPECT_FALSE(has(2));
+  EXPECT_TRUE(has(3) && has(4) && has(5));
 }
 
 }  // namespace
