@@ -100,14 +100,14 @@ TEST(PipelineMakespan, ManyMicroBatchesGrowByTheSteadyStatesLap) {
 }
 
 // The settled-lap extrapolation (and the kept shapes) match running every step, on pipelines
-// of random chunk and message times under every schedule and framework order, the extra
+// of random chunk and message times under every schedule and every framework's order, the extra
 // warm-up forward included, at micro-batch counts from one lap to several hundred; a shape
 // timed again gives the same makespan.
 TEST(PipelineMakespan, TheSettledLapExtrapolationMatchesEveryStep) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<double> chunk_s(0.5, 2.0), hop_s(0.0, 0.3);
   int64_t checked = 0;
-  for (const Framework framework : {Framework::kMegatron, Framework::kTorchtitan})
+  for (const Framework framework : {Framework::kMegatron, Framework::kTorchtitan, Framework::kDeepspeed})
     for (const Schedule schedule : {Schedule::kOneFOneB, Schedule::kGpipe, Schedule::kInterleaved})
       for (const int64_t pp : {2, 3, 4, 8})
         for (const int64_t m : {1, 5, 8, 24, 40, 64, 96, 100, 264}) {
