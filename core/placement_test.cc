@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 
 namespace monarch {
@@ -239,6 +240,35 @@ TEST(Placement, GroupsStraddlingAnNvlinkDomainAreSeen) {
   // Power-of-two layouts on 8-GPU nodes keep rank 0's shape.
   EXPECT_EQ(group_span(GroupKind::kTp, tp16, 8).nodes, 2);
   EXPECT_EQ(group_span(GroupKind::kTp, tp8, 8).nodes, 1);
+}
+
+// group_span keeps its last answers per layout: asked in turns about several layouts, kinds and
+// node sizes, it gives the slowest group that a pass over every rank's group finds (the most
+// nodes, then the fewest members on its sparsest node).
+TEST(Placement, AStraddlingGroupsSpanIsTheSlowestGroupsAskedInAnyOrder) {
+  const std::vector<Plan> plans = {make_plan(16, 1, 8, 1), make_plan(12, 1, 6, 2), make_plan(16, 1, 8, 1, 4, 1),
+                                   make_plan(8, 2, 9, 1)};
+  const std::vector<GroupKind> kinds = {GroupKind::kTp, GroupKind::kDpCp, GroupKind::kEp, GroupKind::kExpertDp};
+  auto slowest = [](GroupKind kind, const Plan& p, int64_t gpus_per_node) {
+    std::pair<int64_t, int64_t> worst{0, 0};  // nodes, minus the fewest members on one node
+    for (int64_t r = 0; r < p.world_size(); ++r) {
+      std::map<int64_t, int64_t> per_node;
+      for (int32_t member : group_ranks(kind, static_cast<int32_t>(r), p)) ++per_node[member / gpus_per_node];
+      int64_t fewest = p.world_size();
+      for (const auto& [node, count] : per_node) fewest = std::min(fewest, count);
+      worst = std::max(worst, std::pair<int64_t, int64_t>{static_cast<int64_t>(per_node.size()), -fewest});
+    }
+    return worst;
+  };
+  for (int round = 0; round < 2; ++round)
+    for (const Plan& p : plans)
+      for (const GroupKind kind : kinds)
+        for (const int64_t gpus_per_node : {72, 36}) {
+          const GroupSpan span = group_span(kind, p, gpus_per_node);
+          const auto [nodes, minus_fewest] = slowest(kind, p, gpus_per_node);
+          EXPECT_EQ(span.nodes, nodes) << to_string(kind) << " tp " << p.tp << " on " << gpus_per_node;
+          EXPECT_EQ(span.fewest_ranks_per_node, -minus_fewest) << to_string(kind) << " tp " << p.tp << " on " << gpus_per_node;
+        }
 }
 
 TEST(Placement, APlanPlacesOneRankOnEachGpuOrSaysWhyNot) {
