@@ -4,7 +4,6 @@
 #include <cassert>
 #include <cmath>
 #include <limits>
-#include <cmath>
 #include <string>
 
 #include "core/pipeline_schedule.h"
@@ -176,6 +175,7 @@ double time_pipeline_s(const PipelineShape& sh, int64_t max_cells) {
   // A run of laps x p micro-batches (plus m's remainder, so that m - run is whole laps) shows
   // whether the steady state has settled by its lap laps - 6: two laps of warm-up before it,
   // three of cool-down after the laps compared. Then the makespan grows by the lap's time.
+  static_assert(kPipelineSettleLaps >= 8, "two laps of warm-up, three compared, three of cool-down");
   if (repeats_by_lap(sh)) {
     for (int64_t laps = kPipelineSettleLaps; laps * p + m % p < m && (laps * p + m % p) * chunks <= max_cells; laps *= 2) {
       const int64_t run = laps * p + m % p;
