@@ -66,7 +66,8 @@ using namespace cost_detail;
 // B200 / GB200: 148 SMs, 256x256 two-SM tiles (tcgen05). No MAMF figure was published in
 // the sources above when this was written; NVIDIA's cuBLAS 12.8 blog reports ~1.6-1.8 PFLOP/s
 // bf16 GEMMs on B200 (of 2.25 dense), ~0.75 -> 0.80 before shape factors; fp8 ~3.2-3.5 of
-// 4.5 -> 0.75. Attention: cuDNN 9.7 SDPA on B200 ~1.3-1.5 PFLOP/s fwd bf16 (~0.6).
+// 4.5 in short runs (the sustained fp8 ceiling: "fp8 GEMMs at the power cap" below).
+// Attention: cuDNN 9.7 SDPA on B200 ~1.3-1.5 PFLOP/s fwd bf16 (~0.6).
 // The MAMF table (stas00/ml-engineering compute/accelerator/README.md, "Maximum Achievable
 // Matmul FLOPS comparison table", 2025-2026 rows) bears the B200 figures out: bf16 1745.0 of
 // 2250 (77.6%, torch 2.7.1 + CUDA 12.8), fp8 3432.5 of 4500 (76.3%). GB200 reaches less of
@@ -105,12 +106,38 @@ constexpr double kGb200OverB200Fp8 = (3615.6 / 5000.0) / (3432.5 / 4500.0);
 // same fraction of their (tf32) peak. Measured on the H200: the 8192^3 tf32 product held at the
 // power limit runs 344 TFLOP/s at 1492 MHz, 0.852 of the tf32 peak per clock, against bf16's
 // 0.845 (h200-microbench-2.json). The 16-bit ceiling serves both.
-constexpr GpuProfile kA100{"A100", 108, 256, 128, 0.913, 0.913, 0.64, 0.53, 0.80, 0.78, 0.865};
-constexpr GpuProfile kH100{"H100", 132, 128, 256, 0.855, 0.72, 0.729, 0.541, 0.80, 0.80, 0.865, &kCudnnHopperAttention};
-constexpr GpuProfile kH200{"H200", 132, 128, 256, 0.885, 0.74, 0.729, 0.541, 0.80, 0.80, 0.865, &kCudnnHopperAttention};
-constexpr GpuProfile kB200{"B200", 148, 256, 256, 0.80, 0.75, 0.60, 0.47, 0.80, 0.80, 0.865, &kBlackwellAttention};
-constexpr GpuProfile kGB200{"GB200", 148, 256, 256, 0.80 * kGb200OverB200Bf16, 0.75 * kGb200OverB200Fp8, 0.60, 0.47, 0.80, 0.80, 0.865,
-                            &kBlackwellAttention};
+// The one sustained clock, as a fraction of the quoted one: see above.
+constexpr double kSustainedClockFraction = 0.865;
+
+// fp8 GEMMs at the power cap. fp8 tensor cores draw more power per clock than bf16 ones, so an
+// fp8 product settles at a lower clock than the step's sustained one. Measured on the H200
+// (tests/data/gpu/h200-microbench.json, `sustained_fp8`): the 8192^3 e4m3 product held at the
+// 700 W cap settles at 1335 MHz, where the bf16 one holds 1455 and the model's training steps
+// 0.865 x 1830 = 1583; per clock the two precisions reach the same share of their peaks (0.84
+// and 0.845). Hopper's fp8 ceilings are sustained figures with that lower clock in them: the
+// H200's 0.74 is its per-clock ceiling (0.878, i.e. 0.839 at 8192^3 over that shape's waves and
+// K loop) times 1335 / 1583, and the DGXC fp8 calibration runs bear it out beside the bf16 ones.
+// Blackwell's figures are short runs that do not show it: MAMF's fp8 reaches 0.98 of bf16's share
+// of the peak (3432.5 / 4500 against 1745.0 / 2250 on a B200), as do XLA's B200 products
+// (OpenXLA xla/service/gpu/model/matmul_interpolator_data.h, sm_100, b 4 x 4096^3: 3279.7 e4m3
+// and 1670.5 bf16 TFLOP/s), where the H200's first 15 s window already gives 0.91 (1426 and 787
+// TFLOP/s). No held Blackwell fp8 product has been measured; its ceiling takes the B200's
+// per-clock share from MAMF times the H200's held fp8 clock over the sustained one.
+constexpr double kH200HeldFp8Clock_MHz = 1335.0;
+constexpr double kH200QuotedClock_MHz = 1830.0;
+constexpr double kFp8HeldClockShare = kH200HeldFp8Clock_MHz / (kSustainedClockFraction * kH200QuotedClock_MHz);
+constexpr double kB200Bf16Ceiling = 0.80;
+constexpr double kB200Fp8PerClockCeiling = kB200Bf16Ceiling * (3432.5 / 4500.0) / (1745.0 / 2250.0);
+constexpr double kB200Fp8Ceiling = kB200Fp8PerClockCeiling * kFp8HeldClockShare;  // 0.663
+
+constexpr double kClock = kSustainedClockFraction;  // every calibrated profile's
+constexpr GpuProfile kA100{"A100", 108, 256, 128, 0.913, 0.913, 0.64, 0.53, 0.80, 0.78, kClock};
+constexpr GpuProfile kH100{"H100", 132, 128, 256, 0.855, 0.72, 0.729, 0.541, 0.80, 0.80, kClock, &kCudnnHopperAttention};
+constexpr GpuProfile kH200{"H200", 132, 128, 256, 0.885, 0.74, 0.729, 0.541, 0.80, 0.80, kClock, &kCudnnHopperAttention};
+constexpr GpuProfile kB200{"B200", 148, 256, 256, kB200Bf16Ceiling, kB200Fp8Ceiling, 0.60, 0.47, 0.80, 0.80, kClock,
+                           &kBlackwellAttention};
+constexpr GpuProfile kGB200{"GB200", 148, 256, 256, kB200Bf16Ceiling * kGb200OverB200Bf16, kB200Fp8Ceiling * kGb200OverB200Fp8,
+                            0.60, 0.47, 0.80, 0.80, kClock, &kBlackwellAttention};
 constexpr GpuProfile kGeneric{"generic", 132, 128, 256, 0.80, 0.65, 0.60, 0.45, 0.80, 0.80, 0.90};
 
 // K-loop prologue/epilogue of a GEMM tile: efficiency k / (k + kGemmKHalf). Writing a tile's
