@@ -1,6 +1,7 @@
 // Speed of the strategy engine: the full plan search for Llama-3 405B on 16,384 H100s (target:
-// at least 100,000 plans per second per core, on one and on two threads) and for GPT-3 175B on
-// 1,024 B200s with many micro-batches per pipeline (one thread), and lowering +
+// at least 100,000 plans per second per core, on one and on two threads), for GPT-3 175B on
+// 1,024 B200s with many micro-batches per pipeline and for a fine-grained MoE on 256 H800s
+// (one thread each), and lowering +
 // checking + timing of the task graph for GPT-3 175B on 1,024 GPUs and Llama-3 405B on 16,384.
 //
 //   ./build/bench/monarch_bench_search
@@ -69,6 +70,35 @@ void BM_SearchGpt3_175B_1024_B200_ManyMicroBatches(benchmark::State& state) {
                                                      benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_SearchGpt3_175B_1024_B200_ManyMicroBatches)->Unit(benchmark::kSecond)->Iterations(1)->UseRealTime();
+
+// A fine-grained mixture of experts left open on 256 H800s: DeepSeek-V3's layer shape (hidden
+// 7168, 128 heads, 256 experts of 2048 with 8 routed per token; arXiv:2412.19437) with 31 of its
+// 61 layers, fp8, 1,920 sequences of 4,096 a step. Seven million plans over TP, CP, PP, EP,
+// expert TP, interleaving and micro-batch, two thirds of which do not fit in memory.
+void BM_SearchFineGrainedMoe_256_H800(benchmark::State& state) {
+  auto parsed = scenario_from_json(nlohmann::json::parse(R"({
+    "model": {"architecture": "llama", "num_layers": 31, "hidden_size": 7168, "num_attention_heads": 128,
+              "num_kv_heads": 128, "head_dim": 128, "ffn_hidden_size": 18432, "num_experts": 256, "moe_top_k": 8,
+              "moe_ffn_hidden_size": 2048, "vocab_size": 129280, "seq_length": 4096, "tie_embeddings": false},
+    "cluster": {"gpu": "H800-SXM", "num_gpus": 256, "gpus_per_node": 8},
+    "training": {"global_batch_size": 1920, "precision": "fp8"}})"));
+  if (!parsed.ok()) {
+    state.SkipWithError(parsed.problems()[0].to_string().c_str());
+    return;
+  }
+  SearchOptions options;
+  options.jobs = 1;
+  SearchResult r;
+  for (auto _ : state) {
+    r = search_plans_analytical(*parsed, options);
+    benchmark::DoNotOptimize(r);
+  }
+  state.counters["plans_evaluated"] = static_cast<double>(r.plans_evaluated);
+  state.counters["plans_fitting"] = static_cast<double>(r.plans_fitting);
+  state.counters["plans_per_s"] = benchmark::Counter(static_cast<double>(r.plans_evaluated) * static_cast<double>(state.iterations()),
+                                                     benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_SearchFineGrainedMoe_256_H800)->Unit(benchmark::kSecond)->Iterations(1)->UseRealTime();
 
 void lower_check_time(benchmark::State& state, const Scenario& s, const Plan& p) {
   size_t tasks = 0;

@@ -293,12 +293,16 @@ double optimizer_step_time_s(const Scenario& scenario, double sharded_params, do
 // The fast path used by search: iteration time and peak memory only (>= 100k plans per
 // second on one core; see bench/analytical_bench.cc).
 struct QuickEstimate {
-  double iteration_time_s = 0;
+  double iteration_time_s = 0;  // 0: a misfit left untimed (MisfitTime::kSkip)
   double peak_memory_gib = 0;
   bool fits = false;
   std::string reject_reason;  // empty when it fits
 };
-QuickEstimate quick_estimate(const Scenario& scenario, const Plan& plan);
+// Whether quick_estimate times a plan that does not fit in memory. The search ranks only the
+// plans that fit and reports the others by their memory, so it skips their time (most of an
+// estimate's cost) unless a caller plots every plan.
+enum class MisfitTime { kEstimate, kSkip };
+QuickEstimate quick_estimate(const Scenario& scenario, const Plan& plan, MisfitTime misfits = MisfitTime::kEstimate);
 
 // The fewest layers whose activations `plan` must offload (Plan::activation_offload_layers) for
 // its peak memory to fit the GPU's usable memory: 0 when it fits without, -1 when offloading

@@ -7,6 +7,7 @@
 #include "core/framework_rules.h"
 
 #include <cmath>
+#include <cstdio>
 
 #include <filesystem>
 #include <utility>
@@ -1580,6 +1581,41 @@ TEST(Iteration, RejectsPlansThatDoNotFitOrCannotRun) {
   const BackendResult r = estimate_plan(s, wrong);
   EXPECT_FALSE(r.memory.fits);
   EXPECT_EQ(r.iteration_time_s, 0);
+}
+
+// The search asks for misfits' memory only: the same memory, fit and reason, no time. Plans that
+// fit are estimated alike either way.
+TEST(Iteration, SkipsTheTimeOfAMisfitOnlyWhenAsked) {
+  const Scenario s = gpt175b(8);
+  Plan misfit;
+  misfit.tp = 8;
+  const QuickEstimate timed = quick_estimate(s, misfit, MisfitTime::kEstimate);
+  const QuickEstimate skipped = quick_estimate(s, misfit, MisfitTime::kSkip);
+  ASSERT_FALSE(timed.fits);
+  EXPECT_GT(timed.iteration_time_s, 0);
+  EXPECT_EQ(skipped.iteration_time_s, 0);
+  EXPECT_FALSE(skipped.fits);
+  EXPECT_EQ(skipped.peak_memory_gib, timed.peak_memory_gib);
+  EXPECT_EQ(skipped.reject_reason, timed.reject_reason);
+
+  const Scenario small = gpt125m_a100();
+  Plan fits;
+  fits.dp = small.cluster.num_gpus;
+  const QuickEstimate a = quick_estimate(small, fits, MisfitTime::kEstimate);
+  const QuickEstimate b = quick_estimate(small, fits, MisfitTime::kSkip);
+  ASSERT_TRUE(a.fits);
+  EXPECT_EQ(a.iteration_time_s, b.iteration_time_s);
+  EXPECT_EQ(a.peak_memory_gib, b.peak_memory_gib);
+}
+
+// Sizes in messages: one decimal, as printf's "%.1f" writes them.
+TEST(Units, GibTextIsPrintfsOneDecimal) {
+  for (double gib : {0.0, 0.04, 0.05, 0.15, 0.25, 1.0, 73.95, 74.0, 79.99, 80.0, 1234.5678, 1e12, -2.25}) {
+    char expected[64];
+    std::snprintf(expected, sizeof expected, "%.1f", gib);
+    EXPECT_EQ(gib_text(gib), expected) << gib;
+  }
+  EXPECT_FALSE(gib_text(1e300).empty());  // too long for one decimal in the buffer: the shortest form
 }
 
 // Llama-8B-shaped mixture of experts on 64 H100 (Mixtral-like routing: top-2, seq 4096, batch 256).

@@ -541,25 +541,14 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
   return it;
 }
 
-std::string gib_text(double gib) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", gib);
-  return buf;
-}
-
 }  // namespace
 
-QuickEstimate quick_estimate(const Scenario& sc, const Plan& p) {
+QuickEstimate quick_estimate(const Scenario& sc, const Plan& p, MisfitTime misfits) {
   QuickEstimate q;
   const ModelShape m = model_shape(sc.model);
   q.reject_reason = plan_problem(sc, p, m);
   if (!q.reject_reason.empty()) return q;
-  const Ctx c = make_ctx(sc);
-  const LayerCompute lc = layer_compute(c, m, p);
-  const LayerCosts L = layer_costs_impl(sc, p, m, c, lc);
   const std::vector<int64_t> layers = stage_layers(m, p);
-  const IterationModel it = iteration(sc, p, m, c, lc, L, layers, false);
-  q.iteration_time_s = it.iteration_s;
 
   // Peak memory: the first stage (most activations in flight, embedding), the last (output
   // and logits) and the stage with the most layers.
@@ -578,7 +567,12 @@ QuickEstimate quick_estimate(const Scenario& sc, const Plan& p) {
     q.reject_reason = "needs " + gib_text(peak) + " GiB per GPU, " + sc.cluster.gpu.name + " has " +
                       gib_text(usable) + " GiB usable (" + gib_text(sc.cluster.gpu.memory_gib) +
                       " minus the framework reserve)";
+    if (misfits == MisfitTime::kSkip) return q;
   }
+  const Ctx c = make_ctx(sc);
+  const LayerCompute lc = layer_compute(c, m, p);
+  const LayerCosts L = layer_costs_impl(sc, p, m, c, lc);
+  q.iteration_time_s = iteration(sc, p, m, c, lc, L, layers, false).iteration_s;
   return q;
 }
 

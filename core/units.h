@@ -2,7 +2,9 @@
 // (`_bytes`, `_s`, `_GBps`, `_tflops`); these constants convert between them.
 #pragma once
 
+#include <charconv>
 #include <cstdint>
+#include <string>
 
 namespace monarch {
 
@@ -15,5 +17,15 @@ inline constexpr double gib_to_bytes(double gib) { return gib * kGiB; }
 inline constexpr double bytes_to_gib(double bytes) { return bytes / kGiB; }
 inline constexpr double gbps_to_bytes_per_s(double GBps) { return GBps * kGB; }
 inline constexpr double us_to_s(double us) { return us * kMicro; }
+
+// A memory size in GiB as messages print it: one decimal, what printf's "%.1f" gives
+// (std::to_chars with a precision is specified as printf in the C locale), without printf's
+// cost: the search writes one for every plan that does not fit.
+inline std::string gib_text(double gib) {
+  char buf[48];
+  std::to_chars_result r = std::to_chars(buf, buf + sizeof buf, gib, std::chars_format::fixed, 1);
+  if (r.ec != std::errc()) r = std::to_chars(buf, buf + sizeof buf, gib);  // too long for fixed: shortest form
+  return std::string(buf, r.ptr);
+}
 
 }  // namespace monarch

@@ -9,7 +9,10 @@ namespace monarch {
 
 std::string split_text(const std::vector<int64_t>& v) {
   std::string s;
-  for (int64_t n : v) s += (s.empty() ? "" : " ") + std::to_string(n);
+  for (int64_t n : v) {
+    if (!s.empty()) s += ' ';
+    s += std::to_string(n);
+  }
   return s;
 }
 

@@ -217,9 +217,9 @@ Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan, const std::
   return lower_plan(sc, p, lowering_costs(sc, p), only);
 }
 
-PlanEvaluator analytical_evaluator() {
-  return [](const Scenario& sc, const Plan& p) {
-    QuickEstimate q = quick_estimate(sc, p);
+PlanEvaluator analytical_evaluator(MisfitTime misfits) {
+  return [misfits](const Scenario& sc, const Plan& p) {
+    QuickEstimate q = quick_estimate(sc, p, misfits);
     PlanEstimate e{q.iteration_time_s, q.peak_memory_gib, q.fits, std::move(q.reject_reason)};
     if (sc.search.objective == Objective::kTimeToTrain && e.fits) e.time_to_train_s = expected_time_to_train_s(sc, p, e.iteration_time_s);
     return e;
@@ -227,7 +227,7 @@ PlanEvaluator analytical_evaluator() {
 }
 
 SearchResult search_plans_analytical(const Scenario& sc, SearchOptions options) {
-  if (!options.evaluate) options.evaluate = analytical_evaluator();
+  if (!options.evaluate) options.evaluate = analytical_evaluator(options.estimated ? MisfitTime::kEstimate : MisfitTime::kSkip);
   return search_plans(sc, options);
 }
 

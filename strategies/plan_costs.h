@@ -2,6 +2,7 @@
 // strategy engine: per-task costs for lowering, and the plan evaluator the search uses.
 #pragma once
 
+#include "core/cost_model.h"
 #include "core/plan_ir.h"
 #include "core/problem.h"
 #include "core/scenario.h"
@@ -22,10 +23,11 @@ LoweringCosts lowering_costs(const Scenario& scenario, const Plan& plan);
 // model chunks. `only`: the ranks to lower (strategies/lowering.h), empty for every rank.
 Expected<PlanGraph> lower_plan(const Scenario& scenario, const Plan& plan, const std::vector<char>& only = {});
 
-// quick_estimate as a search evaluator.
-PlanEvaluator analytical_evaluator();
+// quick_estimate as a search evaluator; `misfits` says whether it times plans that do not fit.
+PlanEvaluator analytical_evaluator(MisfitTime misfits = MisfitTime::kEstimate);
 
-// search_plans with the analytical evaluator (options.evaluate may stay empty).
+// search_plans with the analytical evaluator (options.evaluate may stay empty). It times the
+// plans that do not fit only where options.estimated wants every plan.
 SearchResult search_plans_analytical(const Scenario& scenario, SearchOptions options = {});
 
 }  // namespace monarch

@@ -203,6 +203,38 @@ TEST(SearchThenLower, NothingFitsNamesTheSmallestNeed) {
   EXPECT_NE(r.no_fit_message.find("smallest memory need"), std::string::npos) << r.no_fit_message;
 }
 
+// The search times only the plans that fit unless a caller wants every estimate (the GUI's
+// plan space): the ranking, the counts and the rejections come out the same either way.
+TEST(SearchThenLower, MisfitsAreTimedOnlyForCallersThatWantEveryEstimate) {
+  const Scenario s = load(R"({"model": {"preset": "gpt3-13b"}, "cluster": {"gpu": "A100-40GB", "num_gpus": 16},
+                              "training": {"global_batch_size": 64}})");
+  const SearchResult plain = search_plans_analytical(s);
+  int64_t misfits = 0, timed_misfits = 0;
+  SearchOptions watched;
+  watched.estimated = [&](const Plan&, const PlanEstimate& e) {
+    if (e.fits) return;
+    ++misfits;
+    if (e.iteration_time_s > 0) ++timed_misfits;
+  };
+  const SearchResult every = search_plans_analytical(s, watched);
+  ASSERT_TRUE(plain.any_fits());
+  EXPECT_GT(misfits, 0);
+  EXPECT_EQ(timed_misfits, misfits);
+  EXPECT_EQ(plain.plans_in_space, every.plans_in_space);
+  EXPECT_EQ(plain.plans_fitting, every.plans_fitting);
+  EXPECT_EQ(plain.plans_rejected, every.plans_rejected);
+  ASSERT_EQ(plain.ranked.size(), every.ranked.size());
+  for (size_t i = 0; i < plain.ranked.size(); ++i) {
+    EXPECT_EQ(describe(plain.ranked[i].plan), describe(every.ranked[i].plan));
+    EXPECT_EQ(plain.ranked[i].estimate.iteration_time_s, every.ranked[i].estimate.iteration_time_s);
+  }
+  ASSERT_EQ(plain.rejection_groups.size(), every.rejection_groups.size());
+  for (size_t i = 0; i < plain.rejection_groups.size(); ++i) {
+    EXPECT_EQ(plain.rejection_groups[i].count, every.rejection_groups[i].count);
+    EXPECT_EQ(plain.rejection_groups[i].example.reason, every.rejection_groups[i].example.reason);
+  }
+}
+
 TEST(SearchThenLower, MixtureOfExpertsLowersWithExpertParallelism) {
   const Scenario s = load(R"({"model": {"architecture": "llama", "num_layers": 8, "hidden_size": 2048,
                               "num_attention_heads": 16, "num_kv_heads": 8, "ffn_hidden_size": 5632,

@@ -11,6 +11,7 @@
 #include "core/cost_model.h"
 #include "core/framework_rules.h"
 #include "core/placement.h"
+#include "core/units.h"
 #include "core/model_math.h"
 #include "strategies/partition.h"
 #include "strategies/plan_check.h"
@@ -40,12 +41,6 @@ std::vector<int64_t> divisors(int64_t n) {
     }
   small.insert(small.end(), large.rbegin(), large.rend());
   return small;
-}
-
-std::string gib_text(double gib) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", gib);
-  return buf;
 }
 
 template <typename T>

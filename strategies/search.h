@@ -27,7 +27,7 @@ namespace monarch {
 
 // What the search needs from a cost model for one plan.
 struct PlanEstimate {
-  double iteration_time_s = 0;
+  double iteration_time_s = 0;  // 0 for a misfit the evaluator left untimed
   double peak_memory_gib = 0;
   bool fits = false;
   std::string reject_reason;  // why it does not fit / cannot run; empty when it fits
