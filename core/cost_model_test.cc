@@ -762,6 +762,27 @@ TEST(LayerCosts, Flash1AttentionRunsAtHalfFlashAttention2sRate) {
   }
 }
 
+// model.attention_kernel "flash1-triton" (FlashAttention's Triton port, llm-foundry's attn_impl
+// "triton"): FlashAttention-2's rate over 1.4 forward and over 2 backward (FlashAttention-2
+// paper, section 4.1), so its forward is faster than FlashAttention-1's and its backward the same;
+// the memory of flash.
+TEST(LayerCosts, TritonFlashAttentionRunsFlashAttention2sRateOverItsPerPassRatios) {
+  for (const char* gpu : {"A100-80GB", "H100-SXM"}) {
+    Scenario s = llama8b(gpu, 8);
+    s.training.framework = Framework::kTorchtitan;  // FlashAttention-2 on both GPUs
+    s.training.compile = true;
+    const auto [fa2, triton] = costs_with_kernel(s, 0, AttentionKernel::kFlash1Triton);
+    const auto [fa2_again, fa1] = costs_with_kernel(s, 0, AttentionKernel::kFlash1);
+    const GpuProfile& prof = gpu_profile(s.cluster.gpu);
+    const double peak = s.cluster.gpu.peak_tflops.bf16 * 1e12 * prof.sustained_clock_fraction;
+    const double rate = (std::string(gpu) == "H100-SXM" ? 0.333 : prof.flash_forward_efficiency) * 8192.0 / (8192.0 + 256.0);
+    const double attention_fa2_s = 4.0 * 8192 * 8192 * 0.5 * 4096 / (peak * rate);  // causal half, forward
+    EXPECT_NEAR(triton.forward_s - fa2.forward_s, 0.4 * attention_fa2_s, 1e-3 * attention_fa2_s) << gpu;
+    EXPECT_LT(triton.forward_s, fa1.forward_s) << gpu;
+    EXPECT_NEAR(triton.backward_s, fa1.backward_s, 1e-9 * fa1.backward_s) << gpu;
+  }
+}
+
 // model.attention_kernel "flash2" (the flash-attn package Transformer Engine calls when cuDNN's
 // attention is off): on Hopper the attention core takes 1.59x the cuDNN kernels' time in both
 // passes at every sequence length; on Ampere, whose profile is FlashAttention-2 already,

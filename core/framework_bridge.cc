@@ -283,6 +283,13 @@ const char* megatron_attention_backend(const ModelConfig& m) {
   }
 }
 
+// The first generation of fused attention (FlashAttention-1's CUDA kernels or its Triton port),
+// which Megatron-Core's attention backends do not offer: the kernel's name, or nullptr.
+const char* first_generation_flash(const std::optional<AttentionKernel>& kernel) {
+  if (kernel == AttentionKernel::kFlash1 || kernel == AttentionKernel::kFlash1Triton) return to_string(*kernel);
+  return nullptr;
+}
+
 void megatron_model_flags(const ModelConfig& m, Flags& f) {
   f.add("--num-layers", str(m.num_layers));
   f.add("--hidden-size", str(m.hidden_size));
@@ -343,9 +350,10 @@ void export_megatron(const Scenario& s, const Plan& p, Problems& refuse, Exporte
   if (p.sequence_parallel) f.add("--sequence-parallel");
   if (p.pp > 1 && p.schedule == Schedule::kGpipe)
     refuse.push_back({where, "Megatron-LM has no GPipe schedule (its pipelines run 1F1B or interleaved 1F1B)"});
-  if (s.model.attention_kernel == AttentionKernel::kFlash1)
-    refuse.push_back({where, "Megatron-LM has no first-generation FlashAttention backend (--attention-backend "
-                             "flash, fused, unfused, local or auto); model.attention_kernel is flash1"});
+  if (const char* kernel = first_generation_flash(s.model.attention_kernel))
+    refuse.push_back({where, std::string("Megatron-LM has no first-generation FlashAttention backend (--attention-backend "
+                                         "flash, fused, unfused, local or auto); model.attention_kernel is ") +
+                                 kernel});
   if (p.vpp > 1) f.add("--num-virtual-stages-per-pipeline-rank", str(p.vpp));
   if (p.pp > 1) {
     const std::vector<int64_t> chunks = chunk_layers(s, p);
@@ -509,11 +517,13 @@ void export_deepspeed(const Scenario& s, const Plan& p, Problems& refuse, Export
   }
   if (!m.tie_embeddings) f.add("--untie-embeddings-and-output-weights");
   // Megatron-DeepSpeed's attention: --use-flash-attn-v2 the flash-attn package (which the cost
-  // model runs for flash under deepspeed), --use-flash-attn-v1 the first generation, no flag its
-  // materialized CoreAttention (import_attention_kernel).
+  // model runs for flash under deepspeed), --use-flash-attn-v1 the first generation,
+  // --use-flash-attn-triton its Triton port, no flag its materialized CoreAttention
+  // (import_attention_kernel).
   const AttentionKernel kernel = m.attention_kernel.value_or(AttentionKernel::kFlash);
   if (kernel == AttentionKernel::kFlash || kernel == AttentionKernel::kFlash2) f.add("--use-flash-attn-v2");
   if (kernel == AttentionKernel::kFlash1) f.add("--use-flash-attn-v1");
+  if (kernel == AttentionKernel::kFlash1Triton) f.add("--use-flash-attn-triton");
   if (m.is_moe()) {
     f.add("--num-experts", str(m.num_experts));
     f.add("--topk", str(m.moe_top_k));
@@ -588,9 +598,11 @@ void export_bridge(const Scenario& s, const Plan& p, Problems& refuse, ExportedC
   if (m.hidden_dropout) set("model.hidden_dropout", num(*m.hidden_dropout));
   if (m.attention_dropout) set("model.attention_dropout", num(*m.attention_dropout));
   if (const char* backend = megatron_attention_backend(m)) set("model.attention_backend", backend);
-  if (m.attention_kernel == AttentionKernel::kFlash1)
-    refuse.push_back({where, "Megatron-Core has no first-generation FlashAttention backend (model.attention_backend "
-                             "flash, fused, unfused, local or auto); model.attention_kernel is flash1"});
+  if (const char* kernel = first_generation_flash(m.attention_kernel))
+    refuse.push_back({where, std::string("Megatron-Core has no first-generation FlashAttention backend "
+                                         "(model.attention_backend flash, fused, unfused, local or auto); "
+                                         "model.attention_kernel is ") +
+                                 kernel});
   if (m.qk_layernorm) set("model.qk_layernorm", "true");
   if (m.is_moe()) {
     set("model.num_moe_experts", str(m.num_experts));
@@ -799,7 +811,8 @@ void import_attention_kernel(Importer& in, bool deepspeed_flags) {
     const bool v1 = in.boolean("--use-flash-attn-v1").value_or(false) || in.boolean("--use-flash-attn").value_or(false);
     const bool triton = in.boolean("--use-flash-attn-triton").value_or(false);
     if (in.boolean("--use-flash-attn-v2").value_or(false)) in.assign("model.attention_kernel", "\"flash2\"");
-    else if (v1 || triton) in.assign("model.attention_kernel", "\"flash1\"");
+    else if (triton) in.assign("model.attention_kernel", "\"flash1-triton\"");
+    else if (v1) in.assign("model.attention_kernel", "\"flash1\"");
     else in.assign("model.attention_kernel", "\"materialized\"");
     return;
   }

@@ -168,13 +168,15 @@ constexpr double kSdpaFlash2HopperBackwardEfficiency = 0.333 * 0.53 / 0.64;
 // (no split is published). PyTorch SDPA's own FlashAttention-2 build runs slower on Hopper
 // (kSdpaFlash2Hopper*, 1.7-1.8x below cuDNN on the H200 here, h200-microbench.json).
 constexpr double kCudnnOverFlashAttnHopper = (1.5877 + 1.5968) / 2.0;
-// FlashAttention-1 generation kernels (model.attention_kernel "flash1") against
-// FlashAttention-2 on the same GPU, forward and backward: FlashAttention-2 "yields around 2x
-// speedup compared to FlashAttention" on A100 (Dao 2023, abstract), and the Triton port that
-// llm-foundry runs is "overall slightly slower than CUDA forward + backward" (its header,
-// flash_attn_triton.py: its forward somewhat faster than FlashAttention-1's, its backward
-// slower; no split is published, so both passes take the overall ratio).
+// The first generation of fused attention against FlashAttention-2 on the same GPU, by pass
+// (Dao 2023, "FlashAttention-2", section 4.1, A100, head dim 64 and 128, causal or not, 512-16k
+// tokens): FlashAttention-2 is "around 2x faster than FlashAttention" (FlashAttention-1's CUDA
+// kernels, model.attention_kernel "flash1") in both passes, and "around 1.3-1.5x faster than
+// FlashAttention in Triton in the forward pass and around 2x faster in the backward pass" (the
+// Triton port, "flash1-triton"; the middle of the forward's range).
 constexpr double kFlash1RateOfFlash2 = 0.5;
+constexpr double kFlash1TritonForwardRateOfFlash2 = 1.0 / 1.4;
+constexpr double kFlash1TritonBackwardRateOfFlash2 = 0.5;
 // Fp8 (Transformer Engine): each fp8 GEMM operand is cast (read 16-bit, write fp8) and, for
 // the wgrad/dgrad GEMMs on Hopper, transposed (write fp8 again): 2 + 1 + 1 bytes per element.
 constexpr double kFp8CastBytesPerElement = 4.0;
@@ -349,6 +351,11 @@ Ctx make_ctx(const Scenario& s) {
     use_flash2_rates(c);
     c.flash_forward_efficiency *= kFlash1RateOfFlash2;
     c.flash_backward_efficiency *= kFlash1RateOfFlash2;
+  }
+  if (s.model.attention_kernel == AttentionKernel::kFlash1Triton) {
+    use_flash2_rates(c);
+    c.flash_forward_efficiency *= kFlash1TritonForwardRateOfFlash2;
+    c.flash_backward_efficiency *= kFlash1TritonBackwardRateOfFlash2;
   }
   return c;
 }

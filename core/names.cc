@@ -75,6 +75,7 @@ const char* to_string(AttentionKernel k) {
   switch (k) {
     case AttentionKernel::kFlash: return "flash";
     case AttentionKernel::kFlash1: return "flash1";
+    case AttentionKernel::kFlash1Triton: return "flash1-triton";
     case AttentionKernel::kFlash2: return "flash2";
     case AttentionKernel::kMaterialized: return "materialized";
   }

@@ -33,10 +33,13 @@ enum class AttentionKernel {
   // recomputes them; only the output and the row log-sum-exp are kept. Causal masking skips
   // the tiles above the diagonal (half the work).
   kFlash,
-  // The first generation of fused attention: FlashAttention-1's CUDA kernels and the Triton
-  // port that llm-foundry's attn_impl "triton" runs (flash_attn_triton.py, Nov 2022). Same
-  // memory as kFlash, about half FlashAttention-2's rate (core/layer_cost.cc).
+  // The first generation of fused attention, FlashAttention-1's CUDA kernels. Same memory as
+  // kFlash, half FlashAttention-2's rate in both passes (core/layer_cost.cc).
   kFlash1,
+  // FlashAttention's Triton port of the same generation, which llm-foundry's attn_impl "triton"
+  // and Megatron-DeepSpeed's --use-flash-attn-triton run (flash_attn_triton.py, Nov 2022). Same
+  // memory as kFlash; FlashAttention-2's rate over 1.4 forward and over 2 backward.
+  kFlash1Triton,
   // Tri Dao's FlashAttention-2 (the flash-attn package) where the GPU's default fused kernel is
   // another: Transformer Engine runs it on Hopper when cuDNN's fused attention is switched off
   // (NVTE_FUSED_ATTN=0, as NeMo's launcher did through its 24.07 release). Same memory as

@@ -125,7 +125,8 @@ inline const std::vector<RecoveryMode> kRecoveryModes = {RecoveryMode::kFullRest
 inline const std::vector<Backend> kBackends = {Backend::kAnalytical, Backend::kSimgrid, Backend::kRealCpu, Backend::kRealGpu};
 inline const std::vector<Activation> kActivations = {Activation::kGelu, Activation::kSwiglu, Activation::kSquaredRelu};
 inline const std::vector<AttentionKernel> kAttentionKernels = {AttentionKernel::kFlash, AttentionKernel::kMaterialized,
-                                                               AttentionKernel::kFlash1, AttentionKernel::kFlash2};
+                                                               AttentionKernel::kFlash1, AttentionKernel::kFlash1Triton,
+                                                               AttentionKernel::kFlash2};
 inline const std::vector<Framework> kFrameworks = {Framework::kMegatron, Framework::kDeepspeed, Framework::kTorchtitan};
 inline const std::vector<Fp8Recipe> kFp8Recipes = {Fp8Recipe::kDelayed, Fp8Recipe::kTensorwise, Fp8Recipe::kMxfp8,
                                                    Fp8Recipe::kBlockwise};

@@ -597,6 +597,11 @@ TEST(ScenarioIo, Format11ModelKeysAndTheirDefaults) {
   ASSERT_TRUE(first.ok()) << all_messages(first.problems());
   EXPECT_EQ(first->model.attention_kernel, AttentionKernel::kFlash1);
   EXPECT_EQ(scenario_to_json(*first)["model"]["attention_kernel"], "flash1");
+  j["model"]["attention_kernel"] = "flash1-triton";  // the project's extension: its Triton port
+  auto triton = scenario_from_json(j);
+  ASSERT_TRUE(triton.ok()) << all_messages(triton.problems());
+  EXPECT_EQ(triton->model.attention_kernel, AttentionKernel::kFlash1Triton);
+  EXPECT_EQ(scenario_to_json(*triton)["model"]["attention_kernel"], "flash1-triton");
   j["model"]["attention_kernel"] = "flash2";  // the project's extension: the flash-attn package
   auto package = scenario_from_json(j);
   ASSERT_TRUE(package.ok()) << all_messages(package.problems());

@@ -188,14 +188,14 @@ TEST(Validate, MegatronBridgeMoeRunsHoldTheFidelityReached) {
 // LLM Foundry's MPT training benchmarks (tests/data/validation/llmfoundry-published.json: MPT
 // 125M-70B with PyTorch FSDP, ZeRO-2 and -3, on 8-512 A100 40GB / 80GB and H100, 512 to 65536
 // tokens, as torchtitan, the spec's PyTorch-native stack, with llm-foundry's Triton flash
-// attention as attention_kernel "flash1"). Reached 10.67% and 32.4%: flash1 takes half
-// FlashAttention-2's rate in both passes, where the Triton forward is relatively faster (the
-// long-sequence A100 80GB runs 10-30% too slow), and the 2023 H100 software runs below the H100
-// profile set on 2025 releases (+1..+18% at 2048 tokens on 128-512 GPUs, growing with the GPU
-// count as the FSDP traffic does). The runs' FSDP1 gathers in place, so FSDP2's copies (charged
-// to torchtitan) overstate their time a little; a regression guard.
+// attention as attention_kernel "flash1-triton", FlashAttention-2's rate over 1.4 forward and
+// over 2 backward). Reached 9.08% and 33.4%: the long sequences still too slow (16k-65k tokens
+// -12..-17% on average), and the 2023 H100 software runs below the H100 profile set on 2025
+// releases (+1..+20% at 2048 tokens on 128-512 GPUs, growing with the GPU count as the FSDP
+// traffic does). The runs' FSDP1 gathers in place, so FSDP2's copies (charged to torchtitan)
+// overstate their time a little; a regression guard.
 TEST(Validate, LlmFoundryRunsHoldTheFidelityReached) {
-  expect_within({"llmfoundry-published.json", 209, 11.0, 33.0});
+  expect_within({"llmfoundry-published.json", 209, 9.5, 34.0});
 }
 
 // NeMo's published FP8 pretraining throughputs (tests/data/validation/nemo-24.07-published.json,

@@ -384,6 +384,7 @@ TEST(FrameworkBridge, AttentionKernelTravelsToMegatronAndDeepspeedAndBack) {
   round_trip(cases()[0], AttentionKernel::kMaterialized, ConfigFormat::kMegatron, "--attention-backend local");
   round_trip(cases()[3], AttentionKernel::kFlash2, ConfigFormat::kDeepspeed, "--use-flash-attn-v2");
   round_trip(cases()[3], AttentionKernel::kFlash1, ConfigFormat::kDeepspeed, "--use-flash-attn-v1");
+  round_trip(cases()[3], AttentionKernel::kFlash1Triton, ConfigFormat::kDeepspeed, "--use-flash-attn-triton");
   round_trip(cases()[0], AttentionKernel::kFlash2, ConfigFormat::kMegatronBridge, "model.attention_backend=flash");
   round_trip(cases()[0], AttentionKernel::kMaterialized, ConfigFormat::kMegatronBridge, "model.attention_backend=local");
   EXPECT_EQ(export_plan(cases()[0].scenario, cases()[0].plan, ConfigFormat::kMegatronBridge)->text.find("attention_backend"),
@@ -406,6 +407,13 @@ TEST(FrameworkBridge, AttentionKernelTravelsToMegatronAndDeepspeedAndBack) {
   fa1.scenario.model.attention_kernel = AttentionKernel::kFlash1;
   EXPECT_FALSE(export_plan(fa1.scenario, fa1.plan, ConfigFormat::kMegatron).ok());
   EXPECT_FALSE(export_plan(fa1.scenario, fa1.plan, ConfigFormat::kMegatronBridge).ok());
+  fa1.scenario.model.attention_kernel = AttentionKernel::kFlash1Triton;
+  for (ConfigFormat f : {ConfigFormat::kMegatron, ConfigFormat::kMegatronBridge}) {
+    auto refused = export_plan(fa1.scenario, fa1.plan, f);
+    ASSERT_FALSE(refused.ok()) << to_string(f);
+    EXPECT_NE(refused.problems().front().to_string().find("attention_kernel is flash1-triton"), std::string::npos)
+        << refused.problems().front().to_string();
+  }
   // fused is cuDNN's attention, the default kernel; a backend Megatron does not have is named.
   const std::string args = "MONARCH_ARGS=(\n  --tensor-model-parallel-size 2\n"
       "  --num-layers 32 --hidden-size 4096 --num-attention-heads 32 --seq-length 4096 --vocab-size 32000\n"
