@@ -743,20 +743,32 @@ std::pair<LayerCosts, LayerCosts> costs_with_kernel(Scenario s, int64_t zero_sta
   return {before, layer_costs(s, p)};
 }
 
-// model.attention_kernel "flash1" (FlashAttention-1's kernels, llm-foundry's Triton port): the
-// attention core at half FlashAttention-2's rate on that GPU (on Hopper PyTorch SDPA's
-// FlashAttention-2, not the profile's cuDNN kernels), forward and backward; the memory of
-// flash (no scores kept); everything else unchanged.
+// Llama 8B on 8 GPUs under torchtitan, whose attention is FlashAttention-2 on A100 and H100 (on
+// Hopper PyTorch SDPA's, not the profile's cuDNN kernels), and the forward attention core's time
+// at that rate: 8192 tokens, the causal half, 32 heads of 128.
+struct Fa2Reference {
+  Scenario scenario;
+  double forward_attention_s = 0;
+};
+Fa2Reference fa2_reference(const char* gpu) {
+  Fa2Reference r{llama8b(gpu, 8)};
+  r.scenario.training.framework = Framework::kTorchtitan;
+  r.scenario.training.compile = true;
+  const GpuProfile& prof = gpu_profile(r.scenario.cluster.gpu);
+  const double peak = r.scenario.cluster.gpu.peak_tflops.bf16 * 1e12 * prof.sustained_clock_fraction;
+  const double rate = (std::string(gpu) == "H100-SXM" ? 0.333 : prof.flash_forward_efficiency) * 8192.0 / (8192.0 + 256.0);
+  r.forward_attention_s = 4.0 * 8192 * 8192 * 0.5 * 4096 / (peak * rate);
+  return r;
+}
+
+// model.attention_kernel "flash1" (FlashAttention-1's CUDA kernels): the attention core at half
+// FlashAttention-2's rate on that GPU, forward and backward; the memory of flash (no scores
+// kept); everything else unchanged.
 TEST(LayerCosts, Flash1AttentionRunsAtHalfFlashAttention2sRate) {
   for (const char* gpu : {"A100-80GB", "H100-SXM"}) {
-    Scenario s = llama8b(gpu, 8);
-    s.training.framework = Framework::kTorchtitan;  // FlashAttention-2 on both GPUs
-    s.training.compile = true;
-    const auto [fa2, fa1] = costs_with_kernel(s, 0, AttentionKernel::kFlash1);
-    const GpuProfile& prof = gpu_profile(s.cluster.gpu);
-    const double peak = s.cluster.gpu.peak_tflops.bf16 * 1e12 * prof.sustained_clock_fraction;
-    const double rate = (std::string(gpu) == "H100-SXM" ? 0.333 : prof.flash_forward_efficiency) * 8192.0 / (8192.0 + 256.0);
-    const double attention_fa2_s = 4.0 * 8192 * 8192 * 0.5 * 4096 / (peak * rate);  // causal half, forward
+    const Fa2Reference ref = fa2_reference(gpu);
+    const auto [fa2, fa1] = costs_with_kernel(ref.scenario, 0, AttentionKernel::kFlash1);
+    const double attention_fa2_s = ref.forward_attention_s;
     EXPECT_NEAR(fa1.forward_s - fa2.forward_s, attention_fa2_s, 1e-3 * attention_fa2_s) << gpu;
     EXPECT_GT(fa1.backward_s - fa2.backward_s, 2.0 * attention_fa2_s) << gpu;  // the backward's 2.5x FLOPs, slower rate
   }
@@ -768,15 +780,10 @@ TEST(LayerCosts, Flash1AttentionRunsAtHalfFlashAttention2sRate) {
 // the memory of flash.
 TEST(LayerCosts, TritonFlashAttentionRunsFlashAttention2sRateOverItsPerPassRatios) {
   for (const char* gpu : {"A100-80GB", "H100-SXM"}) {
-    Scenario s = llama8b(gpu, 8);
-    s.training.framework = Framework::kTorchtitan;  // FlashAttention-2 on both GPUs
-    s.training.compile = true;
-    const auto [fa2, triton] = costs_with_kernel(s, 0, AttentionKernel::kFlash1Triton);
-    const auto [fa2_again, fa1] = costs_with_kernel(s, 0, AttentionKernel::kFlash1);
-    const GpuProfile& prof = gpu_profile(s.cluster.gpu);
-    const double peak = s.cluster.gpu.peak_tflops.bf16 * 1e12 * prof.sustained_clock_fraction;
-    const double rate = (std::string(gpu) == "H100-SXM" ? 0.333 : prof.flash_forward_efficiency) * 8192.0 / (8192.0 + 256.0);
-    const double attention_fa2_s = 4.0 * 8192 * 8192 * 0.5 * 4096 / (peak * rate);  // causal half, forward
+    const Fa2Reference ref = fa2_reference(gpu);
+    const auto [fa2, triton] = costs_with_kernel(ref.scenario, 0, AttentionKernel::kFlash1Triton);
+    const auto [fa2_again, fa1] = costs_with_kernel(ref.scenario, 0, AttentionKernel::kFlash1);
+    const double attention_fa2_s = ref.forward_attention_s;
     EXPECT_NEAR(triton.forward_s - fa2.forward_s, 0.4 * attention_fa2_s, 1e-3 * attention_fa2_s) << gpu;
     EXPECT_LT(triton.forward_s, fa1.forward_s) << gpu;
     EXPECT_NEAR(triton.backward_s, fa1.backward_s, 1e-9 * fa1.backward_s) << gpu;
