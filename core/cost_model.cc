@@ -121,8 +121,9 @@ constexpr double kSustainedClockFraction = 0.865;
 // of the peak (3432.5 / 4500 against 1745.0 / 2250 on a B200), as do XLA's B200 products
 // (OpenXLA xla/service/gpu/model/matmul_interpolator_data.h, sm_100, b 4 x 4096^3: 3279.7 e4m3
 // and 1670.5 bf16 TFLOP/s), where the first timed window of each held H200 product (tens of
-// milliseconds) already gives 0.91 (1426 and 787 TFLOP/s). No held Blackwell fp8 product has been measured; its ceiling takes the B200's
-// per-clock share from MAMF times the H200's held fp8 clock over the sustained one.
+// milliseconds) already gives 0.91 (1426 and 787 TFLOP/s). No held Blackwell fp8 product has
+// been measured; its ceiling takes the B200's per-clock share from MAMF times the H200's held fp8
+// clock over the sustained one.
 constexpr double kH200HeldFp8Clock_MHz = 1335.0;
 constexpr double kH200QuotedClock_MHz = 1830.0;
 constexpr double kFp8HeldClockShare = kH200HeldFp8Clock_MHz / (kSustainedClockFraction * kH200QuotedClock_MHz);

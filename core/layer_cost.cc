@@ -347,15 +347,11 @@ Ctx make_ctx(const Scenario& s) {
     }
   }
   if (s.model.attention_kernel == AttentionKernel::kFlash2) use_flash_attn_package_rates(c);
-  if (s.model.attention_kernel == AttentionKernel::kFlash1) {
+  if (s.model.attention_kernel == AttentionKernel::kFlash1 || s.model.attention_kernel == AttentionKernel::kFlash1Triton) {
+    const bool triton = s.model.attention_kernel == AttentionKernel::kFlash1Triton;
     use_flash2_rates(c);
-    c.flash_forward_efficiency *= kFlash1RateOfFlash2;
-    c.flash_backward_efficiency *= kFlash1RateOfFlash2;
-  }
-  if (s.model.attention_kernel == AttentionKernel::kFlash1Triton) {
-    use_flash2_rates(c);
-    c.flash_forward_efficiency *= kFlash1TritonForwardRateOfFlash2;
-    c.flash_backward_efficiency *= kFlash1TritonBackwardRateOfFlash2;
+    c.flash_forward_efficiency *= triton ? kFlash1TritonForwardRateOfFlash2 : kFlash1RateOfFlash2;
+    c.flash_backward_efficiency *= triton ? kFlash1TritonBackwardRateOfFlash2 : kFlash1RateOfFlash2;
   }
   return c;
 }
