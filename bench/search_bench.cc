@@ -30,6 +30,15 @@ Scenario load(const std::string& preset, const std::string& gpu, int64_t gpus, i
   return *s;
 }
 
+// The search's counts and its plans evaluated per wall second, for every search benchmark.
+void count_search(benchmark::State& state, const SearchResult& r) {
+  state.counters["plans_evaluated"] = static_cast<double>(r.plans_evaluated);
+  state.counters["plans_in_space"] = static_cast<double>(r.plans_in_space);
+  state.counters["plans_fitting"] = static_cast<double>(r.plans_fitting);
+  state.counters["plans_per_s"] = benchmark::Counter(static_cast<double>(r.plans_evaluated) * static_cast<double>(state.iterations()),
+                                                     benchmark::Counter::kIsRate);
+}
+
 // Llama-3 405B pre-training: 16,384 H100s, 16M tokens per step = 2,048 sequences of 8,192
 // (Llama 3 Herd of Models, section 3.3.2).
 // Argument: search threads (SearchOptions::jobs); plans_per_s is per wall second.
@@ -42,11 +51,7 @@ void BM_SearchLlama3_405B_16384_H100(benchmark::State& state) {
     r = search_plans_analytical(s, options);
     benchmark::DoNotOptimize(r);
   }
-  state.counters["plans_evaluated"] = static_cast<double>(r.plans_evaluated);
-  state.counters["plans_in_space"] = static_cast<double>(r.plans_in_space);
-  state.counters["plans_fitting"] = static_cast<double>(r.plans_fitting);
-  state.counters["plans_per_s"] = benchmark::Counter(static_cast<double>(r.plans_evaluated) * static_cast<double>(state.iterations()),
-                                                     benchmark::Counter::kIsRate);
+  count_search(state, r);
   if (!r.ranked.empty())
     std::fprintf(stderr, "llama3-405b on 16384 H100: %lld plans evaluated (%lld in the space, %lld fit); best %s at %.2f s\n",
                  static_cast<long long>(r.plans_evaluated), static_cast<long long>(r.plans_in_space),
@@ -65,9 +70,7 @@ void BM_SearchGpt3_175B_1024_B200_ManyMicroBatches(benchmark::State& state) {
     r = search_plans_analytical(s, options);
     benchmark::DoNotOptimize(r);
   }
-  state.counters["plans_evaluated"] = static_cast<double>(r.plans_evaluated);
-  state.counters["plans_per_s"] = benchmark::Counter(static_cast<double>(r.plans_evaluated) * static_cast<double>(state.iterations()),
-                                                     benchmark::Counter::kIsRate);
+  count_search(state, r);
 }
 BENCHMARK(BM_SearchGpt3_175B_1024_B200_ManyMicroBatches)->Unit(benchmark::kSecond)->Iterations(1)->UseRealTime();
 
@@ -93,10 +96,7 @@ void BM_SearchFineGrainedMoe_256_H800(benchmark::State& state) {
     r = search_plans_analytical(*parsed, options);
     benchmark::DoNotOptimize(r);
   }
-  state.counters["plans_evaluated"] = static_cast<double>(r.plans_evaluated);
-  state.counters["plans_fitting"] = static_cast<double>(r.plans_fitting);
-  state.counters["plans_per_s"] = benchmark::Counter(static_cast<double>(r.plans_evaluated) * static_cast<double>(state.iterations()),
-                                                     benchmark::Counter::kIsRate);
+  count_search(state, r);
 }
 BENCHMARK(BM_SearchFineGrainedMoe_256_H800)->Unit(benchmark::kSecond)->Iterations(1)->UseRealTime();
 
