@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -297,12 +298,24 @@ struct QuickEstimate {
   double peak_memory_gib = 0;
   bool fits = false;
   std::string reject_reason;  // empty when it fits
+  // iteration_time_s is only a lower bound on the plan's time, and above the caller's
+  // time_bound_s: the fitting plan's busiest stage computes for longer than the bound, or its time
+  // without the pipeline bubble already exceeds it.
+  bool time_is_lower_bound = false;
 };
 // Whether quick_estimate times a plan that does not fit in memory. The search ranks only the
 // plans that fit and reports the others by their memory, so it skips their time (most of an
 // estimate's cost) unless a caller plots every plan.
 enum class MisfitTime { kEstimate, kSkip };
-QuickEstimate quick_estimate(const Scenario& scenario, const Plan& plan, MisfitTime misfits = MisfitTime::kEstimate);
+// No bound on the time quick_estimate computes in full.
+inline constexpr double kNoTimeBound = std::numeric_limits<double>::infinity();
+// `time_bound_s`: a caller that only wants plans faster than this (a search's slowest kept plan)
+// lets a fitting plan stop at a lower bound above it (QuickEstimate::time_is_lower_bound): its
+// busiest stage's compute, before the layer's collectives are costed, or for a pipeline plan its
+// time without the bubble, before the schedule that gives the bubble is run (most of the cost of a
+// pipeline plan's estimate).
+QuickEstimate quick_estimate(const Scenario& scenario, const Plan& plan, MisfitTime misfits = MisfitTime::kEstimate,
+                             double time_bound_s = kNoTimeBound);
 
 // The fewest layers whose activations `plan` must offload (Plan::activation_offload_layers) for
 // its peak memory to fit the GPU's usable memory: 0 when it fits without, -1 when offloading

@@ -10,6 +10,7 @@
 #include <cstdio>
 
 #include <filesystem>
+#include <tuple>
 #include <utility>
 
 #include "core/placement.h"
@@ -515,6 +516,62 @@ TEST(LayerCosts, CudaGraphsReplaceTheEagerHostFloor) {
   EXPECT_NE(quick_estimate(s, p).reject_reason.find("attention dropout"), std::string::npos) << quick_estimate(s, p).reject_reason;
   s.model.attention_dropout = 0.0;
   EXPECT_EQ(quick_estimate(s, p).reject_reason, "");
+}
+
+// A time bound stops a fitting plan at a lower bound once that exceeds the bound: never above
+// the whole estimate, and flagged. A plan under the bound and one that does not fit are estimated
+// as without a bound.
+TEST(QuickEstimate, TimeBoundStopsPipelinePlansAtALowerBound) {
+  const Scenario s = gpt175b(128);
+  for (const auto [pp, vpp] : {std::pair{8, 1}, std::pair{8, 3}, std::pair{16, 1}, std::pair{16, 2}}) {
+    Plan p;
+    p.tp = 8;
+    p.pp = pp;
+    p.dp = 128 / (8 * pp);
+    p.vpp = vpp;
+    p.schedule = vpp > 1 ? Schedule::kInterleaved : Schedule::kOneFOneB;
+    p.sequence_parallel = true;
+    p.recompute = Recompute::kSelective;
+    p.zero_stage = 1;
+    const QuickEstimate whole = quick_estimate(s, p);
+    ASSERT_TRUE(whole.fits) << describe(p) << " " << whole.reject_reason;
+    EXPECT_FALSE(whole.time_is_lower_bound);
+    // Under a bound of 0, the busiest stage's compute; under that bound, the time without the
+    // bubble; both below the whole estimate.
+    const QuickEstimate compute_only = quick_estimate(s, p, MisfitTime::kEstimate, 0.0);
+    EXPECT_TRUE(compute_only.time_is_lower_bound) << describe(p);
+    EXPECT_GT(compute_only.iteration_time_s, 0);
+    EXPECT_EQ(compute_only.peak_memory_gib, whole.peak_memory_gib);
+    const QuickEstimate no_bubble = quick_estimate(s, p, MisfitTime::kEstimate, compute_only.iteration_time_s);
+    EXPECT_TRUE(no_bubble.time_is_lower_bound) << describe(p);
+    EXPECT_GT(no_bubble.iteration_time_s, compute_only.iteration_time_s) << describe(p);
+    EXPECT_LT(no_bubble.iteration_time_s, whole.iteration_time_s) << describe(p) << ": the bubble is left out";
+    const QuickEstimate under = quick_estimate(s, p, MisfitTime::kEstimate, whole.iteration_time_s * 1.01);
+    EXPECT_FALSE(under.time_is_lower_bound);
+    EXPECT_EQ(under.iteration_time_s, whole.iteration_time_s);
+    Plan misfit = p;  // without TP: a sixteenth of 175B parameters or more per GPU
+    misfit.tp = 1;
+    misfit.dp = 128 / pp;
+    misfit.sequence_parallel = false;
+    const QuickEstimate big = quick_estimate(s, misfit, MisfitTime::kEstimate, 0.0);
+    ASSERT_FALSE(big.fits) << describe(misfit);
+    EXPECT_FALSE(big.time_is_lower_bound);
+    EXPECT_EQ(big.iteration_time_s, quick_estimate(s, misfit).iteration_time_s);
+  }
+  const Scenario one_node = llama8b("H100-SXM", 8);
+  Plan flat;
+  flat.dp = 8;
+  flat.zero_stage = 1;
+  flat.recompute = Recompute::kFull;
+  const QuickEstimate no_pipeline = quick_estimate(one_node, flat);
+  ASSERT_TRUE(no_pipeline.fits) << no_pipeline.reject_reason;
+  const QuickEstimate compute_only = quick_estimate(one_node, flat, MisfitTime::kEstimate, 0.0);
+  EXPECT_TRUE(compute_only.time_is_lower_bound);
+  EXPECT_GT(compute_only.iteration_time_s, 0.9 * no_pipeline.iteration_time_s) << "the layers' compute is most of it";
+  EXPECT_LT(compute_only.iteration_time_s, no_pipeline.iteration_time_s);
+  const QuickEstimate under = quick_estimate(one_node, flat, MisfitTime::kEstimate, no_pipeline.iteration_time_s * 1.01);
+  EXPECT_FALSE(under.time_is_lower_bound);
+  EXPECT_EQ(under.iteration_time_s, no_pipeline.iteration_time_s);
 }
 
 // Megatron-DeepSpeed computes the loss on an fp32 copy of the logits with the unfused cross

@@ -261,6 +261,7 @@ struct IterationModel {
   double iteration_s = 0;
   std::vector<CommEntry> comm;  // only filled when `detail`
   int64_t critical_stage = 0;
+  bool lower_bound = false;  // iteration_s is only a lower bound, above the caller's time bound
 };
 
 void add_comm(std::vector<CommEntry>& v, CollectiveKind kind, GroupKind group, int64_t group_size, double bytes,
@@ -277,9 +278,12 @@ void add_comm(std::vector<CommEntry>& v, CollectiveKind kind, GroupKind group, i
   v.push_back(CommEntry{kind, group, static_cast<int64_t>(bytes), count, time_s, group_size});
 }
 
+// The iteration of `p`. `time_bound_s`: a pipeline plan whose time without its bubble already
+// exceeds it gets that sum as a lower bound (IterationModel::lower_bound), and the schedule that
+// would give the bubble is not run.
 IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m, const Ctx& c,
                          const LayerCompute& lc, const LayerCosts& L, const std::vector<int64_t>& layers,
-                         bool detail) {
+                         bool detail, double time_bound_s = kNoTimeBound) {
   IterationModel it;
   const int64_t nmb = std::max<int64_t>(num_micro_batches(sc, p), 1);
   const double mb = static_cast<double>(nmb);
@@ -340,9 +344,6 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
     b.tp_comm += sp_ar;
     exposed += sp_ar;
   }
-  // The pipeline beyond m micro-batches at the slowest stage's pace (its sends included): the
-  // fill and drain, and the waits of the schedule's warm-up and cool-down.
-  b.bubble = pp > 1 ? pipeline_makespan_s(shape) - mb * worst : 0.0;
 
   // --- data parallel gradient reduction and parameter gathers
   // Megatron's DDP reduces the gradients bucket by bucket as the backward produces them, in
@@ -490,7 +491,18 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
   b.optimizer = optimizer_step_time_s(sc, opt_params, grad_params);
 
   b.exposed_comm = exposed;
-  it.iteration_s = b.compute + b.host + b.bubble + b.optimizer + b.exposed_comm;
+  // The pipeline beyond m micro-batches at the slowest stage's pace (its sends included): the
+  // fill and drain, and the waits of the schedule's warm-up and cool-down. Running the schedule
+  // is most of a pipeline plan's estimate; the bubble is never negative (the slowest stage runs
+  // all m micro-batches one after another), so the rest is a lower bound.
+  const double without_bubble_s = b.compute + b.host + b.optimizer + b.exposed_comm;
+  if (pp > 1 && without_bubble_s > time_bound_s) {
+    it.iteration_s = without_bubble_s;
+    it.lower_bound = true;
+    return it;
+  }
+  b.bubble = pp > 1 ? std::max(0.0, pipeline_makespan_s(shape) - mb * worst) : 0.0;
+  it.iteration_s = without_bubble_s + b.bubble;
 
   if (detail) {
     const double nl_mb = mb * nl_w;
@@ -543,7 +555,7 @@ IterationModel iteration(const Scenario& sc, const Plan& p, const ModelShape& m,
 
 }  // namespace
 
-QuickEstimate quick_estimate(const Scenario& sc, const Plan& p, MisfitTime misfits) {
+QuickEstimate quick_estimate(const Scenario& sc, const Plan& p, MisfitTime misfits, double time_bound_s) {
   QuickEstimate q;
   const ModelShape m = model_shape(sc.model);
   q.reject_reason = plan_problem(sc, p, m);
@@ -571,8 +583,20 @@ QuickEstimate quick_estimate(const Scenario& sc, const Plan& p, MisfitTime misfi
   }
   const Ctx c = make_ctx(sc);
   const LayerCompute lc = layer_compute(c, m, p);
+  const double bound_s = q.fits ? time_bound_s : kNoTimeBound;
+  // The stage with the most layers computes them for every micro-batch, one after another: a
+  // lower bound that needs neither the layer's collectives nor the pipeline.
+  const double compute_floor_s = static_cast<double>(std::max<int64_t>(num_micro_batches(sc, p), 1)) *
+                                 static_cast<double>(layers[static_cast<size_t>(most)]) * (lc.fwd.s + lc.bwd.s + lc.recompute.s);
+  if (compute_floor_s > bound_s) {
+    q.iteration_time_s = compute_floor_s;
+    q.time_is_lower_bound = true;
+    return q;
+  }
   const LayerCosts L = layer_costs_impl(sc, p, m, c, lc);
-  q.iteration_time_s = iteration(sc, p, m, c, lc, L, layers, false).iteration_s;
+  const IterationModel it = iteration(sc, p, m, c, lc, L, layers, false, bound_s);
+  q.iteration_time_s = it.iteration_s;
+  q.time_is_lower_bound = it.lower_bound;
   return q;
 }
 

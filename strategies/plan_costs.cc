@@ -217,17 +217,35 @@ Expected<PlanGraph> lower_plan(const Scenario& sc, const Plan& plan, const std::
   return lower_plan(sc, p, lowering_costs(sc, p), only);
 }
 
+namespace {
+
+PlanEstimate analytical_estimate(const Scenario& sc, const Plan& p, MisfitTime misfits, double time_bound_s) {
+  QuickEstimate q = quick_estimate(sc, p, misfits, time_bound_s);
+  PlanEstimate e{q.iteration_time_s, q.peak_memory_gib, q.fits, std::move(q.reject_reason)};
+  e.time_is_lower_bound = q.time_is_lower_bound;
+  if (sc.search.objective == Objective::kTimeToTrain && e.fits && !e.time_is_lower_bound)
+    e.time_to_train_s = expected_time_to_train_s(sc, p, e.iteration_time_s);
+  return e;
+}
+
+}  // namespace
+
 PlanEvaluator analytical_evaluator(MisfitTime misfits) {
-  return [misfits](const Scenario& sc, const Plan& p) {
-    QuickEstimate q = quick_estimate(sc, p, misfits);
-    PlanEstimate e{q.iteration_time_s, q.peak_memory_gib, q.fits, std::move(q.reject_reason)};
-    if (sc.search.objective == Objective::kTimeToTrain && e.fits) e.time_to_train_s = expected_time_to_train_s(sc, p, e.iteration_time_s);
-    return e;
+  return [misfits](const Scenario& sc, const Plan& p) { return analytical_estimate(sc, p, misfits, kNoTimeBound); };
+}
+
+BoundedPlanEvaluator analytical_bounded_evaluator(MisfitTime misfits) {
+  return [misfits](const Scenario& sc, const Plan& p, double time_bound_s) {
+    return analytical_estimate(sc, p, misfits, time_bound_s);
   };
 }
 
 SearchResult search_plans_analytical(const Scenario& sc, SearchOptions options) {
-  if (!options.evaluate) options.evaluate = analytical_evaluator(options.estimated ? MisfitTime::kEstimate : MisfitTime::kSkip);
+  const MisfitTime misfits = options.estimated ? MisfitTime::kEstimate : MisfitTime::kSkip;
+  if (!options.evaluate) {
+    options.evaluate = analytical_evaluator(misfits);
+    if (!options.evaluate_within) options.evaluate_within = analytical_bounded_evaluator(misfits);
+  }
   return search_plans(sc, options);
 }
 

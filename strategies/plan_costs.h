@@ -25,9 +25,13 @@ Expected<PlanGraph> lower_plan(const Scenario& scenario, const Plan& plan, const
 
 // quick_estimate as a search evaluator; `misfits` says whether it times plans that do not fit.
 PlanEvaluator analytical_evaluator(MisfitTime misfits = MisfitTime::kEstimate);
+// The same, stopping at a lower bound for pipeline plans that cannot beat the bound it is given
+// (SearchOptions::evaluate_within).
+BoundedPlanEvaluator analytical_bounded_evaluator(MisfitTime misfits = MisfitTime::kEstimate);
 
-// search_plans with the analytical evaluator (options.evaluate may stay empty). It times the
-// plans that do not fit only where options.estimated wants every plan.
+// search_plans with the analytical evaluator (options.evaluate may stay empty; then the bounded
+// one runs beside it). It times the plans that do not fit only where options.estimated wants
+// every plan.
 SearchResult search_plans_analytical(const Scenario& scenario, SearchOptions options = {});
 
 }  // namespace monarch

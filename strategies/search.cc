@@ -337,8 +337,20 @@ class Ranker {
 
   bool worse(const RankedPlan& a, const RankedPlan& b) const { return ranks_before(objective_, a, b); }
 
+  // The time a plan must beat to be kept: the slowest kept plan's once the set is full (under
+  // the iteration_time objective), else none.
+  double time_bound_s() const {
+    if (objective_ != Objective::kIterationTime || best_.size() < keep_) return kNoTimeBound;
+    return best_.front().estimate.iteration_time_s;
+  }
+
   void consume(const Plan& p, PlanEstimate e) {
     ++result_.plans_evaluated;
+    if (e.time_is_lower_bound) {  // fits, and slower than the bound it was given
+      assert(e.fits && e.iteration_time_s > time_bound_s());
+      ++result_.plans_fitting;
+      return;
+    }
     if (!e.fits) {
       if (e.peak_memory_gib <= 0) {  // the cost model cannot run it at all
         rej_.add("cost-model", p, e.reject_reason.empty() ? "the cost model rejects it" : e.reject_reason);
@@ -393,16 +405,20 @@ struct PendingPlan {
 };
 
 // Estimates of the batch's plans into out[i] (rejected ones skipped), on `jobs` threads taking
-// slices of the batch in turn.
-void evaluate_batch(const Scenario& sc, const PlanEvaluator& evaluate, const std::vector<PendingPlan>& plans,
-                    std::vector<PlanEstimate>& out, int64_t jobs) {
+// slices of the batch in turn. With `evaluate_within` and a finite `time_bound_s` (fixed for the
+// whole batch, so the estimates do not depend on the threads' order), through that evaluator.
+void evaluate_batch(const Scenario& sc, const SearchOptions& opt, double time_bound_s,
+                    const std::vector<PendingPlan>& plans, std::vector<PlanEstimate>& out, int64_t jobs) {
   out.assign(plans.size(), PlanEstimate{});
+  const bool bounded = opt.evaluate_within && !opt.estimated && time_bound_s < kNoTimeBound;
   constexpr size_t kSlice = 64;
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t begin = next.fetch_add(kSlice); begin < plans.size(); begin = next.fetch_add(kSlice))
-      for (size_t i = begin; i < std::min(plans.size(), begin + kSlice); ++i)
-        if (!plans[i].reject_kind) out[i] = evaluate(sc, plans[i].plan);
+      for (size_t i = begin; i < std::min(plans.size(), begin + kSlice); ++i) {
+        if (plans[i].reject_kind) continue;
+        out[i] = bounded ? opt.evaluate_within(sc, plans[i].plan, time_bound_s) : opt.evaluate(sc, plans[i].plan);
+      }
   };
   const auto threads = static_cast<size_t>(std::clamp<int64_t>(jobs, 1, static_cast<int64_t>((plans.size() + kSlice - 1) / kSlice)));
   std::vector<std::thread> pool;
@@ -424,7 +440,7 @@ void enumerate_and_rank(const Scenario& sc, const SearchOptions& opt, SearchResu
   // Evaluates the batch and ranks it in enumeration order; polls Ctrl-C and reports progress.
   auto flush = [&](int64_t enumerated) {
     if (batch.empty()) return;
-    evaluate_batch(sc, opt.evaluate, batch, estimates, jobs);
+    evaluate_batch(sc, opt, ranker.time_bound_s(), batch, estimates, jobs);
     for (size_t i = 0; i < batch.size(); ++i) {
       PendingPlan& entry = batch[i];
       if (entry.reject_kind) {

@@ -34,11 +34,23 @@ struct PlanEstimate {
   // Objective time_to_train: expected wall time to train training.total_tokens with failures
   // and checkpoints (core/goodput.h); 0 otherwise.
   double time_to_train_s = 0;
+  // iteration_time_s is only a lower bound, above the bound a BoundedPlanEvaluator was given:
+  // the plan fits but is slower than every plan the search keeps.
+  bool time_is_lower_bound = false;
 };
 using PlanEvaluator = std::function<PlanEstimate(const Scenario&, const Plan&)>;
+// An evaluator told that only plans faster than `time_bound_s` matter: for a fitting plan it
+// may return a lower bound on the iteration time above that bound (time_is_lower_bound) instead
+// of the whole estimate. Everything else as PlanEvaluator.
+using BoundedPlanEvaluator = std::function<PlanEstimate(const Scenario&, const Plan&, double time_bound_s)>;
 
 struct SearchOptions {
   PlanEvaluator evaluate;           // required: the analytical quick estimate in the app
+  // Optional, for the iteration_time objective: once the search keeps its full set of best plans,
+  // it hands this evaluator the slowest kept plan's time, so plans that cannot beat it are not
+  // timed in full. The ranking is the same as with `evaluate` alone. Unused when `estimated` is
+  // set (it wants every plan's time).
+  BoundedPlanEvaluator evaluate_within;
   int64_t top_k = 0;                // 0 = scenario.search.top_k
   bool balance_pipeline = true;     // re-split the layers of the ranked plans (partition.h)
   int64_t max_rejected_listed = 100;  // above this, rejected plans are listed one per reason

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 
 #include "core/cost_model.h"
 #include "core/goodput.h"
@@ -394,6 +395,39 @@ TEST(Search, ThreadsGiveTheOneThreadResult) {
   SearchOptions many = options();
   many.jobs = 64;
   EXPECT_EQ(report_lines(search_plans(scenario(), options())), report_lines(search_plans(scenario(), many)));
+}
+
+// The bounded evaluator changes what a search costs, not what it finds: with it, on one thread
+// and on several, the ranking, estimates, counts, rejections and baseline are the plain
+// evaluator's, on a dense pipeline space and a mixture-of-experts one; and it did stop plans at
+// a lower bound.
+TEST(Search, BoundedEvaluatorFindsWhatThePlainOneFinds) {
+  const Scenario dense = preset_scenario(
+      R"({"model": {"preset": "llama3-70b"}, "cluster": {"gpu": "H100-SXM", "num_gpus": 64}, "training": {"global_batch_size": 128}})");
+  const Scenario moe = preset_scenario(R"({"model": {"architecture": "llama", "num_layers": 16, "hidden_size": 2048,
+      "num_attention_heads": 16, "ffn_hidden_size": 8192, "num_experts": 64, "moe_top_k": 6, "moe_ffn_hidden_size": 1408,
+      "vocab_size": 102400, "seq_length": 4096}, "cluster": {"gpu": "H100-SXM", "num_gpus": 64},
+      "training": {"global_batch_size": 256}})");
+  for (const Scenario& s : {dense, moe}) {
+    SearchOptions plain;
+    plain.evaluate = analytical_evaluator(MisfitTime::kSkip);
+    plain.top_k = 5;
+    plain.max_rejected_listed = 1000000;
+    std::atomic<int64_t> stopped{0};
+    const BoundedPlanEvaluator within = analytical_bounded_evaluator(MisfitTime::kSkip);
+    SearchOptions bounded = plain;
+    bounded.evaluate_within = [&](const Scenario& sc, const Plan& p, double bound_s) {
+      PlanEstimate e = within(sc, p, bound_s);
+      if (e.time_is_lower_bound) ++stopped;
+      return e;
+    };
+    SearchOptions bounded_threads = bounded;
+    bounded_threads.jobs = 3;
+    const std::vector<std::string> expected = report_lines(search_plans(s, plain));
+    EXPECT_EQ(report_lines(search_plans(s, bounded)), expected);
+    EXPECT_GT(stopped.load(), 0) << s.model.num_layers << " layers: no plan was stopped at its bound";
+    EXPECT_EQ(report_lines(search_plans(s, bounded_threads)), expected);
+  }
 }
 
 // search.objective time_to_train ranks by the expected wall time with failures and
