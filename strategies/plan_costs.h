@@ -25,8 +25,8 @@ Expected<PlanGraph> lower_plan(const Scenario& scenario, const Plan& plan, const
 
 // quick_estimate as a search evaluator; `misfits` says whether it times plans that do not fit.
 PlanEvaluator analytical_evaluator(MisfitTime misfits = MisfitTime::kEstimate);
-// The same, stopping at a lower bound for pipeline plans that cannot beat the bound it is given
-// (SearchOptions::evaluate_within).
+// The same, stopping at a lower bound for fitting plans that cannot beat the bound it is given
+// (SearchOptions::evaluate_within, quick_estimate's time_bound_s).
 BoundedPlanEvaluator analytical_bounded_evaluator(MisfitTime misfits = MisfitTime::kEstimate);
 
 // search_plans with the analytical evaluator (options.evaluate may stay empty; then the bounded
